@@ -1,0 +1,51 @@
+/* Megatron-style layout arithmetic: pure, no context, no communication. */
+#ifndef COHORT_LAYOUT_GEN_H
+#define COHORT_LAYOUT_GEN_H
+
+#include "cohort.h"
+
+#define COHORT_LAYOUT_MAX_DIMS 6
+
+typedef struct {
+    int world;
+    int tp, pp, cp, ep, etp, dp, edp;
+    /* dense order, e.g. {"tp","cp","ep","dp","pp"} and the expert order derived from it */
+    int  norder;
+    char order[COHORT_LAYOUT_MAX_DIMS][4];
+} cohort_layout_spec_t;
+
+/**
+ * Parse and validate a spec against a world size. On error returns COHORT_ERR_INVALID_ARG and
+ * writes a one-line reason into err (when err != NULL).
+ */
+cohort_status_t cohort_layout_parse(const char *spec, int world, cohort_layout_spec_t *out,
+                                    char *err, size_t errlen);
+
+/** @return 1 when kind is one of the known kinds, else 0. */
+int cohort_layout_kind_valid(const char *kind);
+
+/** The known kinds, NULL-terminated, in a stable order. */
+extern const char *const cohort_layout_kinds[];
+
+/**
+ * Number of groups of @a kind in the whole world (0 for unknown kinds).
+ */
+int cohort_layout_ngroups(const cohort_layout_spec_t *s, const char *kind);
+
+/**
+ * Members of group @a index of @a kind (0 <= index < ngroups), in Megatron's order.
+ * @param [out] members  at least s->world entries.
+ * @return number of members, or -1 on bad input.
+ */
+int cohort_layout_group_members(const cohort_layout_spec_t *s, const char *kind, int index,
+                                int *members);
+
+/**
+ * Members of the group of @a kind that contains world rank @a rank.
+ * @return number of members; 0 when rank belongs to no group of that kind (embd, pos-embd);
+ *         -1 on bad input.
+ */
+int cohort_layout_rank_group(const cohort_layout_spec_t *s, const char *kind, int rank,
+                             int *members);
+
+#endif

@@ -9,14 +9,23 @@
 typedef struct {
     int world;
     int tp, pp, cp, ep, etp, dp, edp;
-    /* dense order, e.g. {"tp","cp","ep","dp","pp"} and the expert order derived from it */
-    int  norder;
+    /* The order after Megatron's completion: names the spec left out are appended (they all
+     * have size 1), so norder is always 5, e.g. {"tp","cp","ep","dp","pp"}. The dense and the
+     * expert generator share it, as they do in Megatron; only the sizes differ. */
+    int norder;
     char order[COHORT_LAYOUT_MAX_DIMS][4];
+    /* sizes per order position: dense (tp, pp, dp, cp, ep=1) and expert (etp, pp, edp, cp=1, ep) */
+    int dense_size[COHORT_LAYOUT_MAX_DIMS];
+    int expert_size[COHORT_LAYOUT_MAX_DIMS];
 } cohort_layout_spec_t;
 
 /**
  * Parse and validate a spec against a world size. On error returns COHORT_ERR_INVALID_ARG and
- * writes a one-line reason into err (when err != NULL).
+ * writes a one-line reason into err (when err != NULL); on success err is set to "".
+ * @param [in]  spec   "tp=2,pp=4,cp=1,ep=2,etp=1,order=tp-cp-ep-dp-pp"; every key optional
+ *                     (NULL or "" means all defaults).
+ * @param [out] out    set only on success.
+ * @note Pure; thread-safe.
  */
 cohort_status_t cohort_layout_parse(const char *spec, int world, cohort_layout_spec_t *out,
                                     char *err, size_t errlen);
@@ -31,6 +40,12 @@ extern const char *const cohort_layout_kinds[];
  * Number of groups of @a kind in the whole world (0 for unknown kinds).
  */
 int cohort_layout_ngroups(const cohort_layout_spec_t *s, const char *kind);
+
+/**
+ * Number of members in each group of @a kind (0 for unknown kinds). Every group of a kind has
+ * the same size; embd has 2 members (1 when pp == 1), pos-embd 1.
+ */
+int cohort_layout_group_size(const cohort_layout_spec_t *s, const char *kind);
 
 /**
  * Members of group @a index of @a kind (0 <= index < ngroups), in Megatron's order.

@@ -1,0 +1,206 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pmix_plugins/common.h"
+
+void cohort_pmix_log(const cohort_pmix_ctx_t *p, int level, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    if (p != NULL && p->opts.log != NULL) {
+        p->opts.log(level, fmt, ap);
+    } else if (level == 0) {
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+    }
+    va_end(ap);
+}
+
+cohort_status_t cohort_pmix_status(pmix_status_t rc)
+{
+    switch (rc) {
+    case PMIX_SUCCESS:
+        return COHORT_OK;
+    case PMIX_ERR_TIMEOUT:
+        return COHORT_ERR_TIMEOUT;
+    case PMIX_ERR_NOT_SUPPORTED:
+        return COHORT_ERR_UNSUPPORTED;
+    case PMIX_ERR_NOMEM:
+        return COHORT_ERR_NO_MEMORY;
+    case PMIX_ERR_BAD_PARAM:
+        return COHORT_ERR_INVALID_ARG;
+    default:
+        return COHORT_ERR_PMIX;
+    }
+}
+
+static void cohort_pmix_info_timeout(pmix_info_t *info, const cohort_pmix_ctx_t *p)
+{
+    int secs = (int)(p->opts.timeout_s + 0.999);
+
+    PMIX_INFO_LOAD(info, PMIX_TIMEOUT, &secs, PMIX_INT);
+}
+
+cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_ctx_t **pctx,
+                                    cohort_pmix_job_t *job)
+{
+    cohort_pmix_ctx_t *p;
+    pmix_value_t *val = NULL;
+    pmix_proc_t wildcard;
+    pmix_status_t rc;
+
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    p->opts = *opts;
+
+    /* A launcher leaves its namespace in the environment; without one there is no server to
+     * reach and we are a singleton. Asking PMIx_Init anyway would also tell us so, but only
+     * after it has searched for rendezvous files. */
+    if (getenv("PMIX_NAMESPACE") == NULL && getenv("PMIX_SERVER_URI41") == NULL &&
+        getenv("PMIX_SERVER_URI4") == NULL && getenv("PMIX_SERVER_URI3") == NULL &&
+        getenv("PMIX_SERVER_URI21") == NULL && getenv("PMIX_SERVER_URI2") == NULL) {
+        p->singleton = 1;
+    } else {
+        rc = PMIx_Init(&p->me, NULL, 0);
+        if (rc == PMIX_ERR_UNREACH) {
+            cohort_pmix_log(p, 2, "no PMIx server reachable: running as a singleton");
+            p->singleton = 1;
+        } else if (rc != PMIX_SUCCESS) {
+            cohort_pmix_log(p, 0, "PMIx_Init failed: %s", PMIx_Error_string(rc));
+            free(p);
+            return cohort_pmix_status(rc);
+        }
+    }
+
+    if (p->singleton) {
+        job->rank = 0;
+        job->size = 1;
+        job->singleton = 1;
+        *pctx = p;
+        return COHORT_OK;
+    }
+
+    PMIX_LOAD_PROCID(&wildcard, p->me.nspace, PMIX_RANK_WILDCARD);
+    rc = PMIx_Get(&wildcard, PMIX_JOB_SIZE, NULL, 0, &val);
+    if (rc != PMIX_SUCCESS || val == NULL) {
+        cohort_pmix_log(p, 0, "PMIx_Get(PMIX_JOB_SIZE) failed: %s", PMIx_Error_string(rc));
+        PMIx_Finalize(NULL, 0);
+        free(p);
+        return COHORT_ERR_PMIX;
+    }
+    job->size = (int)val->data.uint32;
+    PMIX_VALUE_RELEASE(val);
+    job->rank = (int)p->me.rank;
+    job->singleton = 0;
+    *pctx = p;
+    return COHORT_OK;
+}
+
+void cohort_pmix_disconnect(cohort_pmix_ctx_t *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    if (!p->singleton) {
+        PMIx_Finalize(NULL, 0);
+    }
+    free(p);
+}
+
+cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, size_t len)
+{
+    pmix_value_t val;
+    pmix_status_t rc;
+
+    PMIX_VALUE_CONSTRUCT(&val);
+    val.type = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes = (char *)addr;
+    val.data.bo.size = len;
+    /* PMIX_GLOBAL: the address must reach peers on other nodes through their servers. */
+    rc = PMIx_Put(PMIX_GLOBAL, COHORT_PMIX_ADDR_KEY, &val);
+    if (rc != PMIX_SUCCESS) {
+        cohort_pmix_log(p, 0, "PMIx_Put(%s) failed: %s", COHORT_PMIX_ADDR_KEY,
+                        PMIx_Error_string(rc));
+        return cohort_pmix_status(rc);
+    }
+    rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS) {
+        cohort_pmix_log(p, 0, "PMIx_Commit failed: %s", PMIx_Error_string(rc));
+        return cohort_pmix_status(rc);
+    }
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_pmix_get_addr(cohort_pmix_ctx_t *p, int rank, void **addr, size_t *len)
+{
+    pmix_proc_t peer;
+    pmix_value_t *val = NULL;
+    pmix_info_t info;
+    pmix_status_t rc;
+    void *copy;
+
+    PMIX_LOAD_PROCID(&peer, p->me.nspace, (pmix_rank_t)rank);
+    PMIX_INFO_CONSTRUCT(&info);
+    cohort_pmix_info_timeout(&info, p);
+    rc = PMIx_Get(&peer, COHORT_PMIX_ADDR_KEY, &info, 1, &val);
+    PMIX_INFO_DESTRUCT(&info);
+    if (rc != PMIX_SUCCESS || val == NULL) {
+        cohort_pmix_log(p, 0, "PMIx_Get of rank %d's address failed after up to %.0f s: %s", rank,
+                        p->opts.timeout_s, PMIx_Error_string(rc));
+        return rc == PMIX_SUCCESS ? COHORT_ERR_PMIX : cohort_pmix_status(rc);
+    }
+    if (val->type != PMIX_BYTE_OBJECT || val->data.bo.size == 0) {
+        cohort_pmix_log(p, 0, "rank %d's address has an unexpected type %d", rank, val->type);
+        PMIX_VALUE_RELEASE(val);
+        return COHORT_ERR_PMIX;
+    }
+    copy = malloc(val->data.bo.size);
+    if (copy == NULL) {
+        PMIX_VALUE_RELEASE(val);
+        return COHORT_ERR_NO_MEMORY;
+    }
+    memcpy(copy, val->data.bo.bytes, val->data.bo.size);
+    *len = val->data.bo.size;
+    *addr = copy;
+    PMIX_VALUE_RELEASE(val);
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_pmix_fence_ranks(cohort_pmix_ctx_t *p, const int *ranks, int nranks)
+{
+    pmix_proc_t *procs;
+    pmix_info_t info[2];
+    pmix_status_t rc;
+    bool collect = true;
+    size_t nprocs = ranks == NULL ? 1 : (size_t)nranks;
+
+    procs = calloc(nprocs, sizeof(*procs));
+    if (procs == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    if (ranks == NULL) {
+        PMIX_LOAD_PROCID(&procs[0], p->me.nspace, PMIX_RANK_WILDCARD);
+    } else {
+        for (size_t i = 0; i < nprocs; i++) {
+            PMIX_LOAD_PROCID(&procs[i], p->me.nspace, (pmix_rank_t)ranks[i]);
+        }
+    }
+    PMIX_INFO_CONSTRUCT(&info[0]);
+    PMIX_INFO_CONSTRUCT(&info[1]);
+    PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    cohort_pmix_info_timeout(&info[1], p);
+    rc = PMIx_Fence(procs, nprocs, info, 2);
+    PMIX_INFO_DESTRUCT(&info[0]);
+    PMIX_INFO_DESTRUCT(&info[1]);
+    free(procs);
+    if (rc != PMIX_SUCCESS) {
+        cohort_pmix_log(p, 0, "PMIx_Fence over %s failed: %s",
+                        ranks == NULL ? "the whole job" : "the group's members",
+                        PMIx_Error_string(rc));
+        return cohort_pmix_status(rc);
+    }
+    return COHORT_OK;
+}

@@ -1,0 +1,16 @@
+/*
+ * dmodex (default): publish once with Put + Commit, fetch a peer's address with a direct
+ * PMIx_Get on first use. The PMIx server asks the peer's server; nobody else takes part.
+ */
+#include "pmix_plugins/common.h"
+
+const cohort_pmix_plugin_t cohort_pmix_plugin = {
+    .abi = COHORT_PMIX_PLUGIN_ABI,
+    .name = "dmodex",
+    .description = "Put+Commit once, PMIx_Get per peer on first use (no fence)",
+    .init = cohort_pmix_connect,
+    .publish = cohort_pmix_put_commit,
+    .lookup = cohort_pmix_get_addr,
+    .group_prepare = NULL,
+    .finalize = cohort_pmix_disconnect,
+};

@@ -1,0 +1,25 @@
+/*
+ * fence: publish with Put + Commit, then at a group's first use fence over its members only,
+ * collecting their data, so later lookups are answered locally. Every member must make that
+ * first use, in the same group order (PMIx_Fence is collective over the members).
+ */
+#include "pmix_plugins/common.h"
+
+static cohort_status_t cohort_pmix_fence_group_prepare(cohort_pmix_ctx_t *p, uint64_t gid,
+                                                       const int *ranks, int nranks)
+{
+    cohort_pmix_log(p, 3, "fence over the %d members of group 0x%016llx", nranks,
+                    (unsigned long long)gid);
+    return cohort_pmix_fence_ranks(p, ranks, nranks);
+}
+
+const cohort_pmix_plugin_t cohort_pmix_plugin = {
+    .abi = COHORT_PMIX_PLUGIN_ABI,
+    .name = "fence",
+    .description = "Put+Commit once, PMIx_Fence over a group's members at its first use",
+    .init = cohort_pmix_connect,
+    .publish = cohort_pmix_put_commit,
+    .lookup = cohort_pmix_get_addr,
+    .group_prepare = cohort_pmix_fence_group_prepare,
+    .finalize = cohort_pmix_disconnect,
+};

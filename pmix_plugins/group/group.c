@@ -1,0 +1,83 @@
+/*
+ * group: PMIx_Group_construct over a group's members at its first use (PMIx v4 servers such
+ * as PRRTE). Servers that do not implement groups (Open MPI 4.1's mpirun) are detected at init
+ * by constructing a group of this process alone, so the failure is immediate and explained
+ * rather than a hang at the first collective.
+ */
+#include <stdio.h>
+#include "pmix_plugins/common.h"
+
+static cohort_status_t cohort_pmix_group_init(const cohort_pmix_opts_t *opts,
+                                              cohort_pmix_ctx_t **pctx, cohort_pmix_job_t *job)
+{
+    cohort_pmix_ctx_t *p;
+    pmix_info_t *results = NULL;
+    size_t nresults = 0;
+    char name[64];
+    pmix_status_t rc;
+    cohort_status_t status;
+
+    status = cohort_pmix_connect(opts, &p, job);
+    if (status != COHORT_OK || job->singleton) {
+        *pctx = p;
+        return status;
+    }
+
+    snprintf(name, sizeof(name), "cohort-probe-%u", (unsigned)p->me.rank);
+    rc = PMIx_Group_construct(name, &p->me, 1, NULL, 0, &results, &nresults);
+    if (results != NULL) {
+        PMIX_INFO_FREE(results, nresults);
+    }
+    if (rc != PMIX_SUCCESS) {
+        cohort_pmix_log(p, 0,
+                        "COHORT_PMIX_PLUGIN=group: this PMIx server cannot construct groups "
+                        "(PMIx_Group_construct: %s); plugins that work with it: dmodex "
+                        "(default), fence, global",
+                        PMIx_Error_string(rc));
+        cohort_pmix_disconnect(p);
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    PMIx_Group_destruct(name, NULL, 0);
+    *pctx = p;
+    return COHORT_OK;
+}
+
+static cohort_status_t cohort_pmix_group_prepare(cohort_pmix_ctx_t *p, uint64_t gid,
+                                                 const int *ranks, int nranks)
+{
+    pmix_proc_t *procs;
+    pmix_info_t *results = NULL;
+    size_t nresults = 0;
+    char name[64];
+    pmix_status_t rc;
+
+    procs = calloc((size_t)nranks, sizeof(*procs));
+    if (procs == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < nranks; i++) {
+        PMIX_LOAD_PROCID(&procs[i], p->me.nspace, (pmix_rank_t)ranks[i]);
+    }
+    snprintf(name, sizeof(name), "cohort-%016llx", (unsigned long long)gid);
+    rc = PMIx_Group_construct(name, procs, (size_t)nranks, NULL, 0, &results, &nresults);
+    if (results != NULL) {
+        PMIX_INFO_FREE(results, nresults);
+    }
+    free(procs);
+    if (rc != PMIX_SUCCESS) {
+        cohort_pmix_log(p, 0, "PMIx_Group_construct(%s) failed: %s", name, PMIx_Error_string(rc));
+        return cohort_pmix_status(rc);
+    }
+    return COHORT_OK;
+}
+
+const cohort_pmix_plugin_t cohort_pmix_plugin = {
+    .abi = COHORT_PMIX_PLUGIN_ABI,
+    .name = "group",
+    .description = "PMIx_Group_construct over a group's members at its first use (PMIx v4)",
+    .init = cohort_pmix_group_init,
+    .publish = cohort_pmix_put_commit,
+    .lookup = cohort_pmix_get_addr,
+    .group_prepare = cohort_pmix_group_prepare,
+    .finalize = cohort_pmix_disconnect,
+};

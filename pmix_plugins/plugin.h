@@ -1,0 +1,49 @@
+/*
+ * The interface between the core and the address-exchange plugins. The core includes this
+ * header and no PMIx header; each plugin is a loadable module that exports one symbol,
+ * `cohort_pmix_plugin`, of type cohort_pmix_plugin_t.
+ */
+#ifndef COHORT_PMIX_PLUGIN_H
+#define COHORT_PMIX_PLUGIN_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cohort.h"
+
+#define COHORT_PMIX_PLUGIN_ABI    1
+#define COHORT_PMIX_PLUGIN_SYMBOL "cohort_pmix_plugin"
+
+typedef struct cohort_pmix_ctx cohort_pmix_ctx_t; /* the plugin's own state */
+
+/* What the core hands a plugin at init. */
+typedef struct {
+    double timeout_s; /* bound for every blocking PMIx call the plugin makes (> 0) */
+    void (*log)(int level, const char *fmt, va_list ap); /* level: 0 error .. 3 debug */
+} cohort_pmix_opts_t;
+
+/* What a plugin tells the core about the job. */
+typedef struct {
+    int rank;
+    int size;
+    int singleton; /* no PMIx server: a world of one; publish/lookup are never called */
+} cohort_pmix_job_t;
+
+typedef struct {
+    int abi;
+    const char *name;
+    const char *description;
+    /* Connect to the PMIx server. With no server reachable, succeed with job->singleton = 1. */
+    cohort_status_t (*init)(const cohort_pmix_opts_t *opts, cohort_pmix_ctx_t **pctx,
+                            cohort_pmix_job_t *job);
+    /* Publish this rank's worker address; called once, right after init. */
+    cohort_status_t (*publish)(cohort_pmix_ctx_t *pctx, const void *addr, size_t len);
+    /* Fetch a peer's address into a malloc'ed buffer the caller frees with free(). */
+    cohort_status_t (*lookup)(cohort_pmix_ctx_t *pctx, int rank, void **addr, size_t *len);
+    /* Called once per group, at its first use, by every member; NULL when nothing to do. */
+    cohort_status_t (*group_prepare)(cohort_pmix_ctx_t *pctx, uint64_t gid, const int *ranks,
+                                     int nranks);
+    void (*finalize)(cohort_pmix_ctx_t *pctx);
+} cohort_pmix_plugin_t;
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * The collective framework. Every algorithm is a state machine: `start` sets up its state,
+ * `progress` advances it as far as it can without waiting and returns COHORT_OK when done,
+ * COHORT_INPROGRESS to be called again, or an error. A blocking collective is "post, then
+ * wait", so blocking and nonblocking calls share one code path.
+ */
+#ifndef COHORT_COLL_H
+#define COHORT_COLL_H
+
+#include <stdio.h>
+#include "coll/coll_type.h"
+#include "core/config.h"
+#include "core/request.h"
+
+typedef struct {
+    cohort_coll_type_t coll;
+    const void *sbuf;     /* COHORT_IN_PLACE allowed where MPI allows it */
+    void *rbuf;
+    size_t count;
+    cohort_dtype_t dt;
+    cohort_op_t op;
+    int root;
+    size_t esize;         /* bytes per element */
+} cohort_coll_args_t;
+
+typedef struct cohort_coll_algo {
+    const char *name;
+    const char *description;
+    cohort_coll_type_t coll;
+    /* Bytes of state (starting with cohort_coll_base_t) for these arguments on a group. */
+    size_t (*state_size)(const cohort_coll_args_t *args, int gsize);
+    cohort_status_t (*start)(cohort_request_t *req);
+    cohort_status_t (*progress)(cohort_request_t *req);
+} cohort_coll_algo_t;
+
+/* Every algorithm's state begins with this. */
+typedef struct {
+    cohort_coll_args_t args;
+    uint32_t seq;           /* the group's collective number */
+    uint32_t fp;            /* fingerprint checked under COHORT_CHECK=1 */
+    int step;               /* the algorithm's current step, for timeout messages */
+    int nxfers;
+    cohort_xfer_t *xfers;   /* every transfer the algorithm may post, for cancel/describe */
+} cohort_coll_base_t;
+
+static inline cohort_coll_base_t *cohort_coll_base(cohort_request_t *req)
+{
+    return (cohort_coll_base_t *)req->state;
+}
+
+/* Post one message of a collective step; peers are group ranks. */
+cohort_status_t cohort_coll_send(cohort_request_t *req, cohort_xfer_t *x, int peer, int step,
+                                 const void *buf, size_t len);
+cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, int step,
+                                 void *buf, size_t len);
+/* Returns COHORT_INPROGRESS while any of xs[0..n) is pending, else the first error or OK. */
+cohort_status_t cohort_coll_xfers_status(const cohort_xfer_t *xs, int n);
+
+/* Validate, select an algorithm, post. */
+cohort_status_t cohort_coll_post(cohort_group_t *g, const cohort_coll_args_t *args,
+                                 cohort_request_t **req);
+/* Post and wait: the blocking collectives. */
+cohort_status_t cohort_coll_run(cohort_group_t *g, const cohort_coll_args_t *args);
+
+/* Used by the progress engine and requests. */
+int cohort_coll_progress(cohort_request_t *req); /* 1 when the request finished */
+void cohort_coll_cancel(cohort_request_t *req, cohort_status_t status);
+void cohort_coll_release(cohort_request_t *req);
+void cohort_coll_describe(const cohort_request_t *req, char *buf, size_t len);
+
+/* Algorithm table (select.c). */
+const cohort_coll_algo_t *cohort_coll_select(const cohort_config_t *cfg,
+                                             const cohort_coll_args_t *args, int gsize);
+/* Check every COHORT_ALGO_<COLL> against the table; err lists the valid names. */
+cohort_status_t cohort_coll_config_check(const cohort_config_t *cfg, char *err, size_t errlen);
+void cohort_coll_print_algos(FILE *f);
+
+#endif

@@ -1,0 +1,116 @@
+/* Point-to-point within a group: one transfer per request. */
+#include "core/am.h"
+#include "core/context.h"
+#include "core/log.h"
+#include "group/group.h"
+#include "reduce/reduce.h"
+
+static cohort_status_t cohort_p2p_check(const char *fn, cohort_group_t *g, const void *buf,
+                                        size_t count, cohort_dtype_t dt, int peer, int tag,
+                                        cohort_request_t **req, size_t *bytes)
+{
+    size_t esize;
+    cohort_status_t status = cohort_group_check(g, "group");
+
+    if (status != COHORT_OK) {
+        return status;
+    }
+    esize = cohort_dtype_size(dt);
+    if (esize == 0) {
+        cohort_error("%s: unknown dtype %d", fn, (int)dt);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (buf == NULL && count > 0) {
+        cohort_error("%s: buf is NULL with count %zu", fn, count);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (count > SIZE_MAX / esize) {
+        cohort_error("%s: count %zu overflows", fn, count);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (peer < 0 || peer >= g->size) {
+        cohort_error("%s: peer %d is out of range for a group of %d", fn, peer, g->size);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (tag < 0) {
+        cohort_error("%s: tag %d is negative", fn, tag);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (req == NULL) {
+        cohort_error("%s: req is NULL", fn);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (g->revoked) {
+        return COHORT_ERR_REVOKED;
+    }
+    *bytes = count * esize;
+    return COHORT_OK;
+}
+
+static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group_t *g, void *buf,
+                                       size_t count, cohort_dtype_t dt, int peer, int tag,
+                                       cohort_request_t **req_p)
+{
+    cohort_request_t *req;
+    cohort_status_t status;
+    size_t bytes = 0;
+
+    status = cohort_p2p_check(fn, g, buf, count, dt, peer, tag, req_p, &bytes);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    req = cohort_request_alloc(g, is_send ? COHORT_REQ_SEND : COHORT_REQ_RECV, 0);
+    if (req == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    if (is_send) {
+        status = cohort_xfer_send(req, &req->xfer, peer, COHORT_MSG_P2P, 0, tag, 0, buf, bytes);
+    } else {
+        status = cohort_xfer_recv(req, &req->xfer, peer, COHORT_MSG_P2P, 0, tag, 0, buf, bytes);
+    }
+    if (status != COHORT_OK) {
+        cohort_request_release(req);
+        return status;
+    }
+    *req_p = req;
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_isend(cohort_group_t *g, const void *buf, size_t count, cohort_dtype_t dt,
+                             int peer, int tag, cohort_request_t **req)
+{
+    return cohort_p2p_post("cohort_isend", 1, g, (void *)buf, count, dt, peer, tag, req);
+}
+
+cohort_status_t cohort_irecv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
+                             int peer, int tag, cohort_request_t **req)
+{
+    return cohort_p2p_post("cohort_irecv", 0, g, buf, count, dt, peer, tag, req);
+}
+
+static cohort_status_t cohort_p2p_blocking(const char *fn, int is_send, cohort_group_t *g,
+                                           void *buf, size_t count, cohort_dtype_t dt, int peer,
+                                           int tag)
+{
+    cohort_request_t *req = NULL;
+    cohort_status_t status = cohort_p2p_post(fn, is_send, g, buf, count, dt, peer, tag, &req);
+
+    if (status != COHORT_OK) {
+        return status;
+    }
+    status = cohort_request_wait_internal(req);
+    cohort_request_free(req);
+    return status;
+}
+
+cohort_status_t cohort_send(cohort_group_t *g, const void *buf, size_t count, cohort_dtype_t dt,
+                            int peer, int tag)
+{
+    return cohort_p2p_blocking("cohort_send", 1, g, (void *)buf, count, dt, peer, tag);
+}
+
+cohort_status_t cohort_recv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
+                            int peer, int tag)
+{
+    return cohort_p2p_blocking("cohort_recv", 0, g, buf, count, dt, peer, tag);
+}

@@ -1,0 +1,31 @@
+/* The fixed header of every cohort active message, and its wire encoding. */
+#ifndef COHORT_AM_HEADER_H
+#define COHORT_AM_HEADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define COHORT_AM_ID        17
+#define COHORT_AM_HDR_BYTES 32
+#define COHORT_AM_MAGIC     0xC0u /* first byte: catches a foreign or corrupted message */
+
+typedef enum {
+    COHORT_MSG_P2P = 1, /* cohort_send/recv: matched by (src, tag), in sending order */
+    COHORT_MSG_COLL = 2 /* collective step: matched exactly by (src, seq, step) */
+} cohort_msg_kind_t;
+
+typedef struct {
+    uint64_t gid;  /* group id, the same on every member */
+    uint32_t seq;  /* P2P: message number from this source; COLL: collective number */
+    int32_t src;   /* sender's rank in the group */
+    int32_t tag;   /* P2P: user tag; COLL: algorithm step */
+    uint32_t fp;   /* COLL: fingerprint of (collective, dtype, op, count, root); P2P: 0 */
+    uint8_t kind;  /* cohort_msg_kind_t */
+} cohort_am_hdr_t;
+
+/* Little-endian, fixed layout, so mixed builds agree. buf holds COHORT_AM_HDR_BYTES. */
+void cohort_am_hdr_encode(const cohort_am_hdr_t *hdr, uint8_t *buf);
+/* @return 0, or -1 when len is wrong, the magic is wrong or the kind is unknown. */
+int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr);
+
+#endif

@@ -1,0 +1,81 @@
+/* Finding and loading the address-exchange plugin named by COHORT_PMIX_PLUGIN. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include "core/context.h"
+#include "core/log.h"
+#include "core/plugin.h"
+
+#ifndef COHORT_PLUGIN_DIR
+#define COHORT_PLUGIN_DIR "/usr/local/lib/cohort"
+#endif
+
+static void *cohort_plugin_try(const char *dir, size_t dirlen, const char *name, char *tried,
+                               size_t triedlen)
+{
+    char path[COHORT_CONFIG_PATH_MAX + 64];
+
+    if (dirlen > COHORT_CONFIG_PATH_MAX) {
+        return NULL;
+    }
+    size_t used = strlen(tried);
+    void *dl;
+
+    snprintf(path, sizeof(path), "%.*s/cohort_pmix_%s.so", (int)dirlen, dir, name);
+    dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (dl == NULL && used < triedlen) {
+        snprintf(tried + used, triedlen - used, "%s%s", used ? ", " : "", path);
+        cohort_debug("plugin %s: %s", path, dlerror());
+    }
+    return dl;
+}
+
+cohort_status_t cohort_plugin_load(cohort_context_t *ctx)
+{
+    const char *name = ctx->cfg.pmix_plugin;
+    const char *p = ctx->cfg.plugin_path;
+    const cohort_pmix_plugin_t *plugin;
+    char tried[COHORT_CONFIG_PATH_MAX * 2] = "";
+    void *dl = NULL;
+
+    /* COHORT_PLUGIN_PATH first (colon-separated), then the installed directory. */
+    while (dl == NULL && *p != '\0') {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        if (len > 0) {
+            dl = cohort_plugin_try(p, len, name, tried, sizeof(tried));
+        }
+        p += len + (colon ? 1 : 0);
+    }
+    if (dl == NULL) {
+        dl = cohort_plugin_try(COHORT_PLUGIN_DIR, strlen(COHORT_PLUGIN_DIR), name, tried,
+                               sizeof(tried));
+    }
+    if (dl == NULL) {
+        cohort_error("exchange plugin '%s' not found (tried %s); set COHORT_PLUGIN_PATH to the "
+                     "directory holding cohort_pmix_%s.so",
+                     name, tried, name);
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    plugin = dlsym(dl, COHORT_PMIX_PLUGIN_SYMBOL);
+    if (plugin == NULL || plugin->abi != COHORT_PMIX_PLUGIN_ABI ||
+        strcmp(plugin->name, name) != 0) {
+        cohort_error("exchange plugin '%s': %s", name,
+                     plugin == NULL ? "no cohort_pmix_plugin symbol"
+                                    : "built for another version of cohort");
+        dlclose(dl);
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    ctx->plugin = plugin;
+    ctx->plugin_dl = dl;
+    return COHORT_OK;
+}
+
+void cohort_plugin_unload(cohort_context_t *ctx)
+{
+    if (ctx->plugin_dl != NULL) {
+        dlclose(ctx->plugin_dl);
+    }
+    ctx->plugin = NULL;
+    ctx->plugin_dl = NULL;
+}

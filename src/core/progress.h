@@ -1,0 +1,15 @@
+#ifndef COHORT_PROGRESS_H
+#define COHORT_PROGRESS_H
+
+#include "core/context.h"
+
+/* One pass: poll UCX, start matched rendezvous fetches, advance active collectives.
+ * @return a count of things that happened (0: nothing). */
+int cohort_progress(cohort_context_t *ctx);
+/* Make a collective request advance from now on, in posting order. */
+void cohort_progress_activate(cohort_request_t *req);
+/* Wait for an event when nothing progressed, as COHORT_PROGRESS says; never longer than
+ * @a max_s seconds. */
+void cohort_progress_idle(cohort_context_t *ctx, double max_s);
+
+#endif

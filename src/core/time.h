@@ -1,0 +1,15 @@
+#ifndef COHORT_TIME_H
+#define COHORT_TIME_H
+
+#include <time.h>
+
+/* Monotonic seconds. */
+static inline double cohort_time_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#endif

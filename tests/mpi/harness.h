@@ -1,0 +1,52 @@
+/* Shared by the multi-rank test programs: each checks its own results and exits non-zero on the
+ * first failure, naming the rank and the check. */
+#ifndef COHORT_TEST_HARNESS_H
+#define COHORT_TEST_HARNESS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include "cohort.h"
+
+static int test_rank = -1;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "rank %d: %s:%d: check failed: %s\n", test_rank, __FILE__, __LINE__,   \
+                    #cond);                                                                        \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STATUS(call, expected)                                                               \
+    do {                                                                                           \
+        cohort_status_t st_ = (call);                                                              \
+        if (st_ != (expected)) {                                                                   \
+            fprintf(stderr, "rank %d: %s:%d: %s returned %d (%s), expected %s\n", test_rank,       \
+                    __FILE__, __LINE__, #call, (int)st_, cohort_strerror(st_), #expected);         \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_OK(call) CHECK_STATUS(call, COHORT_OK)
+
+static inline cohort_context_t *test_init(void)
+{
+    cohort_context_t *ctx = NULL;
+
+    CHECK_OK(cohort_init(&ctx));
+    test_rank = cohort_world_rank(ctx);
+    return ctx;
+}
+
+static inline void test_finish(cohort_context_t *ctx, const char *name)
+{
+    int rank = cohort_world_rank(ctx);
+
+    CHECK_OK(cohort_finalize(ctx));
+    if (rank == 0) {
+        printf("%s: passed\n", name);
+    }
+}
+
+#endif

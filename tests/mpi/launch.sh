@@ -1,0 +1,29 @@
+#!/bin/sh
+# Runs one multi-rank test program. Its source's "run:" lines say how: each is one mpirun,
+#   /* run: 4 */                          4 ranks
+#   /* run: 2 COHORT_PMIX_PLUGIN=fence */  2 ranks with an environment setting
+#   /* run: singleton */                  no launcher at all
+# every run under a timeout, so a hang fails the test instead of stalling CI.
+prog=$1
+name=$(basename "$prog")
+src="${TEST_SRCDIR:-.}/tests/mpi/$name.c"
+limit=${COHORT_TEST_TIMEOUT:-120}
+mpirun=${MPIRUN:-mpirun}
+runs=$(sed -n 's|.*/\* run: \(.*\) \*/.*|\1|p' "$src")
+[ -n "$runs" ] || { echo "$src has no 'run:' line"; exit 99; }
+root=
+[ "$(id -u)" = 0 ] && root=--allow-run-as-root
+status=0
+echo "$runs" | while read -r np envs; do
+    echo "== $name: $np $envs"
+    if [ "$np" = singleton ]; then
+        # A launcher's variables leaking in would make this a client, not a singleton.
+        env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 $envs \
+            timeout -k 5 "$limit" "$prog" || exit 1
+    else
+        # shellcheck disable=SC2086
+        timeout -k 5 "$limit" env $envs "$mpirun" $root --oversubscribe --bind-to none \
+            -x COHORT_PLUGIN_PATH -x TEST_SRCDIR -np "$np" "$prog" </dev/null || { rc=$?; echo "== $name: $np $envs failed (rc $rc${rc:+, 124 = timeout})"; exit 1; }
+    fi
+done || status=1
+exit $status

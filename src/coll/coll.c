@@ -214,7 +214,10 @@ void cohort_coll_cancel(cohort_request_t *req, cohort_status_t status)
 
 void cohort_coll_release(cohort_request_t *req)
 {
-    (void)req; /* the state lives in the request's own allocation */
+    /* The state itself lives in the request's allocation; only scratch needs freeing. */
+    if (req->algo != NULL && req->algo->cleanup != NULL) {
+        req->algo->cleanup(req);
+    }
 }
 
 void cohort_coll_describe(const cohort_request_t *req, char *buf, size_t len)

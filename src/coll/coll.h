@@ -31,6 +31,9 @@ typedef struct cohort_coll_algo {
     size_t (*state_size)(const cohort_coll_args_t *args, int gsize);
     cohort_status_t (*start)(cohort_request_t *req);
     cohort_status_t (*progress)(cohort_request_t *req);
+    /* Optional: free what start allocated (scratch buffers). Called once, when the request is
+     * released and no UCX operation still points into it. */
+    void (*cleanup)(cohort_request_t *req);
 } cohort_coll_algo_t;
 
 /* Every algorithm's state begins with this. */

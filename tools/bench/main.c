@@ -1,0 +1,44 @@
+/*
+ * cohort_bench <mode> [options]
+ *   allreduce|bcast|reduce|allgather|reduce_scatter|alltoall|barrier   collective sweep
+ *   setup --layout SPEC                                                 group setup cost
+ *   --model --world N --layout SPEC                                     scale model (no launch)
+ */
+#include <stdio.h>
+#include <string.h>
+#include "bench.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cohort_bench MODE [options]\n"
+               "  MODE: allreduce bcast reduce allgather reduce_scatter alltoall barrier\n"
+               "        (collective size sweep; run under mpirun; see --help of each)\n"
+               "        setup --layout SPEC      (time to create a layout's groups and run a\n"
+               "                                  first allreduce in each; under mpirun)\n"
+               "        --model --world N --layout SPEC   (scale model; no launcher needed)\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const colls[] = {"allreduce",      "bcast",    "reduce", "allgather",
+                                        "reduce_scatter", "alltoall", "barrier"};
+
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--model") == 0 || strcmp(argv[1], "model") == 0) {
+        return cohort_bench_model(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "setup") == 0) {
+        return cohort_bench_setup(argc - 1, argv + 1);
+    }
+    for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++) {
+        if (strcmp(argv[1], colls[i]) == 0) {
+            return cohort_bench_coll(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "cohort_bench: unknown mode '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "pmix_plugins/common.h"
 
 void cohort_pmix_log(const cohort_pmix_ctx_t *p, int level, const char *fmt, ...)
@@ -134,22 +135,50 @@ cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, s
     return COHORT_OK;
 }
 
+static double cohort_pmix_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 cohort_status_t cohort_pmix_get_addr(cohort_pmix_ctx_t *p, int rank, void **addr, size_t *len)
 {
     pmix_proc_t peer;
     pmix_value_t *val = NULL;
     pmix_info_t info;
     pmix_status_t rc;
+    double start = cohort_pmix_now();
+    struct timespec backoff = {0, 1000000};
+    int tries = 0;
     void *copy;
 
     PMIX_LOAD_PROCID(&peer, p->me.nspace, (pmix_rank_t)rank);
     PMIX_INFO_CONSTRUCT(&info);
     cohort_pmix_info_timeout(&info, p);
-    rc = PMIx_Get(&peer, COHORT_PMIX_ADDR_KEY, &info, 1, &val);
+    /* A direct-modex Get should wait at the server until the peer commits. With several
+     * ranks per node, PMIx 4.2's server sometimes answers NOT-FOUND at once instead (seen
+     * here under Open MPI 4.1's mpirun; openpmix/prrte#1243 reports the same race). Ask again,
+     * backing off, until the timeout: the key is put exactly once, so it will appear. */
+    for (;;) {
+        rc = PMIx_Get(&peer, COHORT_PMIX_ADDR_KEY, &info, 1, &val);
+        tries++;
+        if (rc != PMIX_ERR_NOT_FOUND || cohort_pmix_now() - start > p->opts.timeout_s) {
+            break;
+        }
+        nanosleep(&backoff, NULL);
+        if (backoff.tv_nsec < 64000000) {
+            backoff.tv_nsec *= 2;
+        }
+    }
     PMIX_INFO_DESTRUCT(&info);
+    if (tries > 1) {
+        cohort_pmix_log(p, 3, "PMIx_Get of rank %d's address took %d tries", rank, tries);
+    }
     if (rc != PMIX_SUCCESS || val == NULL) {
-        cohort_pmix_log(p, 0, "PMIx_Get of rank %d's address failed after up to %.0f s: %s", rank,
-                        p->opts.timeout_s, PMIx_Error_string(rc));
+        cohort_pmix_log(p, 0, "PMIx_Get of rank %d's address failed after %.1f s (%d tries): %s",
+                        rank, cohort_pmix_now() - start, tries, PMIx_Error_string(rc));
         return rc == PMIX_SUCCESS ? COHORT_ERR_PMIX : cohort_pmix_status(rc);
     }
     if (val->type != PMIX_BYTE_OBJECT || val->data.bo.size == 0) {

@@ -1,0 +1,143 @@
+/* COHORT_* parsing: defaults, every accepted value, and a named error for every bad one. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include "coll/coll.h"
+#include "core/config.h"
+
+static cohort_config_t cfg;
+static char err[512], warn[512];
+
+static cohort_status_t parse(char **env)
+{
+    return cohort_config_parse(&cfg, env, err, sizeof(err), warn, sizeof(warn));
+}
+
+START_TEST(test_defaults)
+{
+    char *env[] = {"PATH=/bin", "HOME=/root", NULL};
+
+    ck_assert_int_eq(parse(env), COHORT_OK);
+    ck_assert_str_eq(cfg.pmix_plugin, "dmodex");
+    ck_assert_int_eq(cfg.progress, COHORT_PROGRESS_YIELD);
+    ck_assert(cfg.timeout_s == 0);
+    ck_assert_int_eq(cfg.check, 0);
+    ck_assert_int_eq(cfg.log_level, 1);
+    ck_assert_str_eq(cfg.plugin_path, "");
+    for (int c = 0; c < COHORT_COLL_LAST; c++) {
+        ck_assert_str_eq(cfg.algo[c], "");
+    }
+    ck_assert_str_eq(err, "");
+    ck_assert_str_eq(warn, "");
+}
+END_TEST
+
+START_TEST(test_values)
+{
+    char *env[] = {"COHORT_PMIX_PLUGIN=fence", "COHORT_PROGRESS=block", "COHORT_TIMEOUT=2.5",
+                   "COHORT_CHECK=1",           "COHORT_LOG=debug",      "COHORT_PLUGIN_PATH=/a:/b",
+                   "COHORT_ALGO_ALLREDUCE=ring", "COHORT_ALGO_REDUCE_SCATTER=ring", NULL};
+
+    ck_assert_int_eq(parse(env), COHORT_OK);
+    ck_assert_str_eq(cfg.pmix_plugin, "fence");
+    ck_assert_int_eq(cfg.progress, COHORT_PROGRESS_BLOCK);
+    ck_assert(cfg.timeout_s == 2.5);
+    ck_assert_int_eq(cfg.check, 1);
+    ck_assert_int_eq(cfg.log_level, 3);
+    ck_assert_str_eq(cfg.plugin_path, "/a:/b");
+    ck_assert_str_eq(cfg.algo[COHORT_COLL_ALLREDUCE], "ring");
+    ck_assert_str_eq(cfg.algo[COHORT_COLL_REDUCE_SCATTER], "ring");
+    ck_assert_str_eq(cfg.algo[COHORT_COLL_BCAST], "");
+}
+END_TEST
+
+START_TEST(test_progress_modes)
+{
+    static const char *const modes[] = {"yield", "spin", "block"};
+    char buf[64];
+    char *env[] = {buf, NULL};
+
+    for (int i = 0; i < 3; i++) {
+        snprintf(buf, sizeof(buf), "COHORT_PROGRESS=%s", modes[i]);
+        ck_assert_int_eq(parse(env), COHORT_OK);
+        ck_assert_int_eq(cfg.progress, i);
+        ck_assert_str_eq(cohort_progress_mode_name(cfg.progress), modes[i]);
+    }
+}
+END_TEST
+
+/* Every bad value is an error whose message names the variable. */
+START_TEST(test_bad_values_named)
+{
+    static const char *const bad[][2] = {
+        {"COHORT_PMIX_PLUGIN=pmi2", "COHORT_PMIX_PLUGIN"},
+        {"COHORT_PROGRESS=busy", "COHORT_PROGRESS"},
+        {"COHORT_TIMEOUT=-1", "COHORT_TIMEOUT"},
+        {"COHORT_TIMEOUT=abc", "COHORT_TIMEOUT"},
+        {"COHORT_TIMEOUT=5s", "COHORT_TIMEOUT"},
+        {"COHORT_TIMEOUT=", "COHORT_TIMEOUT"},
+        {"COHORT_TIMEOUT=inf", "COHORT_TIMEOUT"},
+        {"COHORT_CHECK=yes", "COHORT_CHECK"},
+        {"COHORT_LOG=verbose", "COHORT_LOG"},
+        {"COHORT_ALGO_ALLREDUCE=", "COHORT_ALGO_ALLREDUCE"},
+        {"COHORT_ALGO_SCAN=ring", "COHORT_ALGO_SCAN"},
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *env[] = {(char *)bad[i][0], NULL};
+        ck_assert_int_eq(parse(env), COHORT_ERR_INVALID_ARG);
+        ck_assert_msg(strstr(err, bad[i][1]) != NULL, "'%s' gave '%s'", bad[i][0], err);
+    }
+}
+END_TEST
+
+START_TEST(test_unknown_name_warns)
+{
+    char *env[] = {"COHORT_PROGESS=spin", "COHORT_TIMEOUT=1", NULL};
+
+    ck_assert_int_eq(parse(env), COHORT_OK);
+    ck_assert_ptr_nonnull(strstr(warn, "COHORT_PROGESS"));
+    ck_assert(cfg.timeout_s == 1);
+}
+END_TEST
+
+/* Algorithm names are checked against the table; the message lists the valid ones. */
+START_TEST(test_algo_names)
+{
+    char *good[] = {"COHORT_ALGO_BARRIER=dissemination", NULL};
+    char *bad[] = {"COHORT_ALGO_BARRIER=nope", NULL};
+
+    ck_assert_int_eq(parse(good), COHORT_OK);
+    ck_assert_int_eq(cohort_coll_config_check(&cfg, err, sizeof(err)), COHORT_OK);
+    ck_assert_int_eq(parse(bad), COHORT_OK);
+    ck_assert_int_eq(cohort_coll_config_check(&cfg, err, sizeof(err)), COHORT_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(err, "COHORT_ALGO_BARRIER=nope"));
+    ck_assert_ptr_nonnull(strstr(err, "dissemination"));
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("parse");
+
+    tcase_add_test(tc, test_defaults);
+    tcase_add_test(tc, test_values);
+    tcase_add_test(tc, test_progress_modes);
+    tcase_add_test(tc, test_bad_values_named);
+    tcase_add_test(tc, test_unknown_name_warns);
+    tcase_add_test(tc, test_algo_names);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(config_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_ENV);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

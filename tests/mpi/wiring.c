@@ -1,0 +1,90 @@
+/* run: 6 */
+/* run: 5 COHORT_PMIX_PLUGIN=global */
+/*
+ * Lazy wiring: a rank holds an endpoint exactly to the peers it sent to — not to those it only
+ * received from — and under dmodex made one PMIx lookup per wired peer, none for itself.
+ */
+#include <string.h>
+#include "harness.h"
+
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+int main(void)
+{
+    cohort_context_t *ctx = test_init();
+    cohort_group_t *w = cohort_world(ctx);
+    int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
+    int targets[2] = {(me + 1) % n, (me + 3) % n};
+    int sources[2] = {(me - 1 + n) % n, (me - 3 + 3 * n) % n};
+    int expect[2], nexpect = 0, wired[64], nwired;
+    int v[2] = {me, me}, got[2] = {-1, -1};
+    cohort_request_t *rr[2];
+    cohort_stats_t st;
+    const char *plugin = getenv("COHORT_PMIX_PLUGIN");
+
+    CHECK(n >= 4);
+    CHECK(cohort_wired_peers(ctx, wired, 64) == 0);
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(cohort_irecv(w, &got[i], 1, COHORT_INT32, sources[i], i, &rr[i]));
+    }
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(cohort_send(w, &v[i], 1, COHORT_INT32, targets[i], i));
+    }
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(cohort_wait(rr[i]));
+        cohort_request_free(rr[i]);
+        CHECK(got[i] == sources[i]);
+    }
+
+    /* Expected: the distinct targets, ascending. */
+    expect[nexpect++] = targets[0];
+    if (targets[1] != targets[0]) {
+        expect[nexpect++] = targets[1];
+    }
+    qsort(expect, (size_t)nexpect, sizeof(int), cmp_int);
+    nwired = cohort_wired_peers(ctx, wired, 64);
+    CHECK(nwired == nexpect);
+    for (int i = 0; i < nexpect; i++) {
+        CHECK(wired[i] == expect[i]);
+    }
+    /* max smaller than the count: returns the count, writes only max entries */
+    wired[0] = -7;
+    wired[1] = -7;
+    CHECK(cohort_wired_peers(ctx, wired, 1) == nexpect && wired[0] == expect[0] && wired[1] == -7);
+
+    CHECK_OK(cohort_stats(ctx, &st));
+    CHECK(st.endpoints == (uint64_t)nexpect);
+    CHECK(st.pmix_lookups == (uint64_t)nexpect);
+    CHECK(strcmp(st.pmix_plugin, plugin ? plugin : "dmodex") == 0);
+    for (int i = 0; i < nexpect; i++) {
+        cohort_peer_info_t info;
+        CHECK_OK(cohort_peer_info(ctx, expect[i], &info));
+        CHECK(info.world_rank == expect[i] && info.pmix_lookups == 1 && info.wire_us > 0);
+        CHECK(info.transports[0] != '\0');
+        /* PEER error handling must not lose shared memory (DESIGN.md): on one node the
+         * lanes are sysv/posix, never tcp alone. */
+        CHECK(strstr(info.transports, "sysv") != NULL || strstr(info.transports, "posix") != NULL);
+    }
+    /* no endpoint to self yet */
+    CHECK_STATUS(cohort_peer_info(ctx, me, &(cohort_peer_info_t){0}),
+                 COHORT_ERR_INVALID_ARG);
+
+    /* Sending to self wires self, with no lookup. */
+    {
+        int x = 5, y = 0;
+        cohort_request_t *r;
+        CHECK_OK(cohort_irecv(w, &y, 1, COHORT_INT32, me, 9, &r));
+        CHECK_OK(cohort_send(w, &x, 1, COHORT_INT32, me, 9));
+        CHECK_OK(cohort_wait(r));
+        cohort_request_free(r);
+        CHECK_OK(cohort_stats(ctx, &st));
+        CHECK(st.pmix_lookups == (uint64_t)nexpect);
+        CHECK(st.endpoints == (uint64_t)nexpect + 1);
+    }
+    CHECK_OK(cohort_barrier(w));
+    test_finish(ctx, "wiring");
+    return 0;
+}

@@ -21,9 +21,9 @@ extern "C" {
 #define COHORT_VERSION_MINOR 1
 
 typedef struct cohort_context cohort_context_t;
-typedef struct cohort_group   cohort_group_t;
+typedef struct cohort_group cohort_group_t;
 typedef struct cohort_request cohort_request_t;
-typedef struct cohort_layout  cohort_layout_t;
+typedef struct cohort_layout cohort_layout_t;
 
 /** Status codes: OK is zero, errors are negative. */
 typedef enum {
@@ -120,8 +120,8 @@ cohort_group_t *cohort_world(cohort_context_t *ctx);
  *       (tag, members, how many identical groups this rank created before). Members must
  *       therefore create identical groups in the same order. Free with cohort_group_free().
  */
-cohort_status_t cohort_group_create(cohort_context_t *ctx, const char *tag,
-                                    const int *world_ranks, int nranks, cohort_group_t **group);
+cohort_status_t cohort_group_create(cohort_context_t *ctx, const char *tag, const int *world_ranks,
+                                    int nranks, cohort_group_t **group);
 
 /**
  * Free a group created by cohort_group_create(). Outstanding requests on it are cancelled.
@@ -185,8 +185,8 @@ cohort_status_t cohort_allreduce(cohort_group_t *g, const void *sbuf, void *rbuf
 cohort_status_t cohort_allgather(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
                                  cohort_dtype_t dt);
 /** @param count elements each rank receives; sbuf holds size * count. */
-cohort_status_t cohort_reduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf,
-                                      size_t count, cohort_dtype_t dt, cohort_op_t op);
+cohort_status_t cohort_reduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
+                                      cohort_dtype_t dt, cohort_op_t op);
 /** @param count elements sent to each peer. */
 cohort_status_t cohort_alltoall(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
                                 cohort_dtype_t dt);
@@ -198,16 +198,15 @@ cohort_status_t cohort_alltoall(cohort_group_t *g, const void *sbuf, void *rbuf,
  */
 cohort_status_t cohort_send(cohort_group_t *g, const void *buf, size_t count, cohort_dtype_t dt,
                             int peer, int tag);
-cohort_status_t cohort_recv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
-                            int peer, int tag);
+cohort_status_t cohort_recv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt, int peer,
+                            int tag);
 
 /* Nonblocking twins: same arguments, plus the request to test/wait/free. */
 cohort_status_t cohort_ibarrier(cohort_group_t *g, cohort_request_t **req);
 cohort_status_t cohort_ibcast(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
                               int root, cohort_request_t **req);
 cohort_status_t cohort_ireduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                               cohort_dtype_t dt, cohort_op_t op, int root,
-                               cohort_request_t **req);
+                               cohort_dtype_t dt, cohort_op_t op, int root, cohort_request_t **req);
 cohort_status_t cohort_iallreduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
                                   cohort_dtype_t dt, cohort_op_t op, cohort_request_t **req);
 cohort_status_t cohort_iallgather(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
@@ -275,12 +274,12 @@ cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
 
 /** Counters of one context, for diagnostics and benchmarks. */
 typedef struct {
-    uint64_t groups_created;  /**< groups this rank created (world included) */
-    uint64_t pmix_lookups;    /**< peer addresses fetched through the exchange plugin */
-    uint64_t endpoints;       /**< UCX endpoints currently held */
-    uint64_t messages_sent;   /**< active messages sent */
-    const char *pmix_plugin;  /**< exchange plugin in use ("singleton" without a server) */
-    const char *progress;     /**< "yield", "spin" or "block" */
+    uint64_t groups_created; /**< groups this rank created (world included) */
+    uint64_t pmix_lookups;   /**< peer addresses fetched through the exchange plugin */
+    uint64_t endpoints;      /**< UCX endpoints currently held */
+    uint64_t messages_sent;  /**< active messages sent */
+    const char *pmix_plugin; /**< exchange plugin in use ("singleton" without a server) */
+    const char *progress;    /**< "yield", "spin" or "block" */
 } cohort_stats_t;
 
 cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);

@@ -58,8 +58,7 @@ static uint32_t cohort_coll_fingerprint(const cohort_coll_args_t *a)
 
 static int cohort_coll_has_op(cohort_coll_type_t c)
 {
-    return c == COHORT_COLL_REDUCE || c == COHORT_COLL_ALLREDUCE ||
-           c == COHORT_COLL_REDUCE_SCATTER;
+    return c == COHORT_COLL_REDUCE || c == COHORT_COLL_ALLREDUCE || c == COHORT_COLL_REDUCE_SCATTER;
 }
 
 static int cohort_coll_has_root(cohort_coll_type_t c)

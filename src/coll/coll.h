@@ -14,13 +14,13 @@
 
 typedef struct {
     cohort_coll_type_t coll;
-    const void *sbuf;     /* COHORT_IN_PLACE allowed where MPI allows it */
+    const void *sbuf; /* COHORT_IN_PLACE allowed where MPI allows it */
     void *rbuf;
     size_t count;
     cohort_dtype_t dt;
     cohort_op_t op;
     int root;
-    size_t esize;         /* bytes per element */
+    size_t esize; /* bytes per element */
 } cohort_coll_args_t;
 
 typedef struct cohort_coll_algo {
@@ -39,11 +39,11 @@ typedef struct cohort_coll_algo {
 /* Every algorithm's state begins with this. */
 typedef struct {
     cohort_coll_args_t args;
-    uint32_t seq;           /* the group's collective number */
-    uint32_t fp;            /* fingerprint checked under COHORT_CHECK=1 */
-    int step;               /* the algorithm's current step, for timeout messages */
+    uint32_t seq; /* the group's collective number */
+    uint32_t fp;  /* fingerprint checked under COHORT_CHECK=1 */
+    int step;     /* the algorithm's current step, for timeout messages */
     int nxfers;
-    cohort_xfer_t *xfers;   /* every transfer the algorithm may post, for cancel/describe */
+    cohort_xfer_t *xfers; /* every transfer the algorithm may post, for cancel/describe */
 } cohort_coll_base_t;
 
 static inline cohort_coll_base_t *cohort_coll_base(cohort_request_t *req)

@@ -26,8 +26,7 @@ cohort_status_t cohort_bcast(cohort_group_t *g, void *buf, size_t count, cohort_
 cohort_status_t cohort_ibcast(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
                               int root, cohort_request_t **req)
 {
-    return cohort_coll_post(g, &COHORT_ARGS(COHORT_COLL_BCAST, buf, buf, count, dt, 0, root),
-                            req);
+    return cohort_coll_post(g, &COHORT_ARGS(COHORT_COLL_BCAST, buf, buf, count, dt, 0, root), req);
 }
 
 cohort_status_t cohort_reduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
@@ -37,8 +36,7 @@ cohort_status_t cohort_reduce(cohort_group_t *g, const void *sbuf, void *rbuf, s
 }
 
 cohort_status_t cohort_ireduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                               cohort_dtype_t dt, cohort_op_t op, int root,
-                               cohort_request_t **req)
+                               cohort_dtype_t dt, cohort_op_t op, int root, cohort_request_t **req)
 {
     return cohort_coll_post(g, &COHORT_ARGS(COHORT_COLL_REDUCE, sbuf, rbuf, count, dt, op, root),
                             req);
@@ -70,11 +68,11 @@ cohort_status_t cohort_iallgather(cohort_group_t *g, const void *sbuf, void *rbu
                             req);
 }
 
-cohort_status_t cohort_reduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf,
-                                      size_t count, cohort_dtype_t dt, cohort_op_t op)
+cohort_status_t cohort_reduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
+                                      cohort_dtype_t dt, cohort_op_t op)
 {
-    return cohort_coll_run(
-        g, &COHORT_ARGS(COHORT_COLL_REDUCE_SCATTER, sbuf, rbuf, count, dt, op, 0));
+    return cohort_coll_run(g,
+                           &COHORT_ARGS(COHORT_COLL_REDUCE_SCATTER, sbuf, rbuf, count, dt, op, 0));
 }
 
 cohort_status_t cohort_ireduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf,

@@ -109,8 +109,8 @@ cohort_status_t cohort_send(cohort_group_t *g, const void *buf, size_t count, co
     return cohort_p2p_blocking("cohort_send", 1, g, (void *)buf, count, dt, peer, tag);
 }
 
-cohort_status_t cohort_recv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
-                            int peer, int tag)
+cohort_status_t cohort_recv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt, int peer,
+                            int tag)
 {
     return cohort_p2p_blocking("cohort_recv", 0, g, buf, count, dt, peer, tag);
 }

@@ -33,8 +33,10 @@ static void cohort_xfer_ucx_done(void *ucx_req, ucs_status_t ucs, void *user_dat
     x->ucx_req = NULL;
     ucp_request_free(ucx_req);
     if (ucs != UCS_OK && ucs != UCS_ERR_CANCELED) {
-        cohort_error("%s rank %d of group 0x%016llx failed: %s", x->is_send ? "send to" : "receive from",
-                     x->peer, (unsigned long long)(x->group ? x->group->gid : 0),
+        /* req->group, not x->group: a freed group clears the former. */
+        cohort_error("%s rank %d of group 0x%016llx failed: %s",
+                     x->is_send ? "send to" : "receive from", x->peer,
+                     (unsigned long long)(req->group ? req->group->gid : 0),
                      ucs_status_string(ucs));
     }
     cohort_xfer_finish(x, cohort_ucs_status(ucs));
@@ -73,8 +75,8 @@ static void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x)
 
     x->rndv_desc = NULL;
     memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.cb.recv_am = cohort_xfer_ucx_recv_done;
     param.user_data = x;
     param.memory_type = UCS_MEMORY_TYPE_HOST;
@@ -353,8 +355,8 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     cohort_am_hdr_encode(&hdr, x->hdr);
 
     memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.cb.send = cohort_xfer_ucx_done;
     param.user_data = x;
     param.memory_type = UCS_MEMORY_TYPE_HOST;

@@ -8,9 +8,9 @@
 struct cohort_msg {
     cohort_list_t link;
     cohort_am_hdr_t hdr;
-    void *data;     /* eager: our copy */
+    void *data; /* eager: our copy */
     size_t len;
-    void *desc;     /* rendezvous: UCX data descriptor, fetched when matched */
+    void *desc; /* rendezvous: UCX data descriptor, fetched when matched */
 };
 
 cohort_status_t cohort_am_register(cohort_context_t *ctx);

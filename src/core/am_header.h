@@ -15,12 +15,12 @@ typedef enum {
 } cohort_msg_kind_t;
 
 typedef struct {
-    uint64_t gid;  /* group id, the same on every member */
-    uint32_t seq;  /* P2P: message number from this source; COLL: collective number */
-    int32_t src;   /* sender's rank in the group */
-    int32_t tag;   /* P2P: user tag; COLL: algorithm step */
-    uint32_t fp;   /* COLL: fingerprint of (collective, dtype, op, count, root); P2P: 0 */
-    uint8_t kind;  /* cohort_msg_kind_t */
+    uint64_t gid; /* group id, the same on every member */
+    uint32_t seq; /* P2P: message number from this source; COLL: collective number */
+    int32_t src;  /* sender's rank in the group */
+    int32_t tag;  /* P2P: user tag; COLL: algorithm step */
+    uint32_t fp;  /* COLL: fingerprint of (collective, dtype, op, count, root); P2P: 0 */
+    uint8_t kind; /* cohort_msg_kind_t */
 } cohort_am_hdr_t;
 
 /* Little-endian, fixed layout, so mixed builds agree. buf holds COHORT_AM_HDR_BYTES. */

@@ -34,8 +34,8 @@ static int cohort_config_choice(const char *value, const char *const *choices)
     return -1;
 }
 
-static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
-                                         const char *value, char *err, size_t errlen, int *known)
+static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name, const char *value,
+                                         char *err, size_t errlen, int *known)
 {
     static const char *const plugins[] = {"dmodex", "fence", "global", "group", NULL};
     static const char *const modes[] = {"yield", "spin", "block", NULL};

@@ -15,12 +15,12 @@ typedef enum {
 #define COHORT_CONFIG_PATH_MAX 4096
 
 typedef struct {
-    char pmix_plugin[COHORT_CONFIG_NAME_MAX];    /* default "dmodex" */
-    char plugin_path[COHORT_CONFIG_PATH_MAX];    /* colon-separated; "" when unset */
+    char pmix_plugin[COHORT_CONFIG_NAME_MAX]; /* default "dmodex" */
+    char plugin_path[COHORT_CONFIG_PATH_MAX]; /* colon-separated; "" when unset */
     cohort_progress_mode_t progress;
-    double timeout_s;                            /* 0: no timeout */
-    int check;                                   /* COHORT_CHECK: 0 or 1 */
-    int log_level;                               /* cohort_log_level_t */
+    double timeout_s;                                    /* 0: no timeout */
+    int check;                                           /* COHORT_CHECK: 0 or 1 */
+    int log_level;                                       /* cohort_log_level_t */
     char algo[COHORT_COLL_LAST][COHORT_CONFIG_NAME_MAX]; /* "" : automatic selection */
 } cohort_config_t;
 

@@ -143,8 +143,8 @@ static cohort_status_t cohort_context_world(cohort_context_t *ctx)
     for (int i = 0; i < ctx->size; i++) {
         ranks[i] = i;
     }
-    status = cohort_group_create_owned(ctx, "world", ranks, ctx->size, COHORT_GROUP_WORLD,
-                                       &ctx->world);
+    status =
+        cohort_group_create_owned(ctx, "world", ranks, ctx->size, COHORT_GROUP_WORLD, &ctx->world);
     free(ranks);
     return status;
 }

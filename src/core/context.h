@@ -17,8 +17,8 @@ typedef enum {
 
 typedef struct {
     ucp_ep_h ep;
-    uint8_t state;        /* cohort_peer_state_t */
-    uint8_t lookups;      /* PMIx lookups made for this peer */
+    uint8_t state;   /* cohort_peer_state_t */
+    uint8_t lookups; /* PMIx lookups made for this peer */
     float wire_us;
 } cohort_peer_t;
 
@@ -36,24 +36,24 @@ struct cohort_context {
     ucp_worker_h worker;
     ucp_address_t *address;
     size_t address_len;
-    int event_fd;            /* COHORT_PROGRESS=block only */
+    int event_fd; /* COHORT_PROGRESS=block only */
 
-    cohort_peer_t *peers;    /* [size], indexed by world rank */
+    cohort_peer_t *peers; /* [size], indexed by world rank */
     cohort_group_t *world;
-    cohort_map_t groups;     /* gid -> cohort_group_t* (live groups) */
-    cohort_map_t instances;  /* (tag, members) hash -> groups created so far */
+    cohort_map_t groups;    /* gid -> cohort_group_t* (live groups) */
+    cohort_map_t instances; /* (tag, members) hash -> groups created so far */
     cohort_list_t group_list;
-    cohort_list_t orphans;   /* messages for groups not created yet (cohort_msg_t) */
-    cohort_list_t active;    /* collective requests to progress, in posting order */
+    cohort_list_t orphans;    /* messages for groups not created yet (cohort_msg_t) */
+    cohort_list_t active;     /* collective requests to progress, in posting order */
     cohort_list_t rndv_ready; /* receives matched to a rendezvous message, to start */
-    cohort_list_t zombies;   /* requests freed by the user with UCX operations in flight */
+    cohort_list_t zombies;    /* requests freed by the user with UCX operations in flight */
     cohort_list_t layouts;
 
     uint64_t stat_groups;
     uint64_t stat_lookups;
     uint64_t stat_endpoints;
     uint64_t stat_msgs;
-    int in_progress;         /* guards against re-entering progress from a callback */
+    int in_progress; /* guards against re-entering progress from a callback */
 };
 
 #endif

@@ -8,7 +8,7 @@ typedef struct cohort_list {
     struct cohort_list *prev, *next;
 } cohort_list_t;
 
-#define cohort_container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define cohort_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 static inline void cohort_list_init(cohort_list_t *head)
 {
@@ -37,6 +37,7 @@ static inline void cohort_list_del(cohort_list_t *elem)
 
 /* Safe against deleting the current element. */
 #define cohort_list_for_each(pos, tmp, head)                                                       \
-    for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); (pos) = (tmp), (tmp) = (pos)->next)
+    for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head);                               \
+         (pos) = (tmp), (tmp) = (pos)->next)
 
 #endif

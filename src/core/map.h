@@ -9,7 +9,7 @@
 typedef struct {
     uint64_t *keys; /* 0 marks an empty slot */
     void **vals;
-    size_t cap;     /* power of two */
+    size_t cap; /* power of two */
     size_t count;
 } cohort_map_t;
 

@@ -10,48 +10,44 @@
 typedef struct cohort_msg cohort_msg_t;
 
 typedef struct cohort_xfer {
-    cohort_list_t link;       /* in the group's posted list, or the rndv_ready list */
-    cohort_request_t *req;    /* owner */
+    cohort_list_t link;    /* in the group's posted list, or the rndv_ready list */
+    cohort_request_t *req; /* owner */
     cohort_group_t *group;
     int is_send;
-    int peer;                 /* group rank */
-    uint8_t kind;             /* cohort_msg_kind_t */
+    int peer;     /* group rank */
+    uint8_t kind; /* cohort_msg_kind_t */
     uint32_t seq;
     int32_t tag;
     uint32_t fp;
     void *buf;
-    size_t len;               /* send: bytes; recv: capacity */
+    size_t len; /* send: bytes; recv: capacity */
     size_t received;
-    int posted;               /* recv: in the posted list */
+    int posted; /* recv: in the posted list */
     int done;
     cohort_status_t status;
-    void *ucx_req;            /* UCX request while in flight */
-    void *rndv_desc;          /* recv: rendezvous descriptor to fetch */
+    void *ucx_req;                    /* UCX request while in flight */
+    void *rndv_desc;                  /* recv: rendezvous descriptor to fetch */
     uint8_t hdr[COHORT_AM_HDR_BYTES]; /* send: the encoded header UCX may still read */
 } cohort_xfer_t;
 
-typedef enum {
-    COHORT_REQ_SEND,
-    COHORT_REQ_RECV,
-    COHORT_REQ_COLL
-} cohort_req_type_t;
+typedef enum { COHORT_REQ_SEND, COHORT_REQ_RECV, COHORT_REQ_COLL } cohort_req_type_t;
 
 struct cohort_coll_algo;
 
 struct cohort_request {
     cohort_context_t *ctx;
     cohort_group_t *group;
-    int type;                 /* cohort_req_type_t */
+    int type; /* cohort_req_type_t */
     int done;
     cohort_status_t status;
     int user_freed;
-    int inflight;             /* UCX operations that still point into this request */
-    int active;               /* in ctx->active */
-    cohort_list_t link;       /* in ctx->active or ctx->zombies */
-    cohort_list_t group_link; /* in group->requests */
+    int inflight;                        /* UCX operations that still point into this request */
+    int active;                          /* in ctx->active */
+    cohort_list_t link;                  /* in ctx->active or ctx->zombies */
+    cohort_list_t group_link;            /* in group->requests */
     const struct cohort_coll_algo *algo; /* COHORT_REQ_COLL */
-    void *state;              /* COHORT_REQ_COLL: the algorithm's state */
-    cohort_xfer_t xfer;       /* SEND / RECV */
+    void *state;                         /* COHORT_REQ_COLL: the algorithm's state */
+    cohort_xfer_t xfer;                  /* SEND / RECV */
 };
 
 /* Allocate a request with @a extra bytes of algorithm state (zeroed), on @a group. */

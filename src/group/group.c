@@ -150,8 +150,8 @@ err_free:
     return status;
 }
 
-cohort_status_t cohort_group_create(cohort_context_t *ctx, const char *tag,
-                                    const int *world_ranks, int nranks, cohort_group_t **group)
+cohort_status_t cohort_group_create(cohort_context_t *ctx, const char *tag, const int *world_ranks,
+                                    int nranks, cohort_group_t **group)
 {
     cohort_status_t status;
 
@@ -161,8 +161,9 @@ cohort_status_t cohort_group_create(cohort_context_t *ctx, const char *tag,
     }
     *group = NULL;
     if (ctx == NULL || tag == NULL || world_ranks == NULL) {
-        cohort_error("cohort_group_create: %s is NULL",
-                     ctx == NULL ? "ctx" : tag == NULL ? "tag" : "world_ranks");
+        cohort_error("cohort_group_create: %s is NULL", ctx == NULL   ? "ctx"
+                                                        : tag == NULL ? "tag"
+                                                                      : "world_ranks");
         return COHORT_ERR_INVALID_ARG;
     }
     if (nranks <= 0 || nranks > ctx->size) {

@@ -5,9 +5,9 @@
 #include "core/list.h"
 
 typedef enum {
-    COHORT_GROUP_USER,   /* cohort_group_create: freed by cohort_group_free */
-    COHORT_GROUP_WORLD,  /* owned by the context */
-    COHORT_GROUP_LAYOUT  /* owned by a layout */
+    COHORT_GROUP_USER,  /* cohort_group_create: freed by cohort_group_free */
+    COHORT_GROUP_WORLD, /* owned by the context */
+    COHORT_GROUP_LAYOUT /* owned by a layout */
 } cohort_group_owner_t;
 
 struct cohort_group {
@@ -16,18 +16,18 @@ struct cohort_group {
     char *tag;
     int size;
     int rank;
-    int *members;          /* world ranks, in group order */
-    int owner;             /* cohort_group_owner_t */
-    int prepared;          /* exchange plugin's group_prepare done */
-    int revoked;           /* cohort_group_abort was called */
-    uint32_t coll_seq;     /* collectives posted so far */
-    uint32_t *send_seq;    /* [size] P2P messages sent to each member (lazily allocated) */
-    uint32_t *recv_seq;    /* [size] P2P messages from each member delivered to matching */
-    cohort_list_t posted;  /* receives waiting for a message (cohort_xfer_t) */
+    int *members;             /* world ranks, in group order */
+    int owner;                /* cohort_group_owner_t */
+    int prepared;             /* exchange plugin's group_prepare done */
+    int revoked;              /* cohort_group_abort was called */
+    uint32_t coll_seq;        /* collectives posted so far */
+    uint32_t *send_seq;       /* [size] P2P messages sent to each member (lazily allocated) */
+    uint32_t *recv_seq;       /* [size] P2P messages from each member delivered to matching */
+    cohort_list_t posted;     /* receives waiting for a message (cohort_xfer_t) */
     cohort_list_t unexpected; /* messages waiting for a receive (cohort_msg_t) */
-    cohort_list_t held;    /* P2P messages that overtook an earlier one from their sender */
-    cohort_list_t requests; /* outstanding requests on this group */
-    cohort_list_t link;    /* in the context's group list */
+    cohort_list_t held;       /* P2P messages that overtook an earlier one from their sender */
+    cohort_list_t requests;   /* outstanding requests on this group */
+    cohort_list_t link;       /* in the context's group list */
 };
 
 /* Validate a user-supplied handle without dereferencing a stale one: INVALID_ARG (logged,

@@ -141,7 +141,8 @@ int main(void)
         CHECK_STATUS(cohort_layout_create(ctx, "tp=0", &l), COHORT_ERR_INVALID_ARG);
         CHECK_STATUS(cohort_layout_create(ctx, "tp=2,foo=1", &l), COHORT_ERR_INVALID_ARG);
         CHECK_STATUS(cohort_layout_create(ctx, "tp=", &l), COHORT_ERR_INVALID_ARG);
-        CHECK_STATUS(cohort_layout_create(ctx, "tp=3", &l), n % 3 ? COHORT_ERR_INVALID_ARG : COHORT_OK);
+        CHECK_STATUS(cohort_layout_create(ctx, "tp=3", &l),
+                     n % 3 ? COHORT_ERR_INVALID_ARG : COHORT_OK);
         CHECK_OK(cohort_layout_free(l));
         l = NULL;
         CHECK_STATUS(cohort_layout_create(NULL, "tp=1", &l), COHORT_ERR_INVALID_ARG);

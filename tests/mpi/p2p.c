@@ -35,8 +35,8 @@ int main(void)
     cohort_group_t *world = cohort_world(ctx);
     int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
     int right = (me + 1) % n, left = (me - 1 + n) % n;
-    static const size_t sizes[] = {0, 1, 7, 64, 1000, 8192, 65536, 262144, 1 << 20, 4 << 20,
-                                   64 << 20};
+    static const size_t sizes[] = {0,     1,      7,       64,      1000,    8192,
+                                   65536, 262144, 1 << 20, 4 << 20, 64 << 20};
     size_t max = 64 << 20;
     uint8_t *sbuf = malloc(max), *rbuf = malloc(max);
 

@@ -69,8 +69,7 @@ int main(void)
         CHECK(strstr(info.transports, "sysv") != NULL || strstr(info.transports, "posix") != NULL);
     }
     /* no endpoint to self yet */
-    CHECK_STATUS(cohort_peer_info(ctx, me, &(cohort_peer_info_t){0}),
-                 COHORT_ERR_INVALID_ARG);
+    CHECK_STATUS(cohort_peer_info(ctx, me, &(cohort_peer_info_t){0}), COHORT_ERR_INVALID_ARG);
 
     /* Sending to self wires self, with no lookup. */
     {

@@ -34,9 +34,15 @@ END_TEST
 
 START_TEST(test_values)
 {
-    char *env[] = {"COHORT_PMIX_PLUGIN=fence", "COHORT_PROGRESS=block", "COHORT_TIMEOUT=2.5",
-                   "COHORT_CHECK=1",           "COHORT_LOG=debug",      "COHORT_PLUGIN_PATH=/a:/b",
-                   "COHORT_ALGO_ALLREDUCE=ring", "COHORT_ALGO_REDUCE_SCATTER=ring", NULL};
+    char *env[] = {"COHORT_PMIX_PLUGIN=fence",
+                   "COHORT_PROGRESS=block",
+                   "COHORT_TIMEOUT=2.5",
+                   "COHORT_CHECK=1",
+                   "COHORT_LOG=debug",
+                   "COHORT_PLUGIN_PATH=/a:/b",
+                   "COHORT_ALGO_ALLREDUCE=ring",
+                   "COHORT_ALGO_REDUCE_SCATTER=ring",
+                   NULL};
 
     ck_assert_int_eq(parse(env), COHORT_OK);
     ck_assert_str_eq(cfg.pmix_plugin, "fence");

@@ -7,8 +7,12 @@
 
 START_TEST(test_roundtrip)
 {
-    cohort_am_hdr_t in = {.gid = 0x0123456789abcdefULL, .seq = 0xfffffffeu, .src = 12345,
-                          .tag = -7, .fp = 0xdeadbeefu, .kind = COHORT_MSG_COLL};
+    cohort_am_hdr_t in = {.gid = 0x0123456789abcdefULL,
+                          .seq = 0xfffffffeu,
+                          .src = 12345,
+                          .tag = -7,
+                          .fp = 0xdeadbeefu,
+                          .kind = COHORT_MSG_COLL};
     cohort_am_hdr_t out;
     uint8_t buf[COHORT_AM_HDR_BYTES];
 
@@ -27,8 +31,12 @@ END_TEST
 /* Little-endian on the wire whatever the host: the bytes are pinned. */
 START_TEST(test_wire_layout)
 {
-    cohort_am_hdr_t in = {.gid = 0x0102030405060708ULL, .seq = 0x0a0b0c0d, .src = 1, .tag = 2,
-                          .fp = 3, .kind = COHORT_MSG_P2P};
+    cohort_am_hdr_t in = {.gid = 0x0102030405060708ULL,
+                          .seq = 0x0a0b0c0d,
+                          .src = 1,
+                          .tag = 2,
+                          .fp = 3,
+                          .kind = COHORT_MSG_P2P};
     uint8_t buf[COHORT_AM_HDR_BYTES];
 
     cohort_am_hdr_encode(&in, buf);

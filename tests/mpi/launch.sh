@@ -20,12 +20,19 @@ echo "$runs" | while read -r np envs; do
     echo "== $name: $np $envs"
     if [ "$np" = singleton ]; then
         # A launcher's variables leaking in would make this a client, not a singleton.
+        # shellcheck disable=SC2086
         env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 $envs \
             timeout -k 5 "$limit" "$prog" || exit 1
     else
         # shellcheck disable=SC2086
         timeout -k 5 "$limit" env $envs "$mpirun" $root --oversubscribe --bind-to none \
-            -x COHORT_PLUGIN_PATH -x TEST_SRCDIR -np "$np" "$prog" </dev/null || { rc=$?; echo "== $name: $np $envs failed (rc $rc${rc:+, 124 = timeout})"; exit 1; }
+            -x COHORT_PLUGIN_PATH -x TEST_SRCDIR -np "$np" "$prog" </dev/null || {
+            rc=$?
+            echo "== $name: $np $envs failed (rc $rc; 124 or 137: timed out after $limit s)"
+            # mpirun may die before its ranks: leave no rank behind to load the machine.
+            pkill -KILL -f "/tests/mpi/(\.libs/)?(lt-)?$name\$" 2>/dev/null
+            exit 1
+        }
     fi
 done || status=1
 exit $status

@@ -177,14 +177,40 @@ cohort_status_t cohort_layout_free(cohort_layout_t *layout);
 cohort_status_t cohort_barrier(cohort_group_t *g);
 cohort_status_t cohort_bcast(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
                              int root);
+/**
+ * Combine every member's @a count elements with @a op; the result lands in the root's rbuf.
+ * @param [in]  sbuf  this member's contribution; COHORT_IN_PLACE at the root only (its rbuf
+ *                    holds its contribution). Never modified.
+ * @param [out] rbuf  the result, significant at the root only (may be NULL elsewhere).
+ * @return COHORT_ERR_INVALID_ARG for COHORT_AVG on an integer dtype, among others (logged).
+ * @note count 0 is legal and every member must still call. Float results depend on the order
+ *       of combination, which is fixed for a given group, count and algorithm.
+ */
 cohort_status_t cohort_reduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
                               cohort_dtype_t dt, cohort_op_t op, int root);
+/**
+ * Combine every member's @a count elements with @a op; every member receives the result.
+ * @param [in]  sbuf  this member's contribution, or COHORT_IN_PLACE (rbuf holds it). Never
+ *                    modified.
+ * @param [out] rbuf  @a count elements of result.
+ * @note Every member ends with bitwise identical results, floats included. COHORT_AVG (floats
+ *       only) divides the sum by the group size once, where the sum is final.
+ */
 cohort_status_t cohort_allreduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
                                  cohort_dtype_t dt, cohort_op_t op);
 /** @param count elements contributed by each rank; rbuf holds size * count. */
 cohort_status_t cohort_allgather(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
                                  cohort_dtype_t dt);
-/** @param count elements each rank receives; sbuf holds size * count. */
+/**
+ * Combine every member's size * @a count elements with @a op and scatter the result: group
+ * rank i receives elements [i * count, (i + 1) * count) (MPI_Reduce_scatter_block).
+ * @param [in]  sbuf   size * count elements, never modified; or COHORT_IN_PLACE: the input is
+ *                     then taken from rbuf, which must hold size * count elements, and the
+ *                     result is written to the start of rbuf (its first count elements; the
+ *                     rest of rbuf is left undefined).
+ * @param [out] rbuf   @a count elements of result (size * count under COHORT_IN_PLACE).
+ * @param [in]  count  elements each rank receives.
+ */
 cohort_status_t cohort_reduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
                                       cohort_dtype_t dt, cohort_op_t op);
 /** @param count elements sent to each peer. */

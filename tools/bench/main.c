@@ -1,6 +1,7 @@
 /*
  * cohort_bench <mode> [options]
  *   allreduce|bcast|reduce|allgather|reduce_scatter|alltoall|barrier   collective sweep
+ *   p2p | groups [--count N]                                            micro benchmarks
  *   setup --layout SPEC                                                 group setup cost
  *   --model --world N --layout SPEC                                     scale model (no launch)
  */
@@ -13,6 +14,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: cohort_bench MODE [options]\n"
                "  MODE: allreduce bcast reduce allgather reduce_scatter alltoall barrier\n"
                "        (collective size sweep; run under mpirun; see --help of each)\n"
+               "        p2p                      (latency and bandwidth, ranks 0 and 1)\n"
+               "        groups [--count N]       (member-only creation of N groups per rank)\n"
                "        setup --layout SPEC      (time to create a layout's groups and run a\n"
                "                                  first allreduce in each; under mpirun)\n"
                "        --model --world N --layout SPEC   (scale model; no launcher needed)\n");
@@ -29,6 +32,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--model") == 0 || strcmp(argv[1], "model") == 0) {
         return cohort_bench_model(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "p2p") == 0 || strcmp(argv[1], "groups") == 0) {
+        return cohort_bench_micro(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "setup") == 0) {
         return cohort_bench_setup(argc - 1, argv + 1);

@@ -1,0 +1,568 @@
+/*
+ * cohort_bench setup --layout SPEC [--iters N] [--no-mpi]: what it costs to set up a layout.
+ *
+ * cohort: cohort_layout_create (the rank's own groups, member-only, no message), then one
+ * 1-element allreduce in each own group (which wires the peers it sends to). With MPI, the
+ * same layout through Open MPI in the same run: the classic way (every rank calls
+ * MPI_Comm_create over MPI_COMM_WORLD for every group of every kind, as
+ * torch.distributed.new_group makes every rank do) and members only (MPI_Comm_create_group for
+ * the rank's own groups), each followed by one MPI_Allreduce per own communicator.
+ *
+ * The exchange plugin is read from COHORT_PMIX_PLUGIN at cohort_init, once per process: one
+ * run measures one plugin (tools/bench/setup_all.sh runs one per plugin and merges them).
+ * Figures are the largest over ranks, reduced once at the end, so that nothing but the layout's
+ * own traffic is wired while cohort is measured.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef BENCH_WITH_MPI
+#include <mpi.h>
+#endif
+#include "../layout_text.h"
+#include "bench.h"
+
+#define SETUP_MAX_KINDS 32
+
+/* Per iteration and rank, reduced with MAX over ranks. */
+enum {
+    M_CREATE,      /* cohort_layout_create, us */
+    M_FIRST,       /* first allreduce in every own group, us */
+    M_GROUPS,      /* own groups */
+    M_ENDPOINTS,   /* endpoints held after the first allreduces */
+    M_LOOKUPS,     /* PMIx lookups made so far */
+    M_WIRE,        /* wiring time of every peer held (lookup + ucp_ep_create), us */
+    M_CREATE_MSGS, /* messages sent by cohort_layout_create: must be 0 */
+    M_CREATE_EPS,  /* endpoints wired by cohort_layout_create: must be 0 */
+    M_CL_CREATE,   /* MPI classic: MPI_Comm_create for every group, us */
+    M_CL_FIRST,
+    M_MO_CREATE, /* MPI members only: MPI_Comm_create_group for own groups, us */
+    M_MO_FIRST,
+    M_COUNT
+};
+
+typedef struct {
+    const char *spec_text;
+    long iters;
+    int no_mpi;
+    int mpi; /* MPI initialised and used */
+    cohort_context_t *ctx;
+    cohort_layout_spec_t spec;
+    int rank, n;
+    long long total_groups;
+    double *m; /* [iters][M_COUNT] */
+} setup_t;
+
+static double setup_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int setup_is_first(void)
+{
+    const char *r = getenv("PMIX_RANK");
+
+    return r == NULL || strcmp(r, "0") == 0;
+}
+
+static void setup_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: cohort_bench setup --layout SPEC [--iters N] [--no-mpi]\n"
+            "  Run under a launcher. Times, as the largest over ranks:\n"
+            "    cohort: cohort_layout_create (own groups, member-only), then one 1-element\n"
+            "            float32 allreduce in each own group (wiring included);\n"
+            "    MPI classic: MPI_Comm_create over MPI_COMM_WORLD for EVERY group of every\n"
+            "            kind, then MPI_Allreduce in each own communicator;\n"
+            "    MPI members only: MPI_Comm_create_group for own groups, then MPI_Allreduce.\n"
+            "  Also endpoints, PMIx lookups and groups per rank, and the messages sent and\n"
+            "  endpoints wired by cohort_layout_create (both must be 0).\n"
+            "  --layout SPEC  tp=,pp=,cp=,ep=,etp=,order= (dp derived; etp defaults to tp)\n"
+            "  --iters N      repeat N times (default 1); iteration 1 is cold (it wires), the\n"
+            "                 best of the others is shown as warm\n"
+            "  --no-mpi       cohort only, even in a build with MPI\n"
+            "  The exchange plugin comes from COHORT_PMIX_PLUGIN (dmodex, fence, global, group),\n"
+            "  read once at cohort_init: one run measures one plugin. tools/bench/setup_all.sh\n"
+            "  runs one per plugin and prints them side by side.\n"
+            "  The last line, 'setup: key=value ...', is for scripts.\n");
+}
+
+static int setup_parse(setup_t *s, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            if (setup_is_first()) {
+                setup_usage(stdout);
+            }
+            return 1;
+        } else if (strcmp(a, "--layout") == 0 && v != NULL) {
+            s->spec_text = v;
+            i++;
+        } else if (strcmp(a, "--iters") == 0 && v != NULL) {
+            char *end;
+            s->iters = strtol(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || s->iters < 1 || s->iters > 100000) {
+                if (setup_is_first()) {
+                    fprintf(stderr, "cohort_bench setup: --iters '%s' is not a count >= 1\n", v);
+                }
+                return 2;
+            }
+            i++;
+        } else if (strcmp(a, "--no-mpi") == 0) {
+            s->no_mpi = 1;
+        } else {
+            if (setup_is_first()) {
+                fprintf(stderr, "cohort_bench setup: unknown option or missing value: '%s'\n", a);
+                setup_usage(stderr);
+            }
+            return 2;
+        }
+    }
+    if (s->spec_text == NULL) {
+        if (setup_is_first()) {
+            fprintf(stderr, "cohort_bench setup: --layout SPEC is required\n");
+            setup_usage(stderr);
+        }
+        return 2;
+    }
+    return 0;
+}
+
+static void setup_sync(const setup_t *s)
+{
+#ifdef BENCH_WITH_MPI
+    if (s->mpi) {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+#else
+    (void)s;
+#endif
+}
+
+/* A failure after the ranks parted ways may leave peers waiting: with MPI, end the job. */
+static int setup_fail(const setup_t *s, const char *what, cohort_status_t st)
+{
+    fprintf(stderr, "cohort_bench setup: rank %d: %s failed: %s\n", s->rank, what,
+            cohort_strerror(st));
+#ifdef BENCH_WITH_MPI
+    if (s->mpi && s->n > 1) {
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+#endif
+    return 1;
+}
+
+/* Sum of the wiring times of the peers this rank holds: the part of the first allreduces
+ * spent looking addresses up and creating endpoints. */
+static double setup_wire_us(const cohort_context_t *ctx)
+{
+    int n = cohort_wired_peers(ctx, NULL, 0), *ranks = malloc(((size_t)n + 1) * sizeof(int));
+    double sum = 0;
+
+    if (ranks == NULL) {
+        return -1;
+    }
+    cohort_wired_peers(ctx, ranks, n);
+    for (int i = 0; i < n; i++) {
+        cohort_peer_info_t info;
+        if (cohort_peer_info(ctx, ranks[i], &info) == COHORT_OK) {
+            sum += info.wire_us;
+        }
+    }
+    free(ranks);
+    return sum;
+}
+
+static int setup_cohort(setup_t *s, double *m)
+{
+    cohort_layout_t *layout = NULL;
+    cohort_stats_t before, after;
+    cohort_status_t st;
+    double t0, t1, t2;
+    int ngroups = 0;
+
+    setup_sync(s);
+    cohort_stats(s->ctx, &before);
+    t0 = setup_now_us();
+    st = cohort_layout_create(s->ctx, s->spec_text, &layout);
+    t1 = setup_now_us();
+    if (st != COHORT_OK) {
+        return setup_fail(s, "cohort_layout_create", st);
+    }
+    cohort_stats(s->ctx, &after);
+    m[M_CREATE_MSGS] = (double)(after.messages_sent - before.messages_sent);
+    m[M_CREATE_EPS] = (double)(after.endpoints - before.endpoints);
+
+    for (int k = 0; cohort_layout_kinds[k] != NULL; k++) {
+        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_kinds[k]);
+        float one = 1.0f, sum = 0.0f;
+
+        if (g == NULL) {
+            continue;
+        }
+        ngroups++;
+        st = cohort_allreduce(g, &one, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
+        if (st != COHORT_OK) {
+            cohort_layout_free(layout);
+            return setup_fail(s, "cohort_allreduce", st);
+        }
+        if (sum != (float)cohort_group_size(g)) {
+            fprintf(stderr, "cohort_bench setup: rank %d: %s allreduce gave %g, not %d\n", s->rank,
+                    cohort_layout_kinds[k], sum, cohort_group_size(g));
+            cohort_layout_free(layout);
+            return setup_fail(s, "checking the allreduce", COHORT_ERR_MISMATCH);
+        }
+    }
+    t2 = setup_now_us();
+    cohort_stats(s->ctx, &after);
+    m[M_CREATE] = t1 - t0;
+    m[M_FIRST] = t2 - t1;
+    m[M_GROUPS] = ngroups;
+    m[M_ENDPOINTS] = (double)after.endpoints;
+    m[M_LOOKUPS] = (double)after.pmix_lookups;
+    m[M_WIRE] = setup_wire_us(s->ctx);
+    cohort_layout_free(layout);
+    return 0;
+}
+
+#ifdef BENCH_WITH_MPI
+/* One MPI_Allreduce in each own communicator, kinds in order; returns the time in us. */
+static double setup_mpi_first(const setup_t *s, MPI_Comm *own, int nkinds)
+{
+    double t0 = setup_now_us();
+
+    for (int k = 0; k < nkinds; k++) {
+        float one = 1.0f, sum = 0.0f;
+        int size;
+
+        if (own[k] == MPI_COMM_NULL) {
+            continue;
+        }
+        MPI_Allreduce(&one, &sum, 1, MPI_FLOAT, MPI_SUM, own[k]);
+        MPI_Comm_size(own[k], &size);
+        if (sum != (float)size) {
+            fprintf(stderr, "cohort_bench setup: rank %d: MPI %s allreduce gave %g, not %d\n",
+                    s->rank, cohort_layout_kinds[k], sum, size);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    return setup_now_us() - t0;
+}
+
+/* Each own communicator must hold exactly the members the layout arithmetic gives. */
+static void setup_mpi_check(const setup_t *s, MPI_Comm *own, int nkinds, int *members)
+{
+    for (int k = 0; k < nkinds; k++) {
+        int n = cohort_layout_rank_group(&s->spec, cohort_layout_kinds[k], s->rank, members);
+        int size = 0;
+
+        if (own[k] != MPI_COMM_NULL) {
+            MPI_Comm_size(own[k], &size);
+        }
+        if (size != n) {
+            fprintf(stderr,
+                    "cohort_bench setup: rank %d: MPI %s communicator has %d ranks, "
+                    "the layout says %d\n",
+                    s->rank, cohort_layout_kinds[k], size, n);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+}
+
+static void setup_mpi(setup_t *s, double *m)
+{
+    MPI_Comm own[SETUP_MAX_KINDS];
+    MPI_Group world_group, g;
+    int *members = malloc((size_t)s->n * sizeof(int)), nkinds = 0;
+    double t0;
+
+    if (members == NULL) {
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    while (cohort_layout_kinds[nkinds] != NULL && nkinds < SETUP_MAX_KINDS) {
+        nkinds++;
+    }
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+
+    /* Classic: every rank, every group. */
+    for (int k = 0; k < nkinds; k++) {
+        own[k] = MPI_COMM_NULL;
+    }
+    setup_sync(s);
+    t0 = setup_now_us();
+    for (int k = 0; k < nkinds; k++) {
+        int ng = cohort_layout_ngroups(&s->spec, cohort_layout_kinds[k]);
+        for (int i = 0; i < ng; i++) {
+            int n = cohort_layout_group_members(&s->spec, cohort_layout_kinds[k], i, members);
+            MPI_Comm c;
+            MPI_Group_incl(world_group, n, members, &g);
+            MPI_Comm_create(MPI_COMM_WORLD, g, &c);
+            MPI_Group_free(&g);
+            if (c != MPI_COMM_NULL) {
+                own[k] = c; /* a rank is in one group per kind */
+            }
+        }
+    }
+    m[M_CL_CREATE] = setup_now_us() - t0;
+    m[M_CL_FIRST] = setup_mpi_first(s, own, nkinds);
+    setup_mpi_check(s, own, nkinds, members);
+    for (int k = 0; k < nkinds; k++) {
+        if (own[k] != MPI_COMM_NULL) {
+            MPI_Comm_free(&own[k]);
+        }
+    }
+
+    /* Members only: each rank creates its own groups, a tag per kind. */
+    setup_sync(s);
+    t0 = setup_now_us();
+    for (int k = 0; k < nkinds; k++) {
+        int n = cohort_layout_rank_group(&s->spec, cohort_layout_kinds[k], s->rank, members);
+        own[k] = MPI_COMM_NULL;
+        if (n <= 0) {
+            continue;
+        }
+        MPI_Group_incl(world_group, n, members, &g);
+        MPI_Comm_create_group(MPI_COMM_WORLD, g, k, &own[k]);
+        MPI_Group_free(&g);
+    }
+    m[M_MO_CREATE] = setup_now_us() - t0;
+    m[M_MO_FIRST] = setup_mpi_first(s, own, nkinds);
+    setup_mpi_check(s, own, nkinds, members);
+    for (int k = 0; k < nkinds; k++) {
+        if (own[k] != MPI_COMM_NULL) {
+            MPI_Comm_free(&own[k]);
+        }
+    }
+    MPI_Group_free(&world_group);
+    free(members);
+}
+#endif
+
+/* The largest of every figure over the ranks, in place, after all measuring is done. */
+static int setup_allmax(setup_t *s)
+{
+    size_t count = (size_t)s->iters * M_COUNT;
+    double *tmp;
+    cohort_status_t st;
+
+    if (s->n == 1) {
+        return 0;
+    }
+#ifdef BENCH_WITH_MPI
+    if (s->mpi) {
+        MPI_Allreduce(MPI_IN_PLACE, s->m, (int)count, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        return 0;
+    }
+#endif
+    tmp = malloc(count * sizeof(*tmp));
+    if (tmp == NULL) {
+        return setup_fail(s, "allocating the reduction buffer", COHORT_ERR_NO_MEMORY);
+    }
+    st = cohort_allreduce(cohort_world(s->ctx), s->m, tmp, count, COHORT_FLOAT64, COHORT_MAX);
+    if (st == COHORT_OK) {
+        memcpy(s->m, tmp, count * sizeof(*tmp));
+    }
+    free(tmp);
+    return st == COHORT_OK ? 0 : setup_fail(s, "cohort_allreduce MAX of the figures", st);
+}
+
+/* The best of iterations 2..N (each already the largest over ranks). */
+static double setup_warm(const setup_t *s, int idx)
+{
+    double best = s->m[M_COUNT + idx];
+
+    for (long i = 2; i < s->iters; i++) {
+        double v = s->m[i * M_COUNT + idx];
+        best = v < best ? v : best;
+    }
+    return best;
+}
+
+static void setup_row(const char *what, double c, double cl, double mo, int mpi)
+{
+    printf("  %-40s %14.1f", what, c);
+    if (mpi) {
+        printf(" %14.1f %14.1f", cl, mo);
+    }
+    printf("\n");
+}
+
+static void setup_table(const setup_t *s, const char *title, const double *m, int mpi)
+{
+    printf("%s\n  %-40s %14s", title, "", "cohort");
+    if (mpi) {
+        printf(" %14s %14s", "MPI classic", "MPI members");
+    }
+    printf("\n");
+    setup_row("create own groups (us)", m[M_CREATE], m[M_CL_CREATE], m[M_MO_CREATE], mpi);
+    setup_row("first allreduce in each group (us)", m[M_FIRST], m[M_CL_FIRST], m[M_MO_FIRST], mpi);
+    setup_row("create + first allreduce (us)", m[M_CREATE] + m[M_FIRST],
+              m[M_CL_CREATE] + m[M_CL_FIRST], m[M_MO_CREATE] + m[M_MO_FIRST], mpi);
+    setup_row("us per group created", m[M_CREATE] / m[M_GROUPS],
+              m[M_CL_CREATE] / (double)s->total_groups, m[M_MO_CREATE] / m[M_GROUPS], mpi);
+    if (mpi) {
+        printf("  ratio MPI classic / cohort, create:               %10.1fx\n"
+               "  ratio MPI members / cohort, create + first:       %10.1fx\n"
+               "  ratio MPI classic / cohort, create + first:       %10.1fx\n",
+               m[M_CL_CREATE] / m[M_CREATE],
+               (m[M_MO_CREATE] + m[M_MO_FIRST]) / (m[M_CREATE] + m[M_FIRST]),
+               (m[M_CL_CREATE] + m[M_CL_FIRST]) / (m[M_CREATE] + m[M_FIRST]));
+    }
+}
+
+static void setup_report(const setup_t *s, const char *plugin)
+{
+    const double *m = s->m; /* iteration 1: cold */
+    double warm[M_COUNT];
+    char full[160];
+
+#ifdef BENCH_WITH_MPI
+    const char *mpi_note = s->mpi ? "side by side (Open MPI, same run)" : "off (--no-mpi)";
+#else
+    const char *mpi_note = "off (built without MPI)";
+#endif
+
+    cohort_tools_layout_text(&s->spec, full, sizeof(full));
+    printf("cohort_bench setup: world %d, layout %s\n"
+           "  exchange plugin %s, iterations %ld, MPI %s; figures are the largest over ranks\n",
+           s->n, full, plugin, s->iters, mpi_note);
+    printf("  groups per rank: %.0f own groups (cohort, MPI members only); the classic way "
+           "creates all %lld\n",
+           m[M_GROUPS], s->total_groups);
+    setup_table(s, "iteration 1 (cold: wiring included)", m, s->mpi);
+    if (s->iters > 1) {
+        for (int i = 0; i < M_COUNT; i++) {
+            warm[i] = setup_warm(s, i);
+        }
+        setup_table(s, "best of iterations 2..N (warm: peers already wired)", warm, s->mpi);
+    }
+    printf("cohort per rank: endpoints %.0f, PMIx lookups %.0f%s, wiring %.1f us in all\n"
+           "  (wiring: address lookups + endpoint creation, inside the cold first allreduces)\n",
+           m[M_ENDPOINTS], m[M_LOOKUPS],
+           strcmp(plugin, "global") == 0 ? " (answered from the init-time global fence)" : "",
+           m[M_WIRE]);
+    printf("cohort_layout_create: %.0f messages sent, %.0f endpoints wired (both must be 0)\n",
+           m[M_CREATE_MSGS], m[M_CREATE_EPS]);
+    printf(
+        "setup: plugin=%s world=%d groups=%.0f classic_groups=%lld create_us=%.1f "
+        "first_us=%.1f endpoints=%.0f lookups=%.0f wire_us=%.1f create_msgs=%.0f create_eps=%.0f",
+        plugin, s->n, m[M_GROUPS], s->total_groups, m[M_CREATE], m[M_FIRST], m[M_ENDPOINTS],
+        m[M_LOOKUPS], m[M_WIRE], m[M_CREATE_MSGS], m[M_CREATE_EPS]);
+    if (s->mpi) {
+        printf(" mpi_classic_create_us=%.1f mpi_classic_first_us=%.1f mpi_members_create_us=%.1f "
+               "mpi_members_first_us=%.1f",
+               m[M_CL_CREATE], m[M_CL_FIRST], m[M_MO_CREATE], m[M_MO_FIRST]);
+    }
+    printf("\n");
+}
+
+int cohort_bench_setup(int argc, char **argv)
+{
+    setup_t s;
+    cohort_stats_t stats;
+    cohort_status_t st;
+    char err[256];
+    int rc;
+
+    memset(&s, 0, sizeof(s));
+    s.iters = 1;
+    rc = setup_parse(&s, argc, argv);
+    if (rc != 0) {
+        return rc == 1 ? 0 : 2;
+    }
+#ifdef BENCH_WITH_MPI
+    if (!s.no_mpi) {
+        /* Waits that yield the core, as cohort's do: MPI_Init reads this, nothing later. */
+        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+        MPI_Init(NULL, NULL);
+        s.mpi = 1;
+    }
+#endif
+    st = cohort_init(&s.ctx);
+    if (st != COHORT_OK) {
+        fprintf(stderr,
+                "cohort_bench setup: cohort_init failed: %s (cohort's log line above says why; "
+                "check COHORT_PMIX_PLUGIN and COHORT_PLUGIN_PATH)\n",
+                cohort_strerror(st));
+        rc = 1;
+        goto out_mpi;
+    }
+    s.rank = cohort_world_rank(s.ctx);
+    s.n = cohort_world_size(s.ctx);
+#ifdef BENCH_WITH_MPI
+    if (s.mpi) {
+        int mrank, msize;
+        MPI_Comm_rank(MPI_COMM_WORLD, &mrank);
+        MPI_Comm_size(MPI_COMM_WORLD, &msize);
+        if (mrank != s.rank || msize != s.n) {
+            fprintf(stderr, "cohort_bench setup: MPI rank %d of %d, cohort rank %d of %d\n", mrank,
+                    msize, s.rank, s.n);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+#endif
+    /* The same spec against the same world on every rank: all agree to stop. */
+    if (cohort_layout_parse(s.spec_text, s.n, &s.spec, err, sizeof(err)) != COHORT_OK) {
+        if (s.rank == 0) {
+            fprintf(stderr, "cohort_bench setup: bad --layout '%s' for a world of %d: %s\n",
+                    s.spec_text, s.n, err);
+        }
+        rc = 2;
+        goto out_cohort;
+    }
+    s.total_groups = cohort_tools_layout_total(&s.spec);
+    s.m = calloc((size_t)s.iters * M_COUNT, sizeof(*s.m));
+    if (s.m == NULL) {
+        rc = 1;
+        goto out_cohort;
+    }
+    for (long i = 0; i < s.iters; i++) {
+        rc = setup_cohort(&s, s.m + i * M_COUNT);
+        if (rc != 0) {
+            goto out_cohort;
+        }
+#ifdef BENCH_WITH_MPI
+        if (s.mpi) {
+            setup_mpi(&s, s.m + i * M_COUNT);
+        }
+#endif
+    }
+    rc = setup_allmax(&s);
+    if (rc != 0) {
+        goto out_cohort;
+    }
+    cohort_stats(s.ctx, &stats);
+    if (s.rank == 0) {
+        setup_report(&s, stats.pmix_plugin);
+    }
+    for (long i = 0; i < s.iters; i++) {
+        if (s.m[i * M_COUNT + M_CREATE_MSGS] != 0 || s.m[i * M_COUNT + M_CREATE_EPS] != 0) {
+            if (s.rank == 0) {
+                fprintf(stderr,
+                        "cohort_bench setup: cohort_layout_create communicated "
+                        "(iteration %ld): it must send nothing and wire nothing\n",
+                        i + 1);
+            }
+            rc = 1;
+            break;
+        }
+    }
+
+out_cohort:
+    free(s.m);
+    cohort_finalize(s.ctx);
+out_mpi:
+#ifdef BENCH_WITH_MPI
+    if (s.mpi) {
+        MPI_Finalize();
+    }
+#endif
+    return rc;
+}

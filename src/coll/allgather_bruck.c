@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
+#include "core/scratch.h"
 #include "group/group.h"
 
 typedef enum { AG_BRUCK_POST, AG_BRUCK_SEND, AG_BRUCK_WAIT } ag_bruck_phase_t;
@@ -58,7 +59,7 @@ static cohort_status_t ag_bruck_start(cohort_request_t *req)
     if (g->rank == 0) {
         s->tmp = a->rbuf;
     } else {
-        s->scratch = malloc((size_t)g->size * s->blk);
+        s->scratch = cohort_scratch_get(req->ctx, (size_t)g->size * s->blk);
         if (s->scratch == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -131,7 +132,7 @@ static void ag_bruck_cleanup(cohort_request_t *req)
 {
     ag_bruck_state_t *s = req->state;
 
-    free(s->scratch);
+    cohort_scratch_put(req->ctx, s->scratch);
     s->scratch = NULL;
 }
 

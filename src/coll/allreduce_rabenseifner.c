@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "core/scratch.h"
 #include "group/group.h"
 
 #define RAB_SEGS          16
@@ -93,7 +94,7 @@ static cohort_status_t rab_start(cohort_request_t *req)
     if (s->newrank >= 0) {
         /* The whole input of a folded partner, else at most the first scatter round's half. */
         tmp_elems = me < 2 * s->r ? a->count : rab_off(s, s->p / 2);
-        s->tmp = malloc(tmp_elems * a->esize + 1);
+        s->tmp = cohort_scratch_get(req->ctx, tmp_elems * a->esize + 1);
         if (s->tmp == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -334,7 +335,7 @@ static void rab_cleanup(cohort_request_t *req)
 {
     rab_state_t *s = req->state;
 
-    free(s->tmp);
+    cohort_scratch_put(req->ctx, s->tmp);
     s->tmp = NULL;
 }
 

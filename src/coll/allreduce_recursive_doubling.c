@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "core/scratch.h"
 #include "group/group.h"
 
 typedef enum {
@@ -72,7 +73,7 @@ static cohort_status_t rd_start(cohort_request_t *req)
     }
     s->acc = cohort_coll_input(a);
     if (s->newrank >= 0) {
-        s->tmp = malloc(a->count * a->esize);
+        s->tmp = cohort_scratch_get(req->ctx, a->count * a->esize);
         if (s->tmp == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -198,7 +199,7 @@ static void rd_cleanup(cohort_request_t *req)
 {
     rd_state_t *s = req->state;
 
-    free(s->tmp);
+    cohort_scratch_put(req->ctx, s->tmp);
     s->tmp = NULL;
 }
 

@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "core/scratch.h"
 #include "group/group.h"
 
 #define RING_SEG_BYTES (256 * 1024)
@@ -55,7 +56,7 @@ static cohort_status_t ring_start(cohort_request_t *req)
     s->nseg = cohort_coll_nsegs(cohort_coll_block_len(a->count, n, 0), s->seg_elems);
     s->nunits = 2 * (size_t)(n - 1) * s->nseg;
     s->seg_elems = (cohort_coll_block_len(a->count, n, 0) + s->nseg - 1) / s->nseg;
-    s->tmp = malloc(RING_WINDOW * s->seg_elems * a->esize);
+    s->tmp = cohort_scratch_get(req->ctx, RING_WINDOW * s->seg_elems * a->esize);
     if (s->tmp == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
@@ -185,7 +186,7 @@ static void ring_cleanup(cohort_request_t *req)
 {
     ring_state_t *s = req->state;
 
-    free(s->tmp);
+    cohort_scratch_put(req->ctx, s->tmp);
     s->tmp = NULL;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
+#include "core/scratch.h"
 #include "group/group.h"
 
 typedef enum { A2A_BRUCK_POST, A2A_BRUCK_SEND, A2A_BRUCK_WAIT } a2a_bruck_phase_t;
@@ -78,7 +79,7 @@ static cohort_status_t a2a_bruck_start(cohort_request_t *req)
         s->area[k] = total;
         total += 2 * a2a_bruck_nslots(n, 1 << k) * s->blk;
     }
-    s->scratch = malloc(total);
+    s->scratch = cohort_scratch_get(req->ctx, total);
     if (s->scratch == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
@@ -190,7 +191,7 @@ static void a2a_bruck_cleanup(cohort_request_t *req)
 {
     a2a_bruck_state_t *s = req->state;
 
-    free(s->scratch);
+    cohort_scratch_put(req->ctx, s->scratch);
     s->scratch = NULL;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
+#include "core/scratch.h"
 #include "group/group.h"
 
 #define PAIRWISE_WINDOW 4
@@ -43,7 +44,7 @@ static cohort_status_t a2a_pw_start(cohort_request_t *req)
     }
     if (a->sbuf == COHORT_IN_PLACE) {
         if (g->size > 1) {
-            s->scratch = malloc((size_t)g->size * s->blk);
+            s->scratch = cohort_scratch_get(req->ctx, (size_t)g->size * s->blk);
             if (s->scratch == NULL) {
                 return COHORT_ERR_NO_MEMORY;
             }
@@ -107,7 +108,7 @@ static void a2a_pw_cleanup(cohort_request_t *req)
 {
     a2a_pw_state_t *s = req->state;
 
-    free(s->scratch);
+    cohort_scratch_put(req->ctx, s->scratch);
     s->scratch = NULL;
 }
 

@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "core/scratch.h"
 #include "group/group.h"
 
 #define KN_RADIX     4
@@ -94,7 +95,7 @@ static cohort_status_t kn_start(cohort_request_t *req)
 
         /* One allocation: two large ones freed together can make malloc give the heap back,
          * and take page faults for it again, on every call. */
-        s->tmp = malloc(tmp_bytes + acc_bytes);
+        s->tmp = cohort_scratch_get(req->ctx, tmp_bytes + acc_bytes);
         if (s->tmp == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -227,7 +228,7 @@ static void kn_cleanup(cohort_request_t *req)
 {
     kn_state_t *s = req->state;
 
-    free(s->tmp);
+    cohort_scratch_put(req->ctx, s->tmp);
     s->tmp = s->acc = NULL;
 }
 

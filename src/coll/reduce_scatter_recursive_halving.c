@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "core/scratch.h"
 #include "group/group.h"
 
 typedef enum {
@@ -81,7 +82,7 @@ static cohort_status_t rh_start(cohort_request_t *req)
     s->cur = cohort_coll_input(a);
     if (s->newrank >= 0) {
         /* One allocation for both: see reduce_knomial.c. */
-        s->acc = malloc(2 * total);
+        s->acc = cohort_scratch_get(req->ctx, 2 * total);
         if (s->acc == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -220,7 +221,7 @@ static void rh_cleanup(cohort_request_t *req)
 {
     rh_state_t *s = req->state;
 
-    free(s->acc);
+    cohort_scratch_put(req->ctx, s->acc);
     s->acc = s->tmp = NULL;
 }
 

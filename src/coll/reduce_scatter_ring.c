@@ -12,6 +12,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "core/scratch.h"
 #include "group/group.h"
 
 #define RS_SEG_BYTES (128 * 1024)
@@ -60,7 +61,8 @@ static cohort_status_t rs_start(cohort_request_t *req)
     s->nunits = (size_t)(n - 1) * s->nseg;
     tmp_bytes = RS_WINDOW * s->seg_elems * a->esize;
     /* One allocation for both: see reduce_knomial.c. */
-    s->tmp = malloc(tmp_bytes + (a->sbuf == COHORT_IN_PLACE ? a->count * a->esize : 0));
+    s->tmp = cohort_scratch_get(req->ctx,
+                                tmp_bytes + (a->sbuf == COHORT_IN_PLACE ? a->count * a->esize : 0));
     if (s->tmp == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
@@ -190,7 +192,7 @@ static void rs_cleanup(cohort_request_t *req)
 {
     rs_state_t *s = req->state;
 
-    free(s->tmp);
+    cohort_scratch_put(req->ctx, s->tmp);
     s->tmp = s->acc = NULL;
 }
 

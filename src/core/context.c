@@ -272,6 +272,7 @@ cohort_status_t cohort_finalize(cohort_context_t *ctx)
     cohort_context_drain(ctx);
     cohort_endpoint_close_all(ctx);
     cohort_am_orphans_cleanup(ctx);
+    cohort_scratch_cleanup(ctx);
     cohort_context_ucx_cleanup(ctx);
     ctx->plugin->finalize(ctx->pmix);
     cohort_plugin_unload(ctx);

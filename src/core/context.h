@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/list.h"
 #include "core/map.h"
+#include "core/scratch.h"
 #include "pmix_plugins/plugin.h"
 
 typedef enum {
@@ -48,6 +49,7 @@ struct cohort_context {
     cohort_list_t rndv_ready; /* receives matched to a rendezvous message, to start */
     cohort_list_t zombies;    /* requests freed by the user with UCX operations in flight */
     cohort_list_t layouts;
+    cohort_scratch_cache_t scratch;
 
     uint64_t stat_groups;
     uint64_t stat_lookups;

@@ -62,15 +62,7 @@ static cohort_status_t rd_start(cohort_request_t *req)
         s->phase = RD_DONE;
         return COHORT_OK;
     }
-    for (s->p = 1; s->p * 2 <= n; s->p *= 2) {
-        s->nrounds++;
-    }
-    s->r = n - s->p;
-    if (me < 2 * s->r) {
-        s->newrank = me % 2 ? me / 2 : -1;
-    } else {
-        s->newrank = me - s->r;
-    }
+    cohort_coll_fold(n, me, &s->p, &s->nrounds, &s->r, &s->newrank);
     s->acc = cohort_coll_input(a);
     if (s->newrank >= 0) {
         s->tmp = cohort_scratch_get(req->ctx, a->count * a->esize);

@@ -99,6 +99,19 @@ static inline cohort_status_t cohort_coll_xfers_error(const cohort_xfer_t *xs, i
     return COHORT_OK;
 }
 
+/* Recursive doubling and halving on any group size: the largest power of two p <= n ranks form
+ * the core; each of the first 2r (r = n - p) ranks pairs with its neighbour, the even one
+ * folding its data into the odd one, which takes core rank me / 2 (the even one gets -1). The
+ * rest take core rank me - r. nrounds = log2(p). */
+static inline void cohort_coll_fold(int n, int me, int *p, int *nrounds, int *r, int *newrank)
+{
+    for (*p = 1, *nrounds = 0; *p * 2 <= n; *p *= 2) {
+        (*nrounds)++;
+    }
+    *r = n - *p;
+    *newrank = me < 2 * *r ? (me % 2 ? me / 2 : -1) : me - *r;
+}
+
 /* A group of one, or count 0 anywhere: the result is the input (copied when apart). */
 static inline void cohort_coll_copy_input(const cohort_coll_args_t *a, size_t count)
 {

@@ -1,4 +1,5 @@
 /* Finding and loading the address-exchange plugin named by COHORT_PMIX_PLUGIN. */
+#define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,9 +37,11 @@ cohort_status_t cohort_plugin_load(cohort_context_t *ctx)
     const char *p = ctx->cfg.plugin_path;
     const cohort_pmix_plugin_t *plugin;
     char tried[COHORT_CONFIG_PATH_MAX * 2] = "";
+    Dl_info self;
     void *dl = NULL;
 
-    /* COHORT_PLUGIN_PATH first (colon-separated), then the installed directory. */
+    /* COHORT_PLUGIN_PATH first (colon-separated), then beside the library, then the
+     * configured install directory. */
     while (dl == NULL && *p != '\0') {
         const char *colon = strchr(p, ':');
         size_t len = colon ? (size_t)(colon - p) : strlen(p);
@@ -46,6 +49,20 @@ cohort_status_t cohort_plugin_load(cohort_context_t *ctx)
             dl = cohort_plugin_try(p, len, name, tried, sizeof(tried));
         }
         p += len + (colon ? 1 : 0);
+    }
+    /* Beside libcohort itself: <libdir>/cohort in an installation moved after it was built,
+     * and the library's own directory in a build tree (libtool's .libs holds both). */
+    if (dl == NULL && dladdr((void *)cohort_plugin_load, &self) != 0 && self.dli_fname != NULL) {
+        const char *slash = strrchr(self.dli_fname, '/');
+        if (slash != NULL) {
+            size_t len = (size_t)(slash - self.dli_fname);
+            char dir[COHORT_CONFIG_PATH_MAX];
+            snprintf(dir, sizeof(dir), "%.*s/cohort", (int)len, self.dli_fname);
+            dl = cohort_plugin_try(dir, strlen(dir), name, tried, sizeof(tried));
+            if (dl == NULL) {
+                dl = cohort_plugin_try(self.dli_fname, len, name, tried, sizeof(tried));
+            }
+        }
     }
     if (dl == NULL) {
         dl = cohort_plugin_try(COHORT_PLUGIN_DIR, strlen(COHORT_PLUGIN_DIR), name, tried,

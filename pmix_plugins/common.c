@@ -143,58 +143,124 @@ static double cohort_pmix_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-cohort_status_t cohort_pmix_get_addr(cohort_pmix_ctx_t *p, int rank, void **addr, size_t *len)
-{
+/* One address lookup in flight: PMIx answers from its own progress thread, the caller polls
+ * done from its thread, so the caller's UCX worker keeps answering its peers' wireup meanwhile
+ * (a rank asleep in a blocking PMIx_Get would stall every peer wiring to it). */
+struct cohort_pmix_lookup {
+    cohort_pmix_ctx_t *p;
     pmix_proc_t peer;
-    pmix_value_t *val = NULL;
     pmix_info_t info;
+    int done; /* set by the PMIx thread, last */
     pmix_status_t rc;
-    double start = cohort_pmix_now();
-    struct timespec backoff = {0, 1000000};
-    int tries = 0;
-    void *copy;
+    void *data; /* our copy of the address */
+    size_t len;
+    double start;
+    double retry_at; /* NOT-FOUND: when to ask again */
+    double backoff;
+    int tries;
+};
 
-    PMIX_LOAD_PROCID(&peer, p->me.nspace, (pmix_rank_t)rank);
-    PMIX_INFO_CONSTRUCT(&info);
-    cohort_pmix_info_timeout(&info, p);
+static void cohort_pmix_lookup_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
+{
+    cohort_pmix_lookup_t *op = cbdata;
+
+    op->rc = status;
+    if (status == PMIX_SUCCESS) {
+        if (kv == NULL || kv->type != PMIX_BYTE_OBJECT || kv->data.bo.size == 0) {
+            op->rc = PMIX_ERR_BAD_PARAM;
+        } else if ((op->data = malloc(kv->data.bo.size)) == NULL) {
+            op->rc = PMIX_ERR_NOMEM;
+        } else {
+            memcpy(op->data, kv->data.bo.bytes, kv->data.bo.size);
+            op->len = kv->data.bo.size;
+        }
+    }
+    /* kv stays PMIx's: it releases it when we return. */
+    __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+}
+
+static pmix_status_t cohort_pmix_lookup_issue(cohort_pmix_lookup_t *op)
+{
+    op->tries++;
+    op->done = 0;
+    return PMIx_Get_nb(&op->peer, COHORT_PMIX_ADDR_KEY, &op->info, 1, cohort_pmix_lookup_cb, op);
+}
+
+cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank,
+                                         cohort_pmix_lookup_t **op_p)
+{
+    cohort_pmix_lookup_t *op = calloc(1, sizeof(*op));
+    pmix_status_t rc;
+
+    if (op == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    op->p = p;
+    op->start = cohort_pmix_now();
+    op->backoff = 0.001;
+    PMIX_LOAD_PROCID(&op->peer, p->me.nspace, (pmix_rank_t)rank);
+    PMIX_INFO_CONSTRUCT(&op->info);
+    cohort_pmix_info_timeout(&op->info, p);
+    rc = cohort_pmix_lookup_issue(op);
+    if (rc != PMIX_SUCCESS) {
+        cohort_pmix_log(p, 0, "PMIx_Get_nb of rank %d's address failed: %s", rank,
+                        PMIx_Error_string(rc));
+        PMIX_INFO_DESTRUCT(&op->info);
+        free(op);
+        return cohort_pmix_status(rc);
+    }
+    *op_p = op;
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len)
+{
+    cohort_pmix_ctx_t *p = op->p;
+    double now;
+    pmix_status_t rc;
+
+    if (op->retry_at > 0) {
+        if (cohort_pmix_now() < op->retry_at) {
+            return COHORT_INPROGRESS;
+        }
+        op->retry_at = 0;
+        rc = cohort_pmix_lookup_issue(op);
+        if (rc != PMIX_SUCCESS) {
+            op->rc = rc;
+            op->done = 1;
+        }
+    }
+    if (!__atomic_load_n(&op->done, __ATOMIC_ACQUIRE)) {
+        return COHORT_INPROGRESS;
+    }
+    now = cohort_pmix_now();
     /* A direct-modex Get should wait at the server until the peer commits. With several
      * ranks per node, PMIx 4.2's server sometimes answers NOT-FOUND at once instead (seen
      * here under Open MPI 4.1's mpirun; openpmix/prrte#1243 reports the same race). Ask again,
      * backing off, until the timeout: the key is put exactly once, so it will appear. */
-    for (;;) {
-        rc = PMIx_Get(&peer, COHORT_PMIX_ADDR_KEY, &info, 1, &val);
-        tries++;
-        if (rc != PMIX_ERR_NOT_FOUND || cohort_pmix_now() - start > p->opts.timeout_s) {
-            break;
-        }
-        nanosleep(&backoff, NULL);
-        if (backoff.tv_nsec < 64000000) {
-            backoff.tv_nsec *= 2;
-        }
+    if (op->rc == PMIX_ERR_NOT_FOUND && now - op->start < p->opts.timeout_s) {
+        op->retry_at = now + op->backoff;
+        op->backoff = op->backoff < 0.032 ? op->backoff * 2 : op->backoff;
+        return COHORT_INPROGRESS;
     }
-    PMIX_INFO_DESTRUCT(&info);
-    if (tries > 1) {
-        cohort_pmix_log(p, 3, "PMIx_Get of rank %d's address took %d tries", rank, tries);
+    if (op->tries > 1) {
+        cohort_pmix_log(p, 3, "PMIx_Get of rank %u's address took %d tries",
+                        (unsigned)op->peer.rank, op->tries);
     }
-    if (rc != PMIX_SUCCESS || val == NULL) {
-        cohort_pmix_log(p, 0, "PMIx_Get of rank %d's address failed after %.1f s (%d tries): %s",
-                        rank, cohort_pmix_now() - start, tries, PMIx_Error_string(rc));
-        return rc == PMIX_SUCCESS ? COHORT_ERR_PMIX : cohort_pmix_status(rc);
+    if (op->rc != PMIX_SUCCESS) {
+        cohort_status_t status = cohort_pmix_status(op->rc);
+        cohort_pmix_log(p, 0, "PMIx_Get of rank %u's address failed after %.1f s (%d tries): %s",
+                        (unsigned)op->peer.rank, now - op->start, op->tries,
+                        PMIx_Error_string(op->rc));
+        free(op->data);
+        PMIX_INFO_DESTRUCT(&op->info);
+        free(op);
+        return status == COHORT_OK || status == COHORT_ERR_INVALID_ARG ? COHORT_ERR_PMIX : status;
     }
-    if (val->type != PMIX_BYTE_OBJECT || val->data.bo.size == 0) {
-        cohort_pmix_log(p, 0, "rank %d's address has an unexpected type %d", rank, val->type);
-        PMIX_VALUE_RELEASE(val);
-        return COHORT_ERR_PMIX;
-    }
-    copy = malloc(val->data.bo.size);
-    if (copy == NULL) {
-        PMIX_VALUE_RELEASE(val);
-        return COHORT_ERR_NO_MEMORY;
-    }
-    memcpy(copy, val->data.bo.bytes, val->data.bo.size);
-    *len = val->data.bo.size;
-    *addr = copy;
-    PMIX_VALUE_RELEASE(val);
+    *addr = op->data;
+    *len = op->len;
+    PMIX_INFO_DESTRUCT(&op->info);
+    free(op);
     return COHORT_OK;
 }
 

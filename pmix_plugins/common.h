@@ -23,7 +23,8 @@ cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_
                                     cohort_pmix_job_t *job);
 void cohort_pmix_disconnect(cohort_pmix_ctx_t *p);
 cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, size_t len);
-cohort_status_t cohort_pmix_get_addr(cohort_pmix_ctx_t *p, int rank, void **addr, size_t *len);
+cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank, cohort_pmix_lookup_t **op);
+cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len);
 /* PMIx_Fence over the given ranks (NULL: the whole namespace), collecting data. */
 cohort_status_t cohort_pmix_fence_ranks(cohort_pmix_ctx_t *p, const int *ranks, int nranks);
 

@@ -11,10 +11,11 @@
 #include <stdint.h>
 #include "cohort.h"
 
-#define COHORT_PMIX_PLUGIN_ABI    1
+#define COHORT_PMIX_PLUGIN_ABI    2
 #define COHORT_PMIX_PLUGIN_SYMBOL "cohort_pmix_plugin"
 
-typedef struct cohort_pmix_ctx cohort_pmix_ctx_t; /* the plugin's own state */
+typedef struct cohort_pmix_ctx cohort_pmix_ctx_t;       /* the plugin's own state */
+typedef struct cohort_pmix_lookup cohort_pmix_lookup_t; /* one lookup in flight */
 
 /* What the core hands a plugin at init. */
 typedef struct {
@@ -38,8 +39,12 @@ typedef struct {
                             cohort_pmix_job_t *job);
     /* Publish this rank's worker address; called once, right after init. */
     cohort_status_t (*publish)(cohort_pmix_ctx_t *pctx, const void *addr, size_t len);
-    /* Fetch a peer's address into a malloc'ed buffer the caller frees with free(). */
-    cohort_status_t (*lookup)(cohort_pmix_ctx_t *pctx, int rank, void **addr, size_t *len);
+    /* Start fetching a peer's address, bounded by opts.timeout_s. */
+    cohort_status_t (*lookup_start)(cohort_pmix_ctx_t *pctx, int rank, cohort_pmix_lookup_t **op);
+    /* COHORT_INPROGRESS while the lookup runs (the core progresses UCX meanwhile). Otherwise the
+     * lookup is over and freed: COHORT_OK with the address in a malloc'ed buffer the caller
+     * frees with free(), or an error (logged). */
+    cohort_status_t (*lookup_test)(cohort_pmix_lookup_t *op, void **addr, size_t *len);
     /* Called once per group, at its first use, by every member; NULL when nothing to do. */
     cohort_status_t (*group_prepare)(cohort_pmix_ctx_t *pctx, uint64_t gid, const int *ranks,
                                      int nranks);

@@ -19,7 +19,8 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .description = "Put+Commit once, PMIx_Fence over a group's members at its first use",
     .init = cohort_pmix_connect,
     .publish = cohort_pmix_put_commit,
-    .lookup = cohort_pmix_get_addr,
+    .lookup_start = cohort_pmix_lookup_start,
+    .lookup_test = cohort_pmix_lookup_test,
     .group_prepare = cohort_pmix_fence_group_prepare,
     .finalize = cohort_pmix_disconnect,
 };

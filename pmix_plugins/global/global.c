@@ -21,7 +21,8 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .description = "Put+Commit, then a global PMIx_Fence at init (the classic baseline)",
     .init = cohort_pmix_connect,
     .publish = cohort_pmix_global_publish,
-    .lookup = cohort_pmix_get_addr,
+    .lookup_start = cohort_pmix_lookup_start,
+    .lookup_test = cohort_pmix_lookup_test,
     .group_prepare = NULL,
     .finalize = cohort_pmix_disconnect,
 };

@@ -77,7 +77,8 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .description = "PMIx_Group_construct over a group's members at its first use (PMIx v4)",
     .init = cohort_pmix_group_init,
     .publish = cohort_pmix_put_commit,
-    .lookup = cohort_pmix_get_addr,
+    .lookup_start = cohort_pmix_lookup_start,
+    .lookup_test = cohort_pmix_lookup_test,
     .group_prepare = cohort_pmix_group_prepare,
     .finalize = cohort_pmix_disconnect,
 };

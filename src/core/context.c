@@ -248,7 +248,7 @@ static void cohort_context_drain(cohort_context_t *ctx)
 
     while (!cohort_list_empty(&ctx->zombies) && cohort_time_now() < deadline) {
         if (cohort_progress(ctx) == 0) {
-            cohort_progress_idle(ctx, 0.01);
+            cohort_progress_idle(ctx, 1.0, 0.01);
         }
     }
     if (!cohort_list_empty(&ctx->zombies)) {

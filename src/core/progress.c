@@ -1,5 +1,6 @@
 #include <poll.h>
 #include <sched.h>
+#include <time.h>
 #include "coll/coll.h"
 #include "core/am.h"
 #include "core/progress.h"
@@ -33,8 +34,16 @@ int cohort_progress(cohort_context_t *ctx)
     return n;
 }
 
-void cohort_progress_idle(cohort_context_t *ctx, double max_s)
+/* A yielding wait that has seen nothing for this long sleeps in short naps instead: ranks that
+ * only yield stay runnable and starve whoever they wait for when cores are oversubscribed,
+ * the PMIx server answering address lookups among them. A nap costs ~60 us, small next to a
+ * wait that has already lasted this long. */
+#define COHORT_YIELD_NAP_AFTER_S 0.001
+
+void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
 {
+    struct timespec nap = {0, 10000};
+
     struct pollfd pfd;
     ucs_status_t ucs;
 
@@ -43,7 +52,11 @@ void cohort_progress_idle(cohort_context_t *ctx, double max_s)
         break;
     case COHORT_PROGRESS_YIELD:
         /* Oversubscribed ranks share cores: let the peer we wait for run. */
-        sched_yield();
+        if (idle_s < COHORT_YIELD_NAP_AFTER_S) {
+            sched_yield();
+        } else {
+            nanosleep(&nap, NULL);
+        }
         break;
     case COHORT_PROGRESS_BLOCK:
         ucs = ucp_worker_arm(ctx->worker);

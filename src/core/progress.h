@@ -9,7 +9,7 @@ int cohort_progress(cohort_context_t *ctx);
 /* Make a collective request advance from now on, in posting order. */
 void cohort_progress_activate(cohort_request_t *req);
 /* Wait for an event when nothing progressed, as COHORT_PROGRESS says; never longer than
- * @a max_s seconds. */
-void cohort_progress_idle(cohort_context_t *ctx, double max_s);
+ * @a max_s seconds. @a idle_s: how long nothing has progressed. */
+void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s);
 
 #endif

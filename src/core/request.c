@@ -93,22 +93,27 @@ cohort_status_t cohort_request_wait_internal(cohort_request_t *req)
 {
     cohort_context_t *ctx = req->ctx;
     double timeout = ctx->cfg.timeout_s;
-    double start = timeout > 0 ? cohort_time_now() : 0;
+    double start = cohort_time_now(), idle_since = start, t;
 
     while (!req->done) {
         if (cohort_progress(ctx) > 0) {
+            idle_since = 0;
             continue;
         }
         if (req->done) {
             break;
         }
-        if (timeout > 0 && cohort_time_now() - start > timeout) {
+        t = cohort_time_now();
+        if (idle_since == 0) {
+            idle_since = t;
+        }
+        if (timeout > 0 && t - start > timeout) {
             char what[256];
             cohort_request_describe(req, what, sizeof(what));
             cohort_error("timed out after %.1f s (COHORT_TIMEOUT) waiting for %s", timeout, what);
             return COHORT_ERR_TIMEOUT;
         }
-        cohort_progress_idle(ctx, timeout > 0 ? timeout - (cohort_time_now() - start) : 1.0);
+        cohort_progress_idle(ctx, t - idle_since, timeout > 0 ? timeout - (t - start) : 1.0);
     }
     return req->status;
 }

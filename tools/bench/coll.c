@@ -18,6 +18,7 @@
 #include <mpi.h>
 #endif
 #include "bench.h"
+#include "reduce/reduce.h" /* 16-bit float conversions, from libcohort */
 
 extern char **environ;
 
@@ -360,72 +361,6 @@ static int bench_parse(bench_t *b, int argc, char **argv)
 /* Values: every element a small integer, so that sums in any order are exact                   */
 /* ------------------------------------------------------------------------------------------ */
 
-static uint16_t bench_float_to_half(float f)
-{
-    uint32_t x, sign, man, h, rem, mid;
-    int e, shift;
-
-    memcpy(&x, &f, sizeof(x));
-    sign = (x >> 16) & 0x8000;
-    e = (int)((x >> 23) & 0xff) - 127 + 15;
-    man = x & 0x7fffff;
-    if (e == 0xff - 127 + 15) {
-        return (uint16_t)(sign | 0x7c00 | (man != 0 ? 0x200 : 0));
-    }
-    if (e >= 31) {
-        return (uint16_t)(sign | 0x7c00);
-    }
-    if (e <= 0) {
-        if (e < -10) {
-            return (uint16_t)sign;
-        }
-        man |= 0x800000;
-        shift = 14 - e;
-    } else {
-        man |= (uint32_t)e << 23;
-        shift = 13;
-    }
-    h = man >> shift;
-    rem = man & ((1u << shift) - 1);
-    mid = 1u << (shift - 1);
-    h += rem > mid || (rem == mid && (h & 1));
-    return (uint16_t)(sign | h);
-}
-
-static float bench_half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, man = h & 0x3ff, x;
-    float f;
-
-    if (e == 0) {
-        f = (float)man * (1.0f / 16777216.0f);
-        return sign != 0 ? -f : f;
-    }
-    x = sign | (e == 0x1f ? 0x7f800000 : (e + 112) << 23) | man << 13;
-    memcpy(&f, &x, sizeof(f));
-    return f;
-}
-
-static uint16_t bench_float_to_bf16(float f)
-{
-    uint32_t x;
-
-    memcpy(&x, &f, sizeof(x));
-    if ((x & 0x7fffffff) > 0x7f800000) {
-        return (uint16_t)((x >> 16) | 0x40);
-    }
-    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
-static float bench_bf16_to_float(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-
-    memcpy(&f, &x, sizeof(f));
-    return f;
-}
-
 static void bench_store(cohort_dtype_t dt, void *buf, size_t i, double v)
 {
     switch (dt) {
@@ -448,10 +383,10 @@ static void bench_store(cohort_dtype_t dt, void *buf, size_t i, double v)
         ((uint64_t *)buf)[i] = (uint64_t)v;
         break;
     case COHORT_FLOAT16:
-        ((uint16_t *)buf)[i] = bench_float_to_half((float)v);
+        ((uint16_t *)buf)[i] = cohort_float_to_half((float)v);
         break;
     case COHORT_BFLOAT16:
-        ((uint16_t *)buf)[i] = bench_float_to_bf16((float)v);
+        ((uint16_t *)buf)[i] = cohort_float_to_bf16((float)v);
         break;
     case COHORT_FLOAT32:
         ((float *)buf)[i] = (float)v;
@@ -478,9 +413,9 @@ static double bench_load(cohort_dtype_t dt, const void *buf, size_t i)
     case COHORT_UINT64:
         return (double)((const uint64_t *)buf)[i];
     case COHORT_FLOAT16:
-        return bench_half_to_float(((const uint16_t *)buf)[i]);
+        return cohort_half_to_float(((const uint16_t *)buf)[i]);
     case COHORT_BFLOAT16:
-        return bench_bf16_to_float(((const uint16_t *)buf)[i]);
+        return cohort_bf16_to_float(((const uint16_t *)buf)[i]);
     case COHORT_FLOAT32:
         return ((const float *)buf)[i];
     case COHORT_FLOAT64:

@@ -1,6 +1,7 @@
 /*
  * cohort_bench <mode> [options]
  *   allreduce|bcast|reduce|allgather|reduce_scatter|alltoall|barrier   collective sweep
+ *   algorithms                                                          the algorithm table
  *   p2p | groups [--count N]                                            micro benchmarks
  *   setup --layout SPEC                                                 group setup cost
  *   --model --world N --layout SPEC                                     scale model (no launch)
@@ -8,12 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 #include "bench.h"
+#include "coll/coll.h" /* the algorithm table, printed by `cohort_bench algorithms` */
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: cohort_bench MODE [options]\n"
                "  MODE: allreduce bcast reduce allgather reduce_scatter alltoall barrier\n"
                "        (collective size sweep; run under mpirun; see --help of each)\n"
+               "        algorithms               (the collective algorithms and their names)\n"
                "        p2p                      (latency and bandwidth, ranks 0 and 1)\n"
                "        groups [--count N]       (member-only creation of N groups per rank)\n"
                "        setup --layout SPEC      (time to create a layout's groups and run a\n"
@@ -32,6 +35,12 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--model") == 0 || strcmp(argv[1], "model") == 0) {
         return cohort_bench_model(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "algorithms") == 0) {
+        cohort_coll_print_algos(stdout);
+        printf(
+            "\nforce one with COHORT_ALGO_<COLLECTIVE>=<name>, e.g. COHORT_ALGO_ALLREDUCE=ring\n");
+        return 0;
     }
     if (strcmp(argv[1], "p2p") == 0 || strcmp(argv[1], "groups") == 0) {
         return cohort_bench_micro(argc - 1, argv + 1);

@@ -12,6 +12,11 @@
 #include "core/log.h"
 #include "group/group.h"
 
+static ucs_memory_type_t cohort_xfer_ucs_mem_type(const cohort_xfer_t *x)
+{
+    return x->mem_type == COHORT_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+}
+
 static void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
 {
     if (x->done) {
@@ -79,7 +84,7 @@ static void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x)
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.cb.recv_am = cohort_xfer_ucx_recv_done;
     param.user_data = x;
-    param.memory_type = UCS_MEMORY_TYPE_HOST;
+    param.memory_type = cohort_xfer_ucs_mem_type(x);
     r = ucp_am_recv_data_nbx(ctx->worker, desc, x->buf, x->received, &param);
     if (UCS_PTR_IS_ERR(r)) {
         cohort_error("fetching %zu bytes from rank %d failed: %s", x->received, x->peer,
@@ -359,7 +364,7 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.cb.send = cohort_xfer_ucx_done;
     param.user_data = x;
-    param.memory_type = UCS_MEMORY_TYPE_HOST;
+    param.memory_type = cohort_xfer_ucs_mem_type(x);
     r = ucp_am_send_nbx(ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), buf, len, &param);
     ctx->stat_msgs++;
     if (UCS_PTR_IS_ERR(r)) {

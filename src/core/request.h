@@ -9,6 +9,10 @@
 
 typedef struct cohort_msg cohort_msg_t;
 
+/* Where a transfer's buffer lives; detected per call by the layer that posts it (host until
+ * the CUDA layer lands). */
+typedef enum { COHORT_MEM_HOST = 0, COHORT_MEM_CUDA = 1 } cohort_mem_type_t;
+
 typedef struct cohort_xfer {
     cohort_list_t link;    /* in the group's posted list, or the rndv_ready list */
     cohort_request_t *req; /* owner */
@@ -22,6 +26,7 @@ typedef struct cohort_xfer {
     void *buf;
     size_t len; /* send: bytes; recv: capacity */
     size_t received;
+    uint8_t mem_type;         /* cohort_mem_type_t of buf */
     int posted; /* recv: in the posted list */
     int done;
     cohort_status_t status;

@@ -39,7 +39,8 @@ cp -a . "$san/src"
     # valgrind instead (see README).
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
     make check TESTS="tests/unit/check_group_id tests/unit/check_config tests/unit/check_header \
-tests/unit/check_reduce tests/unit/check_layout tests/mpi/p2p tests/mpi/groups tests/mpi/bad_input"
+tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/mpi/p2p tests/mpi/groups \
+tests/mpi/bad_input tests/mpi/coll_reduce"
 )
 rm -rf "$san"
 echo "test.sh: all passed in $(( $(date +%s) - start )) s"

@@ -38,6 +38,8 @@ cp -a . "$san/src"
     # UCX and PMIx keep allocations until exit that are not ours; leaks are checked with
     # valgrind instead (see README).
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+    # Sanitized ranks run several times slower: a longer bound per run.
+    export TEST_TIMEOUT=300
     make check TESTS="tests/unit/check_group_id tests/unit/check_config tests/unit/check_header \
 tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/mpi/p2p tests/mpi/groups \
 tests/mpi/bad_input tests/mpi/coll_reduce"

@@ -7,7 +7,7 @@
 prog=$1
 name=$(basename "$prog")
 src="${TEST_SRCDIR:-.}/tests/mpi/$name.c"
-limit=${COHORT_TEST_TIMEOUT:-120}
+limit=${TEST_TIMEOUT:-120}
 # Not a multi-rank program (a Check suite): run it as it is, bounded all the same.
 [ -f "$src" ] || exec timeout -k 5 "$limit" "$prog"
 mpirun=${MPIRUN:-mpirun}

@@ -160,18 +160,17 @@ static cohort_msg_t *cohort_msg_clone(cohort_msg_t *m)
     return c;
 }
 
-/* Keep a message: @a owned says whether @a m is already ours, else it is copied. Returns 0, or
- * -1 when memory ran out (the message is lost: logged). */
-static int cohort_msg_keep(cohort_list_t *list, cohort_msg_t *m, int owned)
+/* Keep a message: @a owned says whether @a m is already ours, else it is copied. When memory
+ * runs out the message is lost, and logged. */
+static void cohort_msg_keep(cohort_list_t *list, cohort_msg_t *m, int owned)
 {
     cohort_msg_t *c = owned ? m : cohort_msg_clone(m);
 
     if (c == NULL) {
         cohort_error("out of memory queueing a %zu-byte message from rank %d", m->len, m->hdr.src);
-        return -1;
+        return;
     }
     cohort_list_push(list, &c->link);
-    return 0;
 }
 
 /* Match one in-order message; an owned message is freed once consumed. */
@@ -228,11 +227,14 @@ static void cohort_deliver(cohort_group_t *g, cohort_msg_t *m, int owned, int in
         cohort_match(g, m, owned, in_callback);
         return;
     }
-    if (cohort_group_p2p_seqs(g) != COHORT_OK || m->hdr.seq != g->recv_seq[src]) {
-        if (g->recv_seq == NULL) {
-            cohort_error("out of memory: message from rank %d dropped", src);
-            return;
+    if (cohort_group_p2p_seqs(g) != COHORT_OK) {
+        cohort_error("out of memory: message from rank %d dropped", src);
+        if (owned) {
+            cohort_msg_free(g->ctx, m);
         }
+        return;
+    }
+    if (m->hdr.seq != g->recv_seq[src]) {
         cohort_msg_keep(&g->held, m, owned);
         return;
     }
@@ -312,7 +314,6 @@ static void cohort_xfer_init(cohort_request_t *req, cohort_xfer_t *x, int is_sen
     memset(x, 0, sizeof(*x));
     cohort_list_init(&x->link);
     x->req = req;
-    x->group = req->group;
     x->is_send = is_send;
     x->peer = peer;
     x->kind = kind;

@@ -39,11 +39,6 @@ static void cohort_context_ucx_defaults(void)
     }
 }
 
-static void cohort_ucx_request_init(void *request)
-{
-    (void)request;
-}
-
 static cohort_status_t cohort_context_ucx_init(cohort_context_t *ctx)
 {
     ucp_params_t params;
@@ -59,16 +54,13 @@ static cohort_status_t cohort_context_ucx_init(cohort_context_t *ctx)
     }
 
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
-                        UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                         UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
     params.features = UCP_FEATURE_AM;
     /* Wakeup support narrows the transports UCX may pick: ask for it only to block. */
     if (ctx->cfg.progress == COHORT_PROGRESS_BLOCK) {
         params.features |= UCP_FEATURE_WAKEUP;
     }
-    params.request_size = 0;
-    params.request_init = cohort_ucx_request_init;
     params.mt_workers_shared = 0;
     /* A rank wires only the peers of its own groups, a handful: tell UCX so. */
     params.estimated_num_eps = 16;

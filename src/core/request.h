@@ -16,7 +16,6 @@ typedef enum { COHORT_MEM_HOST = 0, COHORT_MEM_CUDA = 1 } cohort_mem_type_t;
 typedef struct cohort_xfer {
     cohort_list_t link;    /* in the group's posted list, or the rndv_ready list */
     cohort_request_t *req; /* owner */
-    cohort_group_t *group;
     int is_send;
     int peer;     /* group rank */
     uint8_t kind; /* cohort_msg_kind_t */
@@ -26,8 +25,8 @@ typedef struct cohort_xfer {
     void *buf;
     size_t len; /* send: bytes; recv: capacity */
     size_t received;
-    uint8_t mem_type;         /* cohort_mem_type_t of buf */
-    int posted; /* recv: in the posted list */
+    uint8_t mem_type; /* cohort_mem_type_t of buf */
+    int posted;       /* recv: in the posted list */
     int done;
     cohort_status_t status;
     void *ucx_req;                    /* UCX request while in flight */

@@ -8,6 +8,7 @@ set -eu
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 scripts/setup.sh --enable-werror
+scripts/check-layers.sh
 # Tests run one at a time: the multi-rank ones oversubscribe the cores already.
 if ! make check; then
     for f in tests/unit/*.log tests/mpi/*.log; do
@@ -41,7 +42,7 @@ cp -a . "$san/src"
     # Sanitized ranks run several times slower: a longer bound per run.
     export TEST_TIMEOUT=300
     make check TESTS="tests/unit/check_group_id tests/unit/check_config tests/unit/check_header \
-tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/mpi/p2p tests/mpi/groups \
+tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/unit/check_api_tables tests/mpi/p2p tests/mpi/groups \
 tests/mpi/bad_input tests/mpi/coll_reduce"
 )
 rm -rf "$san"

@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "cohort.h"
-#include "group/layout_gen.h"
+#include <cohort.h>
 #include "layout_text.h"
 
 #define PEERS_EXIT_FAIL  1
@@ -428,7 +427,7 @@ int main(int argc, char **argv)
     peers_opts_t o;
     cohort_context_t *ctx = NULL;
     cohort_layout_t *layout = NULL;
-    cohort_layout_spec_t spec;
+    cohort_layout_spec_t *spec = NULL;
     cohort_stats_t before, after;
     peers_snap_t snap;
     peers_text_t text = {0};
@@ -447,7 +446,8 @@ int main(int argc, char **argv)
     }
     me = cohort_world_rank(ctx);
     /* Every rank parses the same spec against the same world, so all agree to stop. */
-    if (cohort_layout_parse(o.spec, cohort_world_size(ctx), &spec, err, sizeof(err)) != COHORT_OK) {
+    if (cohort_layout_spec_parse(o.spec, cohort_world_size(ctx), &spec, err, sizeof(err)) !=
+        COHORT_OK) {
         if (me == 0) {
             fprintf(stderr, "cohort_peers: bad --layout '%s' for a world of %d: %s\n", o.spec,
                     cohort_world_size(ctx), err);
@@ -455,7 +455,7 @@ int main(int argc, char **argv)
         cohort_finalize(ctx);
         return PEERS_EXIT_USAGE;
     }
-    cohort_tools_layout_text(&spec, spec_full, sizeof(spec_full));
+    cohort_tools_layout_text(spec, spec_full, sizeof(spec_full));
 
     memset(&snap, 0, sizeof(snap));
     rc = PEERS_EXIT_FAIL;
@@ -470,10 +470,10 @@ int main(int argc, char **argv)
     }
     snap.create_msgs = after.messages_sent - before.messages_sent;
     snap.create_eps = after.endpoints - before.endpoints;
-    for (int k = 0; cohort_layout_kinds[k] != NULL && snap.ngroups < PEERS_MAX_GROUPS; k++) {
-        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_kinds[k]);
+    for (int k = 0; k < cohort_layout_kind_count() && snap.ngroups < PEERS_MAX_GROUPS; k++) {
+        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_kind_name(k));
         if (g != NULL) {
-            snap.kinds[snap.ngroups] = cohort_layout_kinds[k];
+            snap.kinds[snap.ngroups] = cohort_layout_kind_name(k);
             snap.first_us[snap.ngroups] = -1.0;
             snap.groups[snap.ngroups++] = g;
         }
@@ -494,12 +494,13 @@ int main(int argc, char **argv)
         rc = PEERS_EXIT_FAIL;
         goto out;
     }
-    rc = peers_gather(ctx, &o, spec_full, &spec, &snap, &text);
+    rc = peers_gather(ctx, &o, spec_full, spec, &snap, &text);
 
 out:
     free(text.buf);
     free(snap.peers);
     cohort_layout_free(layout);
+    cohort_layout_spec_free(spec);
     cohort_finalize(ctx);
     return rc;
 }

@@ -162,3 +162,28 @@ void cohort_coll_print_algos(FILE *f)
                 cohort_algos[i]->name, cohort_algos[i]->description);
     }
 }
+
+/* The public table (cohort.h): an algorithm's id is its position in cohort_algos, so new
+ * algorithms are appended and none is ever removed or moved (a retired one would keep its slot
+ * and decline every case). */
+int cohort_algo_count(void)
+{
+    int n = 0;
+
+    while (cohort_algos[n] != NULL) {
+        n++;
+    }
+    return n;
+}
+
+cohort_status_t cohort_algo_info(int index, cohort_algo_info_t *info)
+{
+    if (info == NULL || index < 0 || index >= cohort_algo_count()) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    info->id = index;
+    info->collective = cohort_coll_names[cohort_algos[index]->coll];
+    info->name = cohort_algos[index]->name;
+    info->description = cohort_algos[index]->description;
+    return COHORT_OK;
+}

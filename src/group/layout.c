@@ -44,13 +44,13 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
         return COHORT_ERR_NO_MEMORY;
     }
     cohort_list_init(&layout->link);
-    status = cohort_layout_parse(spec, ctx->size, &layout->spec, err, sizeof(err));
+    status = cohort_layout_gen_parse(spec, ctx->size, &layout->spec, err, sizeof(err));
     if (status != COHORT_OK) {
         cohort_error("cohort_layout_create: \"%s\": %s", spec ? spec : "(null)", err);
         free(layout);
         return status;
     }
-    while (cohort_layout_kinds[layout->nkinds] != NULL) {
+    while (cohort_layout_gen_kinds[layout->nkinds] != NULL) {
         layout->nkinds++;
     }
     layout->ctx = ctx;
@@ -65,8 +65,8 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
     cohort_list_push(&ctx->layouts, &layout->link);
 
     for (int k = 0; k < layout->nkinds; k++) {
-        const char *kind = cohort_layout_kinds[k];
-        int n = cohort_layout_rank_group(&layout->spec, kind, ctx->rank, members);
+        const char *kind = cohort_layout_gen_kinds[k];
+        int n = cohort_layout_gen_rank_group(&layout->spec, kind, ctx->rank, members);
 
         if (n == 0) {
             continue; /* embd / pos-embd: not every rank has one */
@@ -102,7 +102,7 @@ cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind)
         return NULL;
     }
     for (int k = 0; k < layout->nkinds; k++) {
-        if (strcmp(cohort_layout_kinds[k], kind) == 0) {
+        if (strcmp(cohort_layout_gen_kinds[k], kind) == 0) {
             return layout->groups[k];
         }
     }

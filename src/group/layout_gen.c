@@ -53,7 +53,7 @@ static const layout_kind_t kind_table[] = {
 };
 #define NKINDS ((int)(sizeof(kind_table) / sizeof(kind_table[0])))
 
-const char *const cohort_layout_kinds[] = {
+const char *const cohort_layout_gen_kinds[] = {
     "tp",   "pp",       "dp", "cp",  "dp-cp",  "tp-pp",     "tp-cp", "tp-dp", "tp-dp-cp",
     "embd", "pos-embd", "ep", "etp", "etp-ep", "etp-ep-pp", "edp",   NULL,
 };
@@ -105,7 +105,7 @@ static const layout_kind_t *layout_kind_find(const char *kind)
     return NULL;
 }
 
-int cohort_layout_kind_valid(const char *kind)
+int cohort_layout_gen_kind_valid(const char *kind)
 {
     return layout_kind_find(kind) != NULL;
 }
@@ -122,7 +122,7 @@ static int layout_order_index(const cohort_layout_spec_t *s, const char *name, s
     return -1;
 }
 
-/* The spec was validated by cohort_layout_parse(); this only guards against a hand-made one. */
+/* The spec was validated by cohort_layout_gen_parse(); this only guards against a hand-made one. */
 static int layout_geom_init(const cohort_layout_spec_t *s, const layout_kind_t *k, layout_geom_t *g)
 {
     const int *sizes;
@@ -173,10 +173,10 @@ static int layout_geom_init(const cohort_layout_spec_t *s, const layout_kind_t *
     return 0;
 }
 
-/* Ranks of group @a index in Megatron's order: first masked dimension fastest. */
-static void layout_geom_members(const layout_geom_t *g, int index, int *members)
+/* The rank of group @a index's member 0: its unmasked coordinates, first fastest. */
+static int layout_geom_base(const layout_geom_t *g, int index)
 {
-    int base = 0, rest = index, m, i, r;
+    int base = 0, rest = index, i;
 
     for (i = 0; i < g->n; i++) {
         if (!g->masked[i]) {
@@ -184,17 +184,30 @@ static void layout_geom_members(const layout_geom_t *g, int index, int *members)
             rest /= g->size[i];
         }
     }
-    for (m = 0; m < g->gsize; m++) {
-        int rank = base;
+    return base;
+}
 
-        r = m;
-        for (i = 0; i < g->n; i++) {
-            if (g->masked[i]) {
-                rank += (r % g->size[i]) * g->stride[i];
-                r /= g->size[i];
-            }
+/* Member @a m of the group starting at @a base, in Megatron's order: first masked dimension
+ * fastest. */
+static int layout_geom_member(const layout_geom_t *g, int base, int m)
+{
+    int rank = base, i;
+
+    for (i = 0; i < g->n; i++) {
+        if (g->masked[i]) {
+            rank += (m % g->size[i]) * g->stride[i];
+            m /= g->size[i];
         }
-        members[m] = rank;
+    }
+    return rank;
+}
+
+static void layout_geom_members(const layout_geom_t *g, int index, int *members)
+{
+    int base = layout_geom_base(g, index), m;
+
+    for (m = 0; m < g->gsize; m++) {
+        members[m] = layout_geom_member(g, base, m);
     }
 }
 
@@ -255,8 +268,8 @@ int cohort_layout_group_size(const cohort_layout_spec_t *s, const char *kind)
     }
 }
 
-int cohort_layout_group_members(const cohort_layout_spec_t *s, const char *kind, int index,
-                                int *members)
+int cohort_layout_gen_members(const cohort_layout_spec_t *s, const char *kind, int index,
+                              int *members)
 {
     const layout_kind_t *k = layout_kind_find(kind);
     layout_geom_t g;
@@ -273,8 +286,8 @@ int cohort_layout_group_members(const cohort_layout_spec_t *s, const char *kind,
     return g.gsize;
 }
 
-int cohort_layout_rank_group(const cohort_layout_spec_t *s, const char *kind, int rank,
-                             int *members)
+int cohort_layout_gen_rank_group(const cohort_layout_spec_t *s, const char *kind, int rank,
+                                 int *members)
 {
     const layout_kind_t *k = layout_kind_find(kind);
     layout_geom_t g;
@@ -293,6 +306,63 @@ int cohort_layout_rank_group(const cohort_layout_spec_t *s, const char *kind, in
         return n;
     }
     return 0;
+}
+
+/* Group @a index of kind @a k: writes up to @a max members, returns the group's size. */
+static int layout_public_members(const layout_kind_t *k, const layout_geom_t *g, int index,
+                                 int *members, int max)
+{
+    int base = layout_geom_base(g, index), n, m;
+
+    if (k->embd != EMBD_NONE) {
+        int ends[2] = {layout_geom_member(g, base, 0), layout_geom_member(g, base, g->gsize - 1)};
+
+        n = (k->embd == EMBD_FIRST || g->gsize == 1) ? 1 : 2;
+        for (m = 0; m < n && m < max; m++) {
+            members[m] = ends[m];
+        }
+        return n;
+    }
+    for (m = 0; m < g->gsize && m < max; m++) {
+        members[m] = layout_geom_member(g, base, m);
+    }
+    return g->gsize;
+}
+
+cohort_status_t cohort_layout_group_members(const cohort_layout_spec_t *s, const char *kind,
+                                            int index, int *members, int max, int *nmembers)
+{
+    const layout_kind_t *k = layout_kind_find(kind);
+    layout_geom_t g;
+
+    if (s == NULL || k == NULL || nmembers == NULL || max < 0 || (members == NULL && max > 0) ||
+        layout_geom_init(s, k, &g) != 0 || index < 0 || index >= g.ngroups) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    *nmembers = layout_public_members(k, &g, index, members, max);
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_layout_rank_group(const cohort_layout_spec_t *s, const char *kind, int rank,
+                                         int *index)
+{
+    const layout_kind_t *k = layout_kind_find(kind);
+    layout_geom_t g;
+    int i, ends[2], n;
+
+    if (s == NULL || k == NULL || index == NULL || layout_geom_init(s, k, &g) != 0 || rank < 0 ||
+        rank >= s->world) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    i = layout_geom_index(&g, rank);
+    if (k->embd != EMBD_NONE) {
+        n = layout_public_members(k, &g, i, ends, 2);
+        if (ends[0] != rank && (n < 2 || ends[1] != rank)) {
+            i = -1;
+        }
+    }
+    *index = i;
+    return COHORT_OK;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -418,8 +488,8 @@ static cohort_status_t layout_check_divides(const char *what, int a, int b, int 
     return COHORT_OK;
 }
 
-cohort_status_t cohort_layout_parse(const char *spec, int world, cohort_layout_spec_t *out,
-                                    char *err, size_t errlen)
+cohort_status_t cohort_layout_gen_parse(const char *spec, int world, cohort_layout_spec_t *out,
+                                        char *err, size_t errlen)
 {
     int val[KEY_COUNT] = {1, 1, 1, 1, 0, 0};
     int seen[KEY_COUNT] = {0};

@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <string.h>
 #include "harness.h"
-#include "group/layout_gen.h"
 
 /* Marks, per world rank, whether it is a member of one of this rank's groups so far. */
 static char *in_my_groups;
@@ -19,7 +18,7 @@ static void check_layout(cohort_context_t *ctx, const char *spec_text)
 {
     int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
     int *members = malloc((size_t)n * sizeof(int)), *wired = malloc((size_t)n * sizeof(int));
-    cohort_layout_spec_t spec;
+    cohort_layout_spec_t *spec = NULL;
     cohort_layout_t *layout = NULL;
     cohort_stats_t before, after;
     cohort_group_t *mine[32];
@@ -27,7 +26,7 @@ static void check_layout(cohort_context_t *ctx, const char *spec_text)
     char err[256];
 
     CHECK(members != NULL && wired != NULL);
-    CHECK_OK(cohort_layout_parse(spec_text, n, &spec, err, sizeof(err)));
+    CHECK_OK(cohort_layout_spec_parse(spec_text, n, &spec, err, sizeof(err)));
 
     /* Creation is local: no message, no endpoint. */
     CHECK_OK(cohort_stats(ctx, &before));
@@ -39,19 +38,23 @@ static void check_layout(cohort_context_t *ctx, const char *spec_text)
     CHECK(after.pmix_lookups == before.pmix_lookups);
     CHECK(cohort_wired_peers(ctx, NULL, 0) == nwired);
 
-    for (int k = 0; cohort_layout_kinds[k] != NULL; k++) {
-        const char *kind = cohort_layout_kinds[k];
+    for (int k = 0; k < cohort_layout_kind_count(); k++) {
+        const char *kind = cohort_layout_kind_name(k);
         cohort_group_t *g = cohort_layout_group(layout, kind);
-        int expect = cohort_layout_rank_group(&spec, kind, me, members);
+        int index, expect = 0;
 
-        CHECK(expect >= 0);
+        CHECK_OK(cohort_layout_rank_group(spec, kind, me, &index));
+        if (index >= 0) {
+            CHECK_OK(cohort_layout_group_members(spec, kind, index, members, n, &expect));
+            CHECK(expect > 0 && expect <= n);
+        }
         if (expect == 0) {
             CHECK(g == NULL); /* embd / pos-embd off the first and last stages */
             continue;
         }
         CHECK(g != NULL);
         CHECK(cohort_group_size(g) == expect);
-        CHECK(cohort_group_size(g) == cohort_layout_group_size(&spec, kind));
+        CHECK(cohort_group_size(g) == cohort_layout_group_size(spec, kind));
         for (int i = 0; i < expect; i++) {
             CHECK(cohort_group_world_rank(g, i) == members[i]);
             if (members[i] == me) {
@@ -95,6 +98,7 @@ static void check_layout(cohort_context_t *ctx, const char *spec_text)
     CHECK(after.endpoints == (uint64_t)nwired);
 
     CHECK_OK(cohort_layout_free(layout));
+    cohort_layout_spec_free(spec);
     free(members);
     free(wired);
 }

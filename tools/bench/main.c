@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "bench.h"
-#include "coll/coll.h" /* the algorithm table, printed by `cohort_bench algorithms` */
 
 static void usage(FILE *f)
 {
@@ -17,6 +16,7 @@ static void usage(FILE *f)
                "  MODE: allreduce bcast reduce allgather reduce_scatter alltoall barrier\n"
                "        (collective size sweep; run under mpirun; see --help of each)\n"
                "        algorithms               (the collective algorithms and their names)\n"
+               "        --version                (the library version)\n"
                "        p2p                      (latency and bandwidth, ranks 0 and 1)\n"
                "        groups [--count N]       (member-only creation of N groups per rank)\n"
                "        setup --layout SPEC      (time to create a layout's groups and run a\n"
@@ -36,8 +36,21 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--model") == 0 || strcmp(argv[1], "model") == 0) {
         return cohort_bench_model(argc - 1, argv + 1);
     }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("cohort_bench, libcohort %s (header %d.%d)\n", cohort_version(),
+               COHORT_VERSION_MAJOR, COHORT_VERSION_MINOR);
+        return 0;
+    }
     if (strcmp(argv[1], "algorithms") == 0) {
-        cohort_coll_print_algos(stdout);
+        cohort_algo_info_t info;
+
+        printf("%-3s %-15s %-22s %s\n", "id", "collective", "name", "description");
+        for (int i = 0; i < cohort_algo_count(); i++) {
+            if (cohort_algo_info(i, &info) == COHORT_OK) {
+                printf("%-3d %-15s %-22s %s\n", info.id, info.collective, info.name,
+                       info.description);
+            }
+        }
         printf(
             "\nforce one with COHORT_ALGO_<COLLECTIVE>=<name>, e.g. COHORT_ALGO_ALLREDUCE=ring\n");
         return 0;

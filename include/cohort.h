@@ -159,9 +159,17 @@ COHORT_API uint64_t cohort_group_id(const cohort_group_t *group);
  * Build the caller's groups of a Megatron-style layout.
  *
  * @param [in]  spec    "tp=2,pp=4,cp=1,ep=2,etp=1,order=tp-cp-ep-dp-pp"; every key optional;
- *                      dp is derived from the world size.
+ *                      dp is derived from the world size. Keys that add groups (docs/layouts.md):
+ *                      hcp=2x4 (Megatron's hierarchical_context_parallel_sizes: levels whose
+ *                      product is cp; kinds hcp0, hcp1, ...), dopt=N
+ *                      (num_distributed_optimizer_instances: kinds dopt-instance and, for N > 1,
+ *                      intra-dp-cp, intra-edp, inter-edp), embd=first+last+K (the stages that
+ *                      hold the word embeddings: first, last, stage numbers; default
+ *                      first+last; Megatron's GPT script with untied embeddings is embd=first,
+ *                      with multi-token prediction on stage K embd=first+last+K).
  * @param [out] layout  the new layout; set only on success.
- * @note Never communicates: only the caller's own groups are created, member-only.
+ * @note Never communicates: only the caller's own groups are created, member-only. The kinds
+ *       built are those cohort_layout_spec_kind_name() lists for the spec.
  */
 COHORT_API cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
                                                 cohort_layout_t **layout);
@@ -169,8 +177,17 @@ COHORT_API cohort_status_t cohort_layout_create(cohort_context_t *ctx, const cha
 /**
  * @param [in] kind  "tp", "pp", "dp", "cp", "dp-cp", "tp-pp", "tp-cp", "tp-dp", "tp-dp-cp",
  *                   "embd", "pos-embd", "ep", "etp", "etp-ep", "etp-ep-pp", "edp".
+ *                   Also the kinds the spec adds (hcp0, ..., dopt-instance, intra-dp-cp,
+ *                   intra-edp, inter-edp) and any token of either of Megatron's decompositions:
+ *                   "dense:<names>" (tp, cp, dp, pp; ep = 1) or "expert:<names>" (etp as tp,
+ *                   ep, edp as dp, pp; cp = 1), names joined by '-' in any order, each once,
+ *                   e.g. "expert:tp-ep", "dense:dp-cp".
  * @return the caller's group of that kind (owned by the layout), or NULL when the caller is not
  *         in one (embd, pos-embd) or the kind is unknown (logged).
+ * @note A kind the layout did not build at creation (a token, or a derived kind its spec did
+ *       not ask for) is created member-only on first request, without communication; as with
+ *       cohort_group_create(), every member must then request the same kinds of a layout in the
+ *       same order. A token with the members of a built kind returns that kind's group.
  */
 COHORT_API cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind);
 
@@ -207,7 +224,8 @@ COHORT_API void cohort_layout_spec_free(cohort_layout_spec_t *spec);
 
 /**
  * @param [in] dim  "world", "tp", "pp", "cp", "ep", "etp", "dp" (derived), "edp" (derived,
- *                  the expert data-parallel size).
+ *                  the expert data-parallel size), "dopt" (1 unless given), "hcp" (the number
+ *                  of hierarchical cp levels, 0 unless given).
  * @return that size, or -1 for a NULL spec or an unknown name.
  */
 COHORT_API int cohort_layout_spec_size(const cohort_layout_spec_t *spec, const char *dim);
@@ -220,7 +238,7 @@ COHORT_API int cohort_layout_spec_size(const cohort_layout_spec_t *spec, const c
  */
 COHORT_API int cohort_layout_spec_text(const cohort_layout_spec_t *spec, char *buf, size_t len);
 
-/** @return how many named kinds there are (the ones cohort_layout_create() builds). */
+/** @return how many named kinds there are (the 16 every layout builds). */
 COHORT_API int cohort_layout_kind_count(void);
 
 /**
@@ -228,6 +246,19 @@ COHORT_API int cohort_layout_kind_count(void);
  * @return the kind's name ("tp", "dp-cp", ...), static; NULL when out of range.
  */
 COHORT_API const char *cohort_layout_kind_name(int index);
+
+/** @return how many kinds a layout of @a spec builds (the 16 named, then those its keys add);
+ *          0 for NULL. */
+COHORT_API int cohort_layout_spec_kind_count(const cohort_layout_spec_t *spec);
+
+/**
+ * @param [in] index  0 <= index < cohort_layout_spec_kind_count(spec).
+ * @return the name of kind @a index of those the spec builds (static), or NULL out of range.
+ */
+COHORT_API const char *cohort_layout_spec_kind_name(const cohort_layout_spec_t *spec, int index);
+
+/* The calls below take every kind cohort_layout_group() takes: the named ones, those the spec's
+ * keys add, and "dense:"/"expert:" tokens. */
 
 /**
  * @return the number of groups of @a kind over the whole world; 0 for a NULL spec or an unknown
@@ -252,7 +283,8 @@ COHORT_API int cohort_layout_group_size(const cohort_layout_spec_t *spec, const 
  * @param [out] nmembers  the group's size (which may exceed @a max).
  * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a NULL spec, an unknown kind or an index out of
  *         range.
- * @note Pure; never logs. Groups are numbered by their smallest member, ascending.
+ * @note Pure; never logs. Groups are numbered in the order Megatron-LM creates them; for a
+ *       plain orthogonal kind (tp, dense:dp-cp, ...) that is by smallest member, ascending.
  */
 COHORT_API cohort_status_t cohort_layout_group_members(const cohort_layout_spec_t *spec,
                                                        const char *kind, int index, int *members,

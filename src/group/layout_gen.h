@@ -5,6 +5,19 @@
 #include "cohort.h"
 
 #define COHORT_LAYOUT_MAX_DIMS 6
+#define COHORT_LAYOUT_MAX_HCP  6  /* levels of hierarchical cp */
+#define COHORT_LAYOUT_MAX_EMBD 16 /* pipeline stages named in an embd rule */
+
+/* Megatron's name_to_size order, which is also the order missing names are appended in. */
+enum {
+    COHORT_LAYOUT_DIM_TP,
+    COHORT_LAYOUT_DIM_PP,
+    COHORT_LAYOUT_DIM_DP,
+    COHORT_LAYOUT_DIM_EP,
+    COHORT_LAYOUT_DIM_CP,
+    COHORT_LAYOUT_DIM_COUNT
+};
+extern const char *const cohort_layout_dim_names[COHORT_LAYOUT_DIM_COUNT];
 
 /* The public cohort_layout_spec_t (opaque in cohort.h); internal code holds it by value. */
 struct cohort_layout_spec {
@@ -15,9 +28,22 @@ struct cohort_layout_spec {
      * expert generator share it, as they do in Megatron; only the sizes differ. */
     int norder;
     char order[COHORT_LAYOUT_MAX_DIMS][4];
+    int order_dim[COHORT_LAYOUT_MAX_DIMS]; /* COHORT_LAYOUT_DIM_* per position */
     /* sizes per order position: dense (tp, pp, dp, cp, ep=1) and expert (etp, pp, edp, cp=1, ep) */
     int dense_size[COHORT_LAYOUT_MAX_DIMS];
     int expert_size[COHORT_LAYOUT_MAX_DIMS];
+    /* hcp=a x b x ...: hierarchical_context_parallel_sizes; nhcp == 0 when not given */
+    int nhcp;
+    int hcp[COHORT_LAYOUT_MAX_HCP];
+    /* dopt=N: num_distributed_optimizer_instances (1 when not given) */
+    int dopt;
+    int dopt_given;
+    /* embd=first+last+K...: the pipeline stages (positions in a pp group) holding the word
+     * embeddings, ascending, distinct; embd_default when not given (first and last) */
+    int nembd;
+    int embd[COHORT_LAYOUT_MAX_EMBD + 2];
+    int embd_first, embd_last; /* as given, for the text */
+    int embd_default;
 };
 
 /**
@@ -31,18 +57,20 @@ struct cohort_layout_spec {
 cohort_status_t cohort_layout_gen_parse(const char *spec, int world, cohort_layout_spec_t *out,
                                         char *err, size_t errlen);
 
-/** @return 1 when kind is one of the known kinds, else 0. */
+/** @return 1 when kind is one of the 16 named kinds, else 0. */
 int cohort_layout_gen_kind_valid(const char *kind);
 
-/** The known kinds, NULL-terminated, in a stable order. */
+/** The 16 named kinds, NULL-terminated, in a stable order. */
 extern const char *const cohort_layout_gen_kinds[];
 
-/* cohort_layout_ngroups() and cohort_layout_group_size() are public (cohort.h) and
- * implemented in layout_gen.c; embd has 2 members (1 when pp == 1), pos-embd 1. */
+/* cohort_layout_ngroups(), cohort_layout_group_size() and the other public calls are
+ * implemented in layout_kind.c; they take every kind the internal calls below take: the named
+ * kinds, "dense:<token>" / "expert:<token>", hcp<L>, intra-dp-cp, intra-edp, inter-edp and
+ * dopt-instance. embd has one member per embedding stage, pos-embd 1. */
 
 /**
  * Members of group @a index of @a kind (0 <= index < ngroups), in Megatron's order.
- * @param [out] members  at least s->world entries.
+ * @param [out] members  at least cohort_layout_group_size() entries.
  * @return number of members, or -1 on bad input.
  */
 int cohort_layout_gen_members(const cohort_layout_spec_t *s, const char *kind, int index,
@@ -55,5 +83,13 @@ int cohort_layout_gen_members(const cohort_layout_spec_t *s, const char *kind, i
  */
 int cohort_layout_gen_rank_group(const cohort_layout_spec_t *s, const char *kind, int rank,
                                  int *members);
+
+/**
+ * The canonical name of @a kind for group tags, so that spellings of one group agree:
+ * "dense:dp-cp" and "dense:cp-dp" give the same text. Writes "" for an unknown kind.
+ * @return 0, or -1 for an unknown kind.
+ */
+int cohort_layout_gen_canonical(const cohort_layout_spec_t *s, const char *kind, char *out,
+                                size_t len);
 
 #endif

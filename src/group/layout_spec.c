@@ -1,6 +1,6 @@
 /*
- * The public face of the layout arithmetic (cohort.h, "Layout arithmetic"): a parsed spec on
- * the heap, its sizes and text, and the list of kinds. The arithmetic itself is layout_gen.c.
+ * The public face of a parsed layout spec (cohort.h, "Layout arithmetic"): on the heap, its
+ * sizes and its text. Parsing is layout_gen.c, the groups layout_kind.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,10 +64,22 @@ int cohort_layout_spec_size(const cohort_layout_spec_t *spec, const char *dim)
     return -1;
 }
 
+/* Where the next piece of text goes, and the room it has, once @a n bytes were wanted. */
+static char *layout_text_at(char *buf, size_t len, int n)
+{
+    return (size_t)n < len ? buf + n : NULL;
+}
+
+static size_t layout_text_room(size_t len, int n)
+{
+    return (size_t)n < len ? len - (size_t)n : 0;
+}
+
 int cohort_layout_spec_text(const cohort_layout_spec_t *spec, char *buf, size_t len)
 {
     char order[COHORT_LAYOUT_MAX_DIMS * 4 + 1] = "";
     size_t used = 0;
+    int n;
 
     if (spec == NULL || (buf == NULL && len > 0)) {
         return -1;
@@ -76,24 +88,38 @@ int cohort_layout_spec_text(const cohort_layout_spec_t *spec, char *buf, size_t 
         used += (size_t)snprintf(order + used, sizeof(order) - used, "%s%s", i ? "-" : "",
                                  spec->order[i]);
     }
-    return snprintf(buf, len, "tp=%d,pp=%d,cp=%d,ep=%d,etp=%d,order=%s", spec->tp, spec->pp,
-                    spec->cp, spec->ep, spec->etp, order);
-}
+    n = snprintf(buf, len, "tp=%d,pp=%d,cp=%d,ep=%d,etp=%d,order=%s", spec->tp, spec->pp, spec->cp,
+                 spec->ep, spec->etp, order);
+    /* the refining keys only when given, so a plain spec reads as it always did */
+    for (int i = 0; i < spec->nhcp; i++) {
+        n += snprintf(layout_text_at(buf, len, n), layout_text_room(len, n), "%s%d",
+                      i ? "x" : ",hcp=", spec->hcp[i]);
+    }
+    if (spec->dopt_given) {
+        n +=
+            snprintf(layout_text_at(buf, len, n), layout_text_room(len, n), ",dopt=%d", spec->dopt);
+    }
+    if (!spec->embd_default) {
+        const char *sep = ",embd=";
 
-int cohort_layout_kind_count(void)
-{
-    int n = 0;
+        if (spec->embd_first) {
+            n += snprintf(layout_text_at(buf, len, n), layout_text_room(len, n), "%sfirst", sep);
+            sep = "+";
+        }
+        if (spec->embd_last) {
+            n += snprintf(layout_text_at(buf, len, n), layout_text_room(len, n), "%slast", sep);
+            sep = "+";
+        }
+        for (int i = 0; i < spec->nembd; i++) {
+            int stage = spec->embd[i];
 
-    while (cohort_layout_gen_kinds[n] != NULL) {
-        n++;
+            if ((spec->embd_first && stage == 0) || (spec->embd_last && stage == spec->pp - 1)) {
+                continue;
+            }
+            n +=
+                snprintf(layout_text_at(buf, len, n), layout_text_room(len, n), "%s%d", sep, stage);
+            sep = "+";
+        }
     }
     return n;
-}
-
-const char *cohort_layout_kind_name(int index)
-{
-    if (index < 0 || index >= cohort_layout_kind_count()) {
-        return NULL;
-    }
-    return cohort_layout_gen_kinds[index];
 }

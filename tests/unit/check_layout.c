@@ -335,9 +335,9 @@ static const bad_spec_t bad_specs[] = {
     {"tp=65536,pp=65536,cp=65536", 16, "tp*pp*cp exceeds world size 16"},
     {"ep=32", 16, "etp*ep*pp exceeds world size 16"},
     /* keys */
-    {"xx=1", 16, "unknown key 'xx' (known: tp pp cp ep etp order)"},
+    {"xx=1", 16, "unknown key 'xx' (known: tp pp cp ep etp order hcp dopt embd)"},
     {"tp=2,TP=2", 16, "~unknown key 'TP'"},
-    {"t\np=2", 16, "unknown key 't?p' (known: tp pp cp ep etp order)"},
+    {"t\np=2", 16, "unknown key 't?p' (known: tp pp cp ep etp order hcp dopt embd)"},
     {"dp=2", 16, "unknown key 'dp': dp is derived from the world size"},
     {"tp=2,tp=2", 16, "duplicate key 'tp'"},
     {"order=tp-pp,order=tp-pp", 16, "duplicate key 'order'"},

@@ -42,7 +42,7 @@ cp -a . "$san/src"
     # Sanitized ranks run several times slower: a longer bound per run.
     export TEST_TIMEOUT=300
     make check TESTS="tests/unit/check_group_id tests/unit/check_config tests/unit/check_header \
-tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/unit/check_api_tables tests/mpi/p2p tests/mpi/groups \
+tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/unit/check_api_tables tests/unit/check_layout_megatron tests/mpi/p2p tests/mpi/groups \
 tests/mpi/bad_input tests/mpi/coll_reduce"
 )
 rm -rf "$san"

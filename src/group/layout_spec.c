@@ -51,6 +51,7 @@ int cohort_layout_spec_size(const cohort_layout_spec_t *spec, const char *dim)
                {"pp", spec ? spec->pp : 0},       {"cp", spec ? spec->cp : 0},
                {"ep", spec ? spec->ep : 0},       {"etp", spec ? spec->etp : 0},
                {"dp", spec ? spec->dp : 0},       {"edp", spec ? spec->edp : 0},
+               {"dopt", spec ? spec->dopt : 0},   {"hcp", spec ? spec->nhcp : 0},
            };
 
     if (spec == NULL || dim == NULL) {

@@ -17,13 +17,13 @@ static inline void cohort_tools_layout_text(const cohort_layout_spec_t *s, char 
     }
 }
 
-/* Total groups of the layout over every kind: what the classic way creates on every rank. */
+/* Total groups of the layout over the kinds its spec builds (cohort_layout_create). */
 static inline long long cohort_tools_layout_total(const cohort_layout_spec_t *s)
 {
     long long total = 0;
 
-    for (int k = 0; k < cohort_layout_kind_count(); k++) {
-        total += cohort_layout_ngroups(s, cohort_layout_kind_name(k));
+    for (int k = 0; k < cohort_layout_spec_kind_count(s); k++) {
+        total += cohort_layout_ngroups(s, cohort_layout_spec_kind_name(s, k));
     }
     return total;
 }

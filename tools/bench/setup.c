@@ -200,8 +200,8 @@ static int setup_cohort(setup_t *s, double *m)
     m[M_CREATE_MSGS] = (double)(after.messages_sent - before.messages_sent);
     m[M_CREATE_EPS] = (double)(after.endpoints - before.endpoints);
 
-    for (int k = 0; k < cohort_layout_kind_count(); k++) {
-        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_kind_name(k));
+    for (int k = 0; k < cohort_layout_spec_kind_count(s->spec); k++) {
+        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_spec_kind_name(s->spec, k));
         float one = 1.0f, sum = 0.0f;
 
         if (g == NULL) {
@@ -215,7 +215,7 @@ static int setup_cohort(setup_t *s, double *m)
         }
         if (sum != (float)cohort_group_size(g)) {
             fprintf(stderr, "cohort_bench setup: rank %d: %s allreduce gave %g, not %d\n", s->rank,
-                    cohort_layout_kind_name(k), sum, cohort_group_size(g));
+                    cohort_layout_spec_kind_name(s->spec, k), sum, cohort_group_size(g));
             cohort_layout_free(layout);
             return setup_fail(s, "checking the allreduce", COHORT_ERR_MISMATCH);
         }
@@ -249,7 +249,7 @@ static double setup_mpi_first(const setup_t *s, MPI_Comm *own, int nkinds)
         MPI_Comm_size(own[k], &size);
         if (sum != (float)size) {
             fprintf(stderr, "cohort_bench setup: rank %d: MPI %s allreduce gave %g, not %d\n",
-                    s->rank, cohort_layout_kind_name(k), sum, size);
+                    s->rank, cohort_layout_spec_kind_name(s->spec, k), sum, size);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
@@ -260,7 +260,7 @@ static double setup_mpi_first(const setup_t *s, MPI_Comm *own, int nkinds)
 static void setup_mpi_check(const setup_t *s, MPI_Comm *own, int nkinds, int *members)
 {
     for (int k = 0; k < nkinds; k++) {
-        int n = cohort_tools_rank_group(s->spec, cohort_layout_kind_name(k), s->rank, members);
+        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank, members);
         int size = 0;
 
         if (own[k] != MPI_COMM_NULL) {
@@ -270,7 +270,7 @@ static void setup_mpi_check(const setup_t *s, MPI_Comm *own, int nkinds, int *me
             fprintf(stderr,
                     "cohort_bench setup: rank %d: MPI %s communicator has %d ranks, "
                     "the layout says %d\n",
-                    s->rank, cohort_layout_kind_name(k), size, n);
+                    s->rank, cohort_layout_spec_kind_name(s->spec, k), size, n);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
@@ -286,7 +286,7 @@ static void setup_mpi(setup_t *s, double *m)
     if (members == NULL) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    while (nkinds < cohort_layout_kind_count() && nkinds < SETUP_MAX_KINDS) {
+    while (nkinds < cohort_layout_spec_kind_count(s->spec) && nkinds < SETUP_MAX_KINDS) {
         nkinds++;
     }
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
@@ -298,9 +298,9 @@ static void setup_mpi(setup_t *s, double *m)
     setup_sync(s);
     t0 = setup_now_us();
     for (int k = 0; k < nkinds; k++) {
-        int ng = cohort_layout_ngroups(s->spec, cohort_layout_kind_name(k));
+        int ng = cohort_layout_ngroups(s->spec, cohort_layout_spec_kind_name(s->spec, k));
         for (int i = 0; i < ng; i++) {
-            int n = cohort_tools_group_members(s->spec, cohort_layout_kind_name(k), i, members);
+            int n = cohort_tools_group_members(s->spec, cohort_layout_spec_kind_name(s->spec, k), i, members);
             MPI_Comm c;
             MPI_Group_incl(world_group, n, members, &g);
             MPI_Comm_create(MPI_COMM_WORLD, g, &c);
@@ -323,7 +323,7 @@ static void setup_mpi(setup_t *s, double *m)
     setup_sync(s);
     t0 = setup_now_us();
     for (int k = 0; k < nkinds; k++) {
-        int n = cohort_tools_rank_group(s->spec, cohort_layout_kind_name(k), s->rank, members);
+        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank, members);
         own[k] = MPI_COMM_NULL;
         if (n <= 0) {
             continue;

@@ -223,6 +223,7 @@ COHORT_API cohort_status_t cohort_layout_spec_parse(const char *spec, int world,
 COHORT_API void cohort_layout_spec_free(cohort_layout_spec_t *spec);
 
 /**
+ * @param [in] spec  a parsed spec.
  * @param [in] dim  "world", "tp", "pp", "cp", "ep", "etp", "dp" (derived), "edp" (derived,
  *                  the expert data-parallel size), "dopt" (1 unless given), "hcp" (the number
  *                  of hierarchical cp levels, 0 unless given).
@@ -231,8 +232,12 @@ COHORT_API void cohort_layout_spec_free(cohort_layout_spec_t *spec);
 COHORT_API int cohort_layout_spec_size(const cohort_layout_spec_t *spec, const char *dim);
 
 /**
- * Write the spec in full, every key given and the order completed, e.g.
- * "tp=8,pp=16,cp=2,ep=8,etp=8,order=tp-cp-ep-dp-pp"; the text parses back to the same layout.
+ * Write the spec in full, every size given and the order completed, e.g.
+ * "tp=8,pp=16,cp=2,ep=8,etp=8,order=tp-cp-ep-dp-pp", then hcp=, dopt=, embd= when the spec gave
+ * them; the text parses back to the same layout.
+ * @param [in]  spec  a parsed spec.
+ * @param [out] buf   the text, NUL-terminated when @a len > 0; may be NULL when @a len is 0.
+ * @param [in]  len   size of @a buf.
  * @return the length of the full text (as snprintf: may be >= @a len, then truncated), or -1
  *         for a NULL spec.
  */
@@ -247,11 +252,15 @@ COHORT_API int cohort_layout_kind_count(void);
  */
 COHORT_API const char *cohort_layout_kind_name(int index);
 
-/** @return how many kinds a layout of @a spec builds (the 16 named, then those its keys add);
- *          0 for NULL. */
+/**
+ * @param [in] spec  a parsed spec.
+ * @return how many kinds a layout of @a spec builds (the 16 named, then those its keys add); 0
+ *         for NULL.
+ */
 COHORT_API int cohort_layout_spec_kind_count(const cohort_layout_spec_t *spec);
 
 /**
+ * @param [in] spec   a parsed spec.
  * @param [in] index  0 <= index < cohort_layout_spec_kind_count(spec).
  * @return the name of kind @a index of those the spec builds (static), or NULL out of range.
  */
@@ -261,6 +270,8 @@ COHORT_API const char *cohort_layout_spec_kind_name(const cohort_layout_spec_t *
  * keys add, and "dense:"/"expert:" tokens. */
 
 /**
+ * @param [in] spec  a parsed spec.
+ * @param [in] kind  a named kind, a kind the spec's keys add, or a token ("expert:tp-ep").
  * @return the number of groups of @a kind over the whole world; 0 for a NULL spec or an unknown
  *         kind. Every rank is in exactly one group of each kind, except embd and pos-embd (only
  *         the embedding stages).
@@ -268,6 +279,8 @@ COHORT_API const char *cohort_layout_spec_kind_name(const cohort_layout_spec_t *
 COHORT_API int cohort_layout_ngroups(const cohort_layout_spec_t *spec, const char *kind);
 
 /**
+ * @param [in] spec  a parsed spec.
+ * @param [in] kind  as for cohort_layout_ngroups().
  * @return the members of each group of @a kind (all groups of a kind have the same size); 0
  *         for a NULL spec or an unknown kind.
  */
@@ -277,6 +290,8 @@ COHORT_API int cohort_layout_group_size(const cohort_layout_spec_t *spec, const 
  * The world ranks of group @a index of @a kind, in group-rank order (Megatron's order: the
  * same members, in the same order, as cohort_layout_create() gives that group).
  *
+ * @param [in]  spec      a parsed spec.
+ * @param [in]  kind      as for cohort_layout_ngroups().
  * @param [in]  index     0 <= index < cohort_layout_ngroups().
  * @param [out] members   at most @a max ranks are written; may be NULL when @a max is 0.
  * @param [in]  max       room in @a members.
@@ -293,6 +308,9 @@ COHORT_API cohort_status_t cohort_layout_group_members(const cohort_layout_spec_
 /**
  * Which group of @a kind holds world rank @a rank.
  *
+ * @param [in]  spec   a parsed spec.
+ * @param [in]  kind   as for cohort_layout_ngroups().
+ * @param [in]  rank   a world rank, 0 <= rank < world.
  * @param [out] index  the group's index for cohort_layout_group_members(), or -1 when the rank
  *                     is in no group of that kind (embd, pos-embd off the embedding stages).
  * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a NULL spec or index, an unknown kind or a rank

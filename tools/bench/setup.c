@@ -260,7 +260,8 @@ static double setup_mpi_first(const setup_t *s, MPI_Comm *own, int nkinds)
 static void setup_mpi_check(const setup_t *s, MPI_Comm *own, int nkinds, int *members)
 {
     for (int k = 0; k < nkinds; k++) {
-        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank, members);
+        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank,
+                                        members);
         int size = 0;
 
         if (own[k] != MPI_COMM_NULL) {
@@ -300,7 +301,8 @@ static void setup_mpi(setup_t *s, double *m)
     for (int k = 0; k < nkinds; k++) {
         int ng = cohort_layout_ngroups(s->spec, cohort_layout_spec_kind_name(s->spec, k));
         for (int i = 0; i < ng; i++) {
-            int n = cohort_tools_group_members(s->spec, cohort_layout_spec_kind_name(s->spec, k), i, members);
+            int n = cohort_tools_group_members(s->spec, cohort_layout_spec_kind_name(s->spec, k), i,
+                                               members);
             MPI_Comm c;
             MPI_Group_incl(world_group, n, members, &g);
             MPI_Comm_create(MPI_COMM_WORLD, g, &c);
@@ -323,7 +325,8 @@ static void setup_mpi(setup_t *s, double *m)
     setup_sync(s);
     t0 = setup_now_us();
     for (int k = 0; k < nkinds; k++) {
-        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank, members);
+        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank,
+                                        members);
         own[k] = MPI_COMM_NULL;
         if (n <= 0) {
             continue;

@@ -20,6 +20,14 @@ extern "C" {
 #define COHORT_VERSION_MAJOR 0
 #define COHORT_VERSION_MINOR 1
 
+/** Marks the functions libcohort exports; the library is built with hidden visibility, so
+ *  nothing else leaves it. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define COHORT_API __attribute__((visibility("default")))
+#else
+#define COHORT_API
+#endif
+
 typedef struct cohort_context cohort_context_t;
 typedef struct cohort_group cohort_group_t;
 typedef struct cohort_request cohort_request_t;
@@ -45,7 +53,7 @@ typedef enum {
 /**
  * @return a static, human-readable description of @a status (never NULL).
  */
-const char *cohort_strerror(cohort_status_t status);
+COHORT_API const char *cohort_strerror(cohort_status_t status);
 
 typedef enum {
     COHORT_INT8,
@@ -81,7 +89,7 @@ typedef enum { COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX, COHORT_AVG } coh
  * @note Communicates with the PMIx server only (Put + Commit); no fence on the default path.
  *       Release with cohort_finalize().
  */
-cohort_status_t cohort_init(cohort_context_t **ctx);
+COHORT_API cohort_status_t cohort_init(cohort_context_t **ctx);
 
 /**
  * Release everything the context owns: groups, layouts, endpoints, the UCX worker and the
@@ -96,18 +104,18 @@ cohort_status_t cohort_init(cohort_context_t **ctx);
  *       is not taken for a failure. Bounded: sends nobody receives are cancelled, endpoints
  *       close together within COHORT_TIMEOUT (5 s when unset).
  */
-cohort_status_t cohort_finalize(cohort_context_t *ctx);
+COHORT_API cohort_status_t cohort_finalize(cohort_context_t *ctx);
 
 /** @return this process's rank in the job, or -1 for a NULL context. */
-int cohort_world_rank(const cohort_context_t *ctx);
+COHORT_API int cohort_world_rank(const cohort_context_t *ctx);
 
 /** @return the number of processes in the job, or -1 for a NULL context. */
-int cohort_world_size(const cohort_context_t *ctx);
+COHORT_API int cohort_world_size(const cohort_context_t *ctx);
 
 /**
  * @return the group of all ranks (owned by the context; do not free), or NULL.
  */
-cohort_group_t *cohort_world(cohort_context_t *ctx);
+COHORT_API cohort_group_t *cohort_world(cohort_context_t *ctx);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Groups                                                                                       */
@@ -129,27 +137,28 @@ cohort_group_t *cohort_world(cohort_context_t *ctx);
  *       (tag, members, how many identical groups this rank created before). Members must
  *       therefore create identical groups in the same order. Free with cohort_group_free().
  */
-cohort_status_t cohort_group_create(cohort_context_t *ctx, const char *tag, const int *world_ranks,
-                                    int nranks, cohort_group_t **group);
+COHORT_API cohort_status_t cohort_group_create(cohort_context_t *ctx, const char *tag,
+                                               const int *world_ranks, int nranks,
+                                               cohort_group_t **group);
 
 /**
  * Free a group created by cohort_group_create(). Outstanding requests on it are cancelled.
  * Accepts NULL. The world group and layout groups are owned elsewhere:
  * COHORT_ERR_INVALID_ARG.
  */
-cohort_status_t cohort_group_free(cohort_group_t *group);
+COHORT_API cohort_status_t cohort_group_free(cohort_group_t *group);
 
 /** @return the caller's rank in the group, or -1 for NULL. */
-int cohort_group_rank(const cohort_group_t *group);
+COHORT_API int cohort_group_rank(const cohort_group_t *group);
 
 /** @return the number of members, or -1 for NULL. */
-int cohort_group_size(const cohort_group_t *group);
+COHORT_API int cohort_group_size(const cohort_group_t *group);
 
 /** @return the world rank of group member @a group_rank, or -1 when out of range. */
-int cohort_group_world_rank(const cohort_group_t *group, int group_rank);
+COHORT_API int cohort_group_world_rank(const cohort_group_t *group, int group_rank);
 
 /** @return the group's 64-bit id (the same on every member). 0 for NULL. */
-uint64_t cohort_group_id(const cohort_group_t *group);
+COHORT_API uint64_t cohort_group_id(const cohort_group_t *group);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Layouts (Megatron-style model-parallel groups)                                               */
@@ -159,23 +168,166 @@ uint64_t cohort_group_id(const cohort_group_t *group);
  * Build the caller's groups of a Megatron-style layout.
  *
  * @param [in]  spec    "tp=2,pp=4,cp=1,ep=2,etp=1,order=tp-cp-ep-dp-pp"; every key optional;
- *                      dp is derived from the world size.
+ *                      dp is derived from the world size. Keys that add groups (docs/layouts.md):
+ *                      hcp=2x4 (Megatron's hierarchical_context_parallel_sizes: levels whose
+ *                      product is cp; kinds hcp0, hcp1, ...), dopt=N
+ *                      (num_distributed_optimizer_instances: kinds dopt-instance and, for N > 1,
+ *                      intra-dp-cp, intra-edp, inter-edp), embd=first+last+K (the stages that
+ *                      hold the word embeddings: first, last, stage numbers; default
+ *                      first+last; Megatron's GPT script with untied embeddings is embd=first,
+ *                      with multi-token prediction on stage K embd=first+last+K).
  * @param [out] layout  the new layout; set only on success.
- * @note Never communicates: only the caller's own groups are created, member-only.
+ * @note Never communicates: only the caller's own groups are created, member-only. The kinds
+ *       built are those cohort_layout_spec_kind_name() lists for the spec.
  */
-cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
-                                     cohort_layout_t **layout);
+COHORT_API cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
+                                                cohort_layout_t **layout);
 
 /**
  * @param [in] kind  "tp", "pp", "dp", "cp", "dp-cp", "tp-pp", "tp-cp", "tp-dp", "tp-dp-cp",
  *                   "embd", "pos-embd", "ep", "etp", "etp-ep", "etp-ep-pp", "edp".
+ *                   Also the kinds the spec adds (hcp0, ..., dopt-instance, intra-dp-cp,
+ *                   intra-edp, inter-edp) and any token of either of Megatron's decompositions:
+ *                   "dense:<names>" (tp, cp, dp, pp; ep = 1) or "expert:<names>" (etp as tp,
+ *                   ep, edp as dp, pp; cp = 1), names joined by '-' in any order, each once,
+ *                   e.g. "expert:tp-ep", "dense:dp-cp".
  * @return the caller's group of that kind (owned by the layout), or NULL when the caller is not
  *         in one (embd, pos-embd) or the kind is unknown (logged).
+ * @note A kind the layout did not build at creation (a token, or a derived kind its spec did
+ *       not ask for) is created member-only on first request, without communication; as with
+ *       cohort_group_create(), every member must then request the same kinds of a layout in the
+ *       same order. A token with the members of a built kind returns that kind's group.
  */
-cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind);
+COHORT_API cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind);
 
 /** Free the layout and its groups. Accepts NULL. */
-cohort_status_t cohort_layout_free(cohort_layout_t *layout);
+COHORT_API cohort_status_t cohort_layout_free(cohort_layout_t *layout);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Layout arithmetic: any world size, no context, no communication                            */
+/* ------------------------------------------------------------------------------------------ */
+
+/** A parsed, validated layout spec for one world size (opaque). */
+typedef struct cohort_layout_spec cohort_layout_spec_t;
+
+/**
+ * Parse and validate a layout spec against a world size, without a context: the arithmetic
+ * behind cohort_layout_create(), for planning tools and for any world size.
+ *
+ * @param [in]  spec    the same text cohort_layout_create() takes; NULL or "" means all
+ *                      defaults.
+ * @param [in]  world   the world size, > 0.
+ * @param [out] out     the new spec; set only on success. Free with cohort_layout_spec_free().
+ * @param [out] err     when not NULL: on failure a one-line reason (truncated to @a errlen),
+ *                      on success "".
+ * @param [in]  errlen  size of @a err.
+ * @return COHORT_OK, COHORT_ERR_INVALID_ARG for a bad spec or world, COHORT_ERR_NO_MEMORY.
+ * @note Pure: never communicates, never logs; thread-safe.
+ */
+COHORT_API cohort_status_t cohort_layout_spec_parse(const char *spec, int world,
+                                                    cohort_layout_spec_t **out, char *err,
+                                                    size_t errlen);
+
+/** Free a spec from cohort_layout_spec_parse(). Accepts NULL. */
+COHORT_API void cohort_layout_spec_free(cohort_layout_spec_t *spec);
+
+/**
+ * @param [in] spec  a parsed spec.
+ * @param [in] dim  "world", "tp", "pp", "cp", "ep", "etp", "dp" (derived), "edp" (derived,
+ *                  the expert data-parallel size), "dopt" (1 unless given), "hcp" (the number
+ *                  of hierarchical cp levels, 0 unless given).
+ * @return that size, or -1 for a NULL spec or an unknown name.
+ */
+COHORT_API int cohort_layout_spec_size(const cohort_layout_spec_t *spec, const char *dim);
+
+/**
+ * Write the spec in full, every size given and the order completed, e.g.
+ * "tp=8,pp=16,cp=2,ep=8,etp=8,order=tp-cp-ep-dp-pp", then hcp=, dopt=, embd= when the spec gave
+ * them; the text parses back to the same layout.
+ * @param [in]  spec  a parsed spec.
+ * @param [out] buf   the text, NUL-terminated when @a len > 0; may be NULL when @a len is 0.
+ * @param [in]  len   size of @a buf.
+ * @return the length of the full text (as snprintf: may be >= @a len, then truncated), or -1
+ *         for a NULL spec.
+ */
+COHORT_API int cohort_layout_spec_text(const cohort_layout_spec_t *spec, char *buf, size_t len);
+
+/** @return how many named kinds there are (the 16 every layout builds). */
+COHORT_API int cohort_layout_kind_count(void);
+
+/**
+ * @param [in] index  0 <= index < cohort_layout_kind_count(); the order is stable.
+ * @return the kind's name ("tp", "dp-cp", ...), static; NULL when out of range.
+ */
+COHORT_API const char *cohort_layout_kind_name(int index);
+
+/**
+ * @param [in] spec  a parsed spec.
+ * @return how many kinds a layout of @a spec builds (the 16 named, then those its keys add); 0
+ *         for NULL.
+ */
+COHORT_API int cohort_layout_spec_kind_count(const cohort_layout_spec_t *spec);
+
+/**
+ * @param [in] spec   a parsed spec.
+ * @param [in] index  0 <= index < cohort_layout_spec_kind_count(spec).
+ * @return the name of kind @a index of those the spec builds (static), or NULL out of range.
+ */
+COHORT_API const char *cohort_layout_spec_kind_name(const cohort_layout_spec_t *spec, int index);
+
+/* The calls below take every kind cohort_layout_group() takes: the named ones, those the spec's
+ * keys add, and "dense:"/"expert:" tokens. */
+
+/**
+ * @param [in] spec  a parsed spec.
+ * @param [in] kind  a named kind, a kind the spec's keys add, or a token ("expert:tp-ep").
+ * @return the number of groups of @a kind over the whole world; 0 for a NULL spec or an unknown
+ *         kind. Every rank is in exactly one group of each kind, except embd and pos-embd (only
+ *         the embedding stages).
+ */
+COHORT_API int cohort_layout_ngroups(const cohort_layout_spec_t *spec, const char *kind);
+
+/**
+ * @param [in] spec  a parsed spec.
+ * @param [in] kind  as for cohort_layout_ngroups().
+ * @return the members of each group of @a kind (all groups of a kind have the same size); 0
+ *         for a NULL spec or an unknown kind.
+ */
+COHORT_API int cohort_layout_group_size(const cohort_layout_spec_t *spec, const char *kind);
+
+/**
+ * The world ranks of group @a index of @a kind, in group-rank order (Megatron's order: the
+ * same members, in the same order, as cohort_layout_create() gives that group).
+ *
+ * @param [in]  spec      a parsed spec.
+ * @param [in]  kind      as for cohort_layout_ngroups().
+ * @param [in]  index     0 <= index < cohort_layout_ngroups().
+ * @param [out] members   at most @a max ranks are written; may be NULL when @a max is 0.
+ * @param [in]  max       room in @a members.
+ * @param [out] nmembers  the group's size (which may exceed @a max).
+ * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a NULL spec, an unknown kind or an index out of
+ *         range.
+ * @note Pure; never logs. Groups are numbered in the order Megatron-LM creates them; for a
+ *       plain orthogonal kind (tp, dense:dp-cp, ...) that is by smallest member, ascending.
+ */
+COHORT_API cohort_status_t cohort_layout_group_members(const cohort_layout_spec_t *spec,
+                                                       const char *kind, int index, int *members,
+                                                       int max, int *nmembers);
+
+/**
+ * Which group of @a kind holds world rank @a rank.
+ *
+ * @param [in]  spec   a parsed spec.
+ * @param [in]  kind   as for cohort_layout_ngroups().
+ * @param [in]  rank   a world rank, 0 <= rank < world.
+ * @param [out] index  the group's index for cohort_layout_group_members(), or -1 when the rank
+ *                     is in no group of that kind (embd, pos-embd off the embedding stages).
+ * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a NULL spec or index, an unknown kind or a rank
+ *         outside [0, world).
+ * @note Pure; never logs.
+ */
+COHORT_API cohort_status_t cohort_layout_rank_group(const cohort_layout_spec_t *spec,
+                                                    const char *kind, int rank, int *index);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Collectives and point-to-point. Blocking calls return when the result is in place. Every   */
@@ -183,9 +335,9 @@ cohort_status_t cohort_layout_free(cohort_layout_t *layout);
 /* request completes.                                                                          */
 /* ------------------------------------------------------------------------------------------ */
 
-cohort_status_t cohort_barrier(cohort_group_t *g);
-cohort_status_t cohort_bcast(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
-                             int root);
+COHORT_API cohort_status_t cohort_barrier(cohort_group_t *g);
+COHORT_API cohort_status_t cohort_bcast(cohort_group_t *g, void *buf, size_t count,
+                                        cohort_dtype_t dt, int root);
 /**
  * Combine every member's @a count elements with @a op; the result lands in the root's rbuf.
  * @param [in]  sbuf  this member's contribution; COHORT_IN_PLACE at the root only (its rbuf
@@ -195,8 +347,8 @@ cohort_status_t cohort_bcast(cohort_group_t *g, void *buf, size_t count, cohort_
  * @note count 0 is legal and every member must still call. Float results depend on the order
  *       of combination, which is fixed for a given group, count and algorithm.
  */
-cohort_status_t cohort_reduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                              cohort_dtype_t dt, cohort_op_t op, int root);
+COHORT_API cohort_status_t cohort_reduce(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                         size_t count, cohort_dtype_t dt, cohort_op_t op, int root);
 /**
  * Combine every member's @a count elements with @a op; every member receives the result.
  * @param [in]  sbuf  this member's contribution, or COHORT_IN_PLACE (rbuf holds it). Never
@@ -205,11 +357,11 @@ cohort_status_t cohort_reduce(cohort_group_t *g, const void *sbuf, void *rbuf, s
  * @note Every member ends with bitwise identical results, floats included. COHORT_AVG (floats
  *       only) divides the sum by the group size once, where the sum is final.
  */
-cohort_status_t cohort_allreduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                                 cohort_dtype_t dt, cohort_op_t op);
+COHORT_API cohort_status_t cohort_allreduce(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                            size_t count, cohort_dtype_t dt, cohort_op_t op);
 /** @param count elements contributed by each rank; rbuf holds size * count. */
-cohort_status_t cohort_allgather(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                                 cohort_dtype_t dt);
+COHORT_API cohort_status_t cohort_allgather(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                            size_t count, cohort_dtype_t dt);
 /**
  * Combine every member's size * @a count elements with @a op and scatter the result: group
  * rank i receives elements [i * count, (i + 1) * count) (MPI_Reduce_scatter_block).
@@ -220,11 +372,11 @@ cohort_status_t cohort_allgather(cohort_group_t *g, const void *sbuf, void *rbuf
  * @param [out] rbuf   @a count elements of result (size * count under COHORT_IN_PLACE).
  * @param [in]  count  elements each rank receives.
  */
-cohort_status_t cohort_reduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                                      cohort_dtype_t dt, cohort_op_t op);
+COHORT_API cohort_status_t cohort_reduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                                 size_t count, cohort_dtype_t dt, cohort_op_t op);
 /** @param count elements sent to each peer. */
-cohort_status_t cohort_alltoall(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                                cohort_dtype_t dt);
+COHORT_API cohort_status_t cohort_alltoall(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                           size_t count, cohort_dtype_t dt);
 
 /**
  * Point-to-point within a group. Messages from one sender on one group are matched in the
@@ -234,30 +386,36 @@ cohort_status_t cohort_alltoall(cohort_group_t *g, const void *sbuf, void *rbuf,
  *       finalized still gets what it sent before; one that nothing queued can satisfy fails
  *       with COHORT_ERR_PEER_FAILED.
  */
-cohort_status_t cohort_send(cohort_group_t *g, const void *buf, size_t count, cohort_dtype_t dt,
-                            int peer, int tag);
-cohort_status_t cohort_recv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt, int peer,
-                            int tag);
+COHORT_API cohort_status_t cohort_send(cohort_group_t *g, const void *buf, size_t count,
+                                       cohort_dtype_t dt, int peer, int tag);
+COHORT_API cohort_status_t cohort_recv(cohort_group_t *g, void *buf, size_t count,
+                                       cohort_dtype_t dt, int peer, int tag);
 
 /* Nonblocking twins: same arguments, plus the request to test/wait/free. */
-cohort_status_t cohort_ibarrier(cohort_group_t *g, cohort_request_t **req);
-cohort_status_t cohort_ibcast(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
-                              int root, cohort_request_t **req);
-cohort_status_t cohort_ireduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                               cohort_dtype_t dt, cohort_op_t op, int root, cohort_request_t **req);
-cohort_status_t cohort_iallreduce(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                                  cohort_dtype_t dt, cohort_op_t op, cohort_request_t **req);
-cohort_status_t cohort_iallgather(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                                  cohort_dtype_t dt, cohort_request_t **req);
-cohort_status_t cohort_ireduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf,
-                                       size_t count, cohort_dtype_t dt, cohort_op_t op,
-                                       cohort_request_t **req);
-cohort_status_t cohort_ialltoall(cohort_group_t *g, const void *sbuf, void *rbuf, size_t count,
-                                 cohort_dtype_t dt, cohort_request_t **req);
-cohort_status_t cohort_isend(cohort_group_t *g, const void *buf, size_t count, cohort_dtype_t dt,
-                             int peer, int tag, cohort_request_t **req);
-cohort_status_t cohort_irecv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
-                             int peer, int tag, cohort_request_t **req);
+COHORT_API cohort_status_t cohort_ibarrier(cohort_group_t *g, cohort_request_t **req);
+COHORT_API cohort_status_t cohort_ibcast(cohort_group_t *g, void *buf, size_t count,
+                                         cohort_dtype_t dt, int root, cohort_request_t **req);
+COHORT_API cohort_status_t cohort_ireduce(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                          size_t count, cohort_dtype_t dt, cohort_op_t op, int root,
+                                          cohort_request_t **req);
+COHORT_API cohort_status_t cohort_iallreduce(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                             size_t count, cohort_dtype_t dt, cohort_op_t op,
+                                             cohort_request_t **req);
+COHORT_API cohort_status_t cohort_iallgather(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                             size_t count, cohort_dtype_t dt,
+                                             cohort_request_t **req);
+COHORT_API cohort_status_t cohort_ireduce_scatter(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                                  size_t count, cohort_dtype_t dt, cohort_op_t op,
+                                                  cohort_request_t **req);
+COHORT_API cohort_status_t cohort_ialltoall(cohort_group_t *g, const void *sbuf, void *rbuf,
+                                            size_t count, cohort_dtype_t dt,
+                                            cohort_request_t **req);
+COHORT_API cohort_status_t cohort_isend(cohort_group_t *g, const void *buf, size_t count,
+                                        cohort_dtype_t dt, int peer, int tag,
+                                        cohort_request_t **req);
+COHORT_API cohort_status_t cohort_irecv(cohort_group_t *g, void *buf, size_t count,
+                                        cohort_dtype_t dt, int peer, int tag,
+                                        cohort_request_t **req);
 
 /**
  * Advance outstanding work and report whether @a req has finished.
@@ -267,7 +425,7 @@ cohort_status_t cohort_irecv(cohort_group_t *g, void *buf, size_t count, cohort_
  * @note Never blocks: address lookups, endpoint creation and the exchange plugins' first-use
  *       steps advance in the background; one call takes microseconds whatever peers do.
  */
-cohort_status_t cohort_test(cohort_request_t *req, int *done);
+COHORT_API cohort_status_t cohort_test(cohort_request_t *req, int *done);
 
 /**
  * Wait until @a req finishes, progressing as configured by COHORT_PROGRESS.
@@ -275,7 +433,7 @@ cohort_status_t cohort_test(cohort_request_t *req, int *done);
  *         (logged with what was awaited); the request then stays valid: wait again, or free it
  *         to cancel it.
  */
-cohort_status_t cohort_wait(cohort_request_t *req);
+COHORT_API cohort_status_t cohort_wait(cohort_request_t *req);
 
 /**
  * Release a request. A request that has not finished is cancelled first (COHORT_ERR_REVOKED):
@@ -291,7 +449,7 @@ cohort_status_t cohort_wait(cohort_request_t *req);
  *       status). Requests are pooled per context; a freed handle is recognized as freed while
  *       its context lives.
  */
-void cohort_request_free(cohort_request_t *req);
+COHORT_API void cohort_request_free(cohort_request_t *req);
 
 /**
  * Fail every pending and later operation on @a g with COHORT_ERR_REVOKED (local only). A group
@@ -300,7 +458,7 @@ void cohort_request_free(cohort_request_t *req);
  * message lost for lack of memory or over COHORT_ORPHAN_LIMIT. Messages arriving for a revoked
  * group are dropped (counted in cohort_stats_t.messages_dropped).
  */
-cohort_status_t cohort_group_abort(cohort_group_t *g);
+COHORT_API cohort_status_t cohort_group_abort(cohort_group_t *g);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Introspection                                                                               */
@@ -311,7 +469,7 @@ cohort_status_t cohort_group_abort(cohort_group_t *g);
  * @return how many there are (which may exceed @a max; only @a max are written).
  * @note Never communicates.
  */
-int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max);
+COHORT_API int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max);
 
 /** What cohort knows about one wired peer (for diagnostics). */
 typedef struct {
@@ -326,8 +484,8 @@ typedef struct {
  * @return COHORT_OK, or COHORT_ERR_INVALID_ARG when no endpoint to it exists.
  * @note Never communicates.
  */
-cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
-                                 cohort_peer_info_t *info);
+COHORT_API cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
+                                            cohort_peer_info_t *info);
 
 /** Counters of one context, for diagnostics and benchmarks. */
 typedef struct {
@@ -341,7 +499,68 @@ typedef struct {
     const char *progress;      /**< "yield", "spin" or "block" */
 } cohort_stats_t;
 
-cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);
+COHORT_API cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Library information                                                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+/** @return the library's version, "major.minor.patch" (static); the major and minor numbers
+ *          are COHORT_VERSION_MAJOR and COHORT_VERSION_MINOR of the header it was built with. */
+COHORT_API const char *cohort_version(void);
+
+/** One collective algorithm of the library's table. */
+typedef struct {
+    int id;                  /**< stable: an algorithm keeps its id; ids are never reused */
+    const char *collective;  /**< "allreduce", "bcast", ... */
+    const char *name;        /**< the value COHORT_ALGO_<COLLECTIVE> takes to force it */
+    const char *description; /**< one line */
+} cohort_algo_info_t;
+
+/** @return how many algorithms the table holds. */
+COHORT_API int cohort_algo_count(void);
+
+/**
+ * Describe algorithm @a index of the table (0 <= index < cohort_algo_count()).
+ * @param [out] info  set only on success; its strings are static.
+ * @return COHORT_OK, or COHORT_ERR_INVALID_ARG for an index out of range or a NULL info.
+ * @note Needs no context; thread-safe.
+ */
+COHORT_API cohort_status_t cohort_algo_info(int index, cohort_algo_info_t *info);
+
+/** A tuning parameter of one algorithm (segment size, window, ...), set from the environment. */
+typedef struct {
+    const char *name;        /**< "segment", "window" */
+    const char *env;         /**< the variable that sets it: COHORT_ALGO_<COLL>_<ALGO>_<NAME> */
+    size_t default_value;    /**< what the library uses when the variable is unset */
+    size_t min, max;         /**< the accepted range (a value outside it fails cohort_init) */
+    int is_bytes;            /**< a size in bytes (k/m/g suffixes accepted), else a count */
+    const char *description; /**< one line: what it trades, and why the default */
+} cohort_algo_param_t;
+
+/** @return how many tuning parameters algorithm @a index has (0 for none or a bad index). */
+COHORT_API int cohort_algo_param_count(int index);
+
+/**
+ * Describe tuning parameter @a param of algorithm @a index.
+ * @param [out] info  set only on success; its strings are static.
+ * @return COHORT_OK, or COHORT_ERR_INVALID_ARG for an index out of range or a NULL info.
+ * @note Needs no context; thread-safe. The value in effect is read at cohort_init.
+ */
+COHORT_API cohort_status_t cohort_algo_param_info(int index, int param, cohort_algo_param_t *info);
+
+/* 16-bit floats as COHORT_FLOAT16 (IEEE 754 binary16) and COHORT_BFLOAT16 hold them, as raw
+ * bits. Float to 16 bits rounds to nearest, ties to even, overflows to infinity as IEEE says;
+ * NaNs stay NaN (quiet). These are the conversions the reductions use. Pure; thread-safe. */
+
+/** @return the binary16 value @a h as a float (exact). */
+COHORT_API float cohort_float16_to_float(uint16_t h);
+/** @return @a f rounded to binary16. */
+COHORT_API uint16_t cohort_float_to_float16(float f);
+/** @return the bfloat16 value @a b as a float (exact). */
+COHORT_API float cohort_bfloat16_to_float(uint16_t b);
+/** @return @a f rounded to bfloat16. */
+COHORT_API uint16_t cohort_float_to_bfloat16(float f);
 
 #ifdef __cplusplus
 }

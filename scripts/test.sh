@@ -8,6 +8,7 @@ set -eu
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 scripts/setup.sh --enable-werror
+scripts/check-layers.sh
 # Tests run one at a time: the multi-rank ones oversubscribe the cores already.
 if ! make check; then
     for f in tests/unit/*.log tests/mpi/*.log; do
@@ -40,9 +41,13 @@ cp -a . "$san/src"
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
     # Sanitized ranks run several times slower: a longer bound per run.
     export TEST_TIMEOUT=300
+    # The engine's lifetime tests belong here most: a freed request's buffer, handles used after
+    # free or finalize, finalize with transfers in flight.
     make check TESTS="tests/unit/check_group_id tests/unit/check_config tests/unit/check_header \
-tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/mpi/p2p tests/mpi/groups \
-tests/mpi/bad_input tests/mpi/coll_reduce"
+tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/unit/check_select \
+tests/unit/check_api_tables tests/unit/check_layout_megatron tests/mpi/p2p tests/mpi/groups \
+tests/mpi/bad_input tests/mpi/coll_reduce tests/mpi/misuse tests/mpi/free_inflight \
+tests/mpi/two_contexts tests/mpi/finalize_peer tests/mpi/faults tests/mpi/orphans"
 )
 rm -rf "$san"
 echo "test.sh: all passed in $(( $(date +%s) - start )) s"

@@ -16,13 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "cohort.h"
-#include "group/layout_gen.h"
+#include <cohort.h>
 #include "layout_text.h"
 
 #define PEERS_EXIT_FAIL  1
 #define PEERS_EXIT_USAGE 2
-#define PEERS_MAX_GROUPS 32 /* per rank: one per kind, 16 kinds today */
+#define PEERS_MAX_GROUPS 48 /* per rank: one per kind (16 named, up to 10 from keys) + --kind */
+#define PEERS_MAX_EXTRA  16 /* --kind options */
 
 /* Tags of the gather to rank 0: a header, the group ids, the text. */
 enum { TAG_HEADER = 1, TAG_IDS = 2, TAG_TEXT = 3 };
@@ -32,6 +32,8 @@ typedef struct {
     const char *spec;
     int traffic;
     int json;
+    const char *extra[PEERS_MAX_EXTRA]; /* --kind: tokens or derived kinds beyond the spec's */
+    int nextra;
 } peers_opts_t;
 
 /* A growing text buffer; on allocation failure it stays truncated and says so. */
@@ -114,10 +116,13 @@ static int peers_is_first(void)
 static void peers_usage(FILE *f)
 {
     fprintf(f,
-            "usage: cohort_peers [--layout SPEC] [--no-traffic] [--json] [--help]\n"
+            "usage: cohort_peers [--layout SPEC] [--kind K]... [--no-traffic] [--json] [--help]\n"
             "  Run under a launcher, e.g. mpirun -np 8 cohort_peers --layout tp=2,pp=2\n"
             "  --layout SPEC  Megatron-style layout: tp=,pp=,cp=,ep=,etp=,order= (all optional;\n"
-            "                 dp is derived from the world size; default: all 1, dp = world)\n"
+            "                 dp is derived from the world size; default: all 1, dp = world;\n"
+            "                 hcp=AxB, dopt=N, embd=first+last+K add kinds, docs/layouts.md)\n"
+            "  --kind K       also build kind K after the layout, e.g. expert:tp-ep, dense:dp-cp,\n"
+            "                 intra-edp (repeatable; a token equal to a built kind is that kind)\n"
             "  --no-traffic   build the groups only: no allreduce, so nothing is wired\n"
             "  --json         one JSON document instead of the table\n"
             "  Each rank runs one 1-element float32 SUM allreduce in each of its groups (in\n"
@@ -128,6 +133,7 @@ static void peers_usage(FILE *f)
 
 static int peers_parse(int argc, char **argv, peers_opts_t *o)
 {
+    memset(o, 0, sizeof(*o));
     o->spec = "";
     o->traffic = 1;
     o->json = 0;
@@ -141,6 +147,8 @@ static int peers_parse(int argc, char **argv, peers_opts_t *o)
             o->spec = argv[++i];
         } else if (strncmp(argv[i], "--layout=", 9) == 0) {
             o->spec = argv[i] + 9;
+        } else if (strcmp(argv[i], "--kind") == 0 && i + 1 < argc && o->nextra < PEERS_MAX_EXTRA) {
+            o->extra[o->nextra++] = argv[++i];
         } else if (strcmp(argv[i], "--no-traffic") == 0) {
             o->traffic = 0;
         } else if (strcmp(argv[i], "--json") == 0) {
@@ -148,7 +156,9 @@ static int peers_parse(int argc, char **argv, peers_opts_t *o)
         } else {
             if (peers_is_first()) {
                 fprintf(stderr, "cohort_peers: %s '%s'\n",
-                        strcmp(argv[i], "--layout") == 0 ? "missing value for" : "unknown option",
+                        strcmp(argv[i], "--layout") == 0 || strcmp(argv[i], "--kind") == 0
+                            ? "missing value for (or too many)"
+                            : "unknown option",
                         argv[i]);
                 peers_usage(stderr);
             }
@@ -168,6 +178,7 @@ typedef struct {
     cohort_peer_info_t *peers;
     cohort_stats_t stats;
     uint64_t create_msgs, create_eps; /* what cohort_layout_create sent and wired */
+    long long extra_groups;           /* groups of the --kind kinds that are not aliases */
 } peers_snap_t;
 
 static int peers_traffic(peers_snap_t *snap)
@@ -261,7 +272,7 @@ static void peers_format_table(int me, const peers_snap_t *s, peers_text_t *t)
                       " endpoints)\n",
                       me, s->ngroups, s->nwired, s->stats.pmix_lookups, s->stats.messages_sent,
                       s->create_msgs, s->create_eps);
-    peers_text_printf(t, "  %-10s %-18s %13s  %s\n", "kind", "group id", "1st allreduce",
+    peers_text_printf(t, "  %-14s %-18s %13s  %s\n", "kind", "group id", "1st allreduce",
                       "members");
     for (int k = 0; k < s->ngroups; k++) {
         const cohort_group_t *g = s->groups[k];
@@ -269,7 +280,7 @@ static void peers_format_table(int me, const peers_snap_t *s, peers_text_t *t)
         if (s->first_us[k] >= 0) {
             snprintf(first, sizeof(first), "%.1f us", s->first_us[k]);
         }
-        peers_text_printf(t, "  %-10s 0x%016" PRIx64 " %13s  [", s->kinds[k], cohort_group_id(g),
+        peers_text_printf(t, "  %-14s 0x%016" PRIx64 " %13s  [", s->kinds[k], cohort_group_id(g),
                           first);
         for (int i = 0; i < cohort_group_size(g); i++) {
             peers_text_printf(t, "%s%d", i ? " " : "", cohort_group_world_rank(g, i));
@@ -395,7 +406,7 @@ static int peers_gather(cohort_context_t *ctx, const peers_opts_t *o, const char
     for (size_t i = 0; i < nids; i++) {
         distinct += (i == 0 || all_ids[i] != all_ids[i - 1]);
     }
-    layout_total = (size_t)cohort_tools_layout_total(spec);
+    layout_total = (size_t)(cohort_tools_layout_total(spec) + snap->extra_groups);
     if (o->json) {
         printf(" ],\n \"summary\": {\"max_endpoints\": %" PRIu64 ", \"max_endpoints_rank\": %d, "
                "\"max_pmix_lookups\": %" PRIu64 ", \"max_groups_per_rank\": %d, "
@@ -428,7 +439,7 @@ int main(int argc, char **argv)
     peers_opts_t o;
     cohort_context_t *ctx = NULL;
     cohort_layout_t *layout = NULL;
-    cohort_layout_spec_t spec;
+    cohort_layout_spec_t *spec = NULL;
     cohort_stats_t before, after;
     peers_snap_t snap;
     peers_text_t text = {0};
@@ -447,7 +458,8 @@ int main(int argc, char **argv)
     }
     me = cohort_world_rank(ctx);
     /* Every rank parses the same spec against the same world, so all agree to stop. */
-    if (cohort_layout_parse(o.spec, cohort_world_size(ctx), &spec, err, sizeof(err)) != COHORT_OK) {
+    if (cohort_layout_spec_parse(o.spec, cohort_world_size(ctx), &spec, err, sizeof(err)) !=
+        COHORT_OK) {
         if (me == 0) {
             fprintf(stderr, "cohort_peers: bad --layout '%s' for a world of %d: %s\n", o.spec,
                     cohort_world_size(ctx), err);
@@ -455,7 +467,7 @@ int main(int argc, char **argv)
         cohort_finalize(ctx);
         return PEERS_EXIT_USAGE;
     }
-    cohort_tools_layout_text(&spec, spec_full, sizeof(spec_full));
+    cohort_tools_layout_text(spec, spec_full, sizeof(spec_full));
 
     memset(&snap, 0, sizeof(snap));
     rc = PEERS_EXIT_FAIL;
@@ -470,10 +482,38 @@ int main(int argc, char **argv)
     }
     snap.create_msgs = after.messages_sent - before.messages_sent;
     snap.create_eps = after.endpoints - before.endpoints;
-    for (int k = 0; cohort_layout_kinds[k] != NULL && snap.ngroups < PEERS_MAX_GROUPS; k++) {
-        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_kinds[k]);
+    for (int k = 0; k < cohort_layout_spec_kind_count(spec) && snap.ngroups < PEERS_MAX_GROUPS;
+         k++) {
+        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_spec_kind_name(spec, k));
         if (g != NULL) {
-            snap.kinds[snap.ngroups] = cohort_layout_kinds[k];
+            snap.kinds[snap.ngroups] = cohort_layout_spec_kind_name(spec, k);
+            snap.first_us[snap.ngroups] = -1.0;
+            snap.groups[snap.ngroups++] = g;
+        }
+    }
+    /* --kind: made on request, member-only like the others; every rank asks in one order */
+    for (int e = 0; e < o.nextra; e++) {
+        cohort_group_t *g;
+        int alias = 0;
+
+        if (cohort_layout_ngroups(spec, o.extra[e]) == 0) {
+            if (me == 0) {
+                fprintf(stderr, "cohort_peers: --kind '%s' is no kind of this layout\n",
+                        o.extra[e]);
+            }
+            rc = PEERS_EXIT_USAGE;
+            goto out;
+        }
+        g = cohort_layout_group(layout, o.extra[e]);
+        for (int k = 0; k < snap.ngroups; k++) {
+            alias |= g != NULL && snap.groups[k] == g;
+        }
+        if (alias) {
+            continue; /* a spelling of a built kind: the same group */
+        }
+        snap.extra_groups += cohort_layout_ngroups(spec, o.extra[e]);
+        if (g != NULL && snap.ngroups < PEERS_MAX_GROUPS) {
+            snap.kinds[snap.ngroups] = o.extra[e];
             snap.first_us[snap.ngroups] = -1.0;
             snap.groups[snap.ngroups++] = g;
         }
@@ -494,12 +534,13 @@ int main(int argc, char **argv)
         rc = PEERS_EXIT_FAIL;
         goto out;
     }
-    rc = peers_gather(ctx, &o, spec_full, &spec, &snap, &text);
+    rc = peers_gather(ctx, &o, spec_full, spec, &snap, &text);
 
 out:
     free(text.buf);
     free(snap.peers);
     cohort_layout_free(layout);
+    cohort_layout_spec_free(spec);
     cohort_finalize(ctx);
     return rc;
 }

@@ -18,8 +18,7 @@
 #include "core/scratch.h"
 #include "core/comm.h"
 
-#define RAB_SEGS          16
-#define RAB_MIN_SEG_BYTES (64 * 1024)
+#define RAB_SEGS 16
 
 typedef enum {
     RAB_FOLD,    /* extras hand their input over; their partners combine it */
@@ -100,7 +99,7 @@ static cohort_status_t rab_exchange(cohort_request_t *req, rab_state_t *s, int p
                                     const void *sbuf, size_t slen, void *rbuf, size_t rlen)
 {
     size_t esize = s->base.args.esize, most = slen > rlen ? slen : rlen;
-    size_t min_elems = cohort_coll_seg_elems(RAB_MIN_SEG_BYTES, esize);
+    size_t min_elems = cohort_coll_seg_elems(cohort_coll_knob(req, 0), esize);
     int step0 = s->round * RAB_SEGS;
     cohort_status_t status;
 
@@ -340,4 +339,8 @@ const cohort_coll_algo_t cohort_allreduce_rabenseifner = {
     .progress = rab_progress,
     .cleanup = rab_cleanup,
     .peers = rab_peers,
+    .nknobs = 1,
+    .knobs = {{"min_segment", "COHORT_ALGO_ALLREDUCE_RABENSEIFNER_MIN_SEGMENT", 64 * 1024, 1024,
+               1u << 30, 1,
+               "an exchange is cut into up to 16 messages of at least this many bytes"}},
 };

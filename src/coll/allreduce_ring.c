@@ -6,29 +6,31 @@
  * so every rank holds the same bits.
  *
  * Pipelined: each block is cut into segments, and the 2(n - 1) x nseg (step, segment) units
- * flow through a window of RING_WINDOW receives, so a rank reduces one segment while the next
- * ones are on the wire. Unit u = t * nseg + j is also the message step.
+ * flow through a window of receives (the "window" parameter), so a rank reduces one segment while
+ * the next ones are on the wire. Unit u = t * nseg + j is also the message step.
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "core/scratch.h"
 #include "core/comm.h"
 
-#define RING_SEG_BYTES (256 * 1024)
-#define RING_WINDOW    4
+/* The segment and window are tuning parameters (cohort_bench algorithms); the state has room
+ * for the largest window. */
+#define RING_WINDOW_MAX 16
 
 typedef struct {
     cohort_coll_base_t base;
     int done;
     int left, right;
     size_t seg_elems;
-    size_t nseg;                      /* segments per block (of the largest block) */
-    size_t nunits;                    /* 2 (n - 1) nseg */
-    size_t next_recv;                 /* next unit to post a receive for */
-    size_t next_proc;                 /* next unit to process once received */
-    size_t next_send;                 /* next unit to send */
-    char *tmp;                        /* RING_WINDOW segments of incoming partial sums */
-    cohort_xfer_t x[2 * RING_WINDOW]; /* sends in [0, W), receives in [W, 2W) */
+    size_t nseg;                          /* segments per block (of the largest block) */
+    size_t nunits;                        /* 2 (n - 1) nseg */
+    size_t next_recv;                     /* next unit to post a receive for */
+    size_t next_proc;                     /* next unit to process once received */
+    size_t next_send;                     /* next unit to send */
+    int window;                           /* W */
+    char *tmp;                            /* W segments of incoming partial sums */
+    cohort_xfer_t x[2 * RING_WINDOW_MAX]; /* sends in [0, W), receives in [W, 2W) */
 } ring_state_t;
 
 static size_t ring_state_size(const cohort_coll_args_t *args, int gsize)
@@ -43,8 +45,9 @@ static cohort_status_t ring_start(cohort_request_t *req)
     const cohort_coll_args_t *a = &s->base.args;
     int n = g->size;
 
+    s->window = (int)cohort_coll_knob(req, 1);
     s->base.xfers = s->x;
-    s->base.nxfers = 2 * RING_WINDOW;
+    s->base.nxfers = 2 * s->window;
     if (a->count == 0 || n == 1) {
         cohort_coll_copy_input(a, a->count);
         s->done = 1;
@@ -52,11 +55,11 @@ static cohort_status_t ring_start(cohort_request_t *req)
     }
     s->left = (g->rank - 1 + n) % n;
     s->right = (g->rank + 1) % n;
-    s->seg_elems = cohort_coll_seg_elems(RING_SEG_BYTES, a->esize);
+    s->seg_elems = cohort_coll_seg_elems(cohort_coll_knob(req, 0), a->esize);
     s->nseg = cohort_coll_nsegs(cohort_coll_block_len(a->count, n, 0), s->seg_elems);
     s->nunits = 2 * (size_t)(n - 1) * s->nseg;
     s->seg_elems = (cohort_coll_block_len(a->count, n, 0) + s->nseg - 1) / s->nseg;
-    s->tmp = cohort_scratch_get(req->ctx, RING_WINDOW * s->seg_elems * a->esize);
+    s->tmp = cohort_scratch_get(req->ctx, (size_t)s->window * s->seg_elems * a->esize);
     if (s->tmp == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
@@ -85,11 +88,11 @@ static cohort_status_t ring_post_recv(cohort_request_t *req, ring_state_t *s, si
 
     ring_unit(s, req->comm, u, 1, &off, &len);
     if (t + 2 <= (size_t)req->comm->size) {
-        dst = s->tmp + (u % RING_WINDOW) * s->seg_elems * a->esize; /* to be reduced */
+        dst = s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize; /* to be reduced */
     } else {
         dst = cohort_coll_at(a->rbuf, off, a->esize); /* a finished block: straight in place */
     }
-    return cohort_coll_recv(req, &s->x[RING_WINDOW + u % RING_WINDOW], s->left, (int)u, dst,
+    return cohort_coll_recv(req, &s->x[s->window + u % (size_t)s->window], s->left, (int)u, dst,
                             len * a->esize);
 }
 
@@ -100,7 +103,7 @@ static cohort_status_t ring_post_send(cohort_request_t *req, ring_state_t *s, si
     size_t off, len;
 
     ring_unit(s, req->comm, u, 0, &off, &len);
-    return cohort_coll_send(req, &s->x[u % RING_WINDOW], s->right, (int)u,
+    return cohort_coll_send(req, &s->x[u % (size_t)s->window], s->right, (int)u,
                             cohort_coll_at(src, off, a->esize), len * a->esize);
 }
 
@@ -117,7 +120,7 @@ static void ring_process(cohort_request_t *req, ring_state_t *s, size_t u)
     }
     ring_unit(s, req->comm, u, 1, &off, &len);
     dst = cohort_coll_at(a->rbuf, off, a->esize);
-    cohort_reduce_local(dst, s->tmp + (u % RING_WINDOW) * s->seg_elems * a->esize,
+    cohort_reduce_local(dst, s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize,
                         cohort_coll_at(cohort_coll_input(a), off, a->esize), len, a->dt, a->op);
     if (t + 2 == (size_t)n) {
         /* The last reduce-scatter step finished this segment of the block this rank owns. */
@@ -135,12 +138,12 @@ static cohort_status_t ring_progress(cohort_request_t *req)
         return COHORT_OK;
     }
     do {
-        status = cohort_coll_xfers_error(s->x, 2 * RING_WINDOW);
+        status = cohort_coll_xfers_error(s->x, 2 * s->window);
         if (status != COHORT_OK) {
             return status;
         }
         progressed = 0;
-        while (s->next_recv < s->nunits && s->next_recv < s->next_proc + RING_WINDOW) {
+        while (s->next_recv < s->nunits && s->next_recv < s->next_proc + (size_t)s->window) {
             status = ring_post_recv(req, s, s->next_recv);
             if (status != COHORT_OK) {
                 return status;
@@ -150,7 +153,7 @@ static cohort_status_t ring_progress(cohort_request_t *req)
         }
         /* A unit past the first step forwards what was received one step earlier. */
         while (s->next_send < s->nunits &&
-               cohort_coll_xfer_idle(&s->x[s->next_send % RING_WINDOW]) &&
+               cohort_coll_xfer_idle(&s->x[s->next_send % (size_t)s->window]) &&
                (s->next_send < s->nseg || s->next_send - s->nseg < s->next_proc)) {
             status = ring_post_send(req, s, s->next_send);
             if (status != COHORT_OK) {
@@ -160,7 +163,7 @@ static cohort_status_t ring_progress(cohort_request_t *req)
             progressed = 1;
         }
         while (s->next_proc < s->next_recv) {
-            cohort_xfer_t *x = &s->x[RING_WINDOW + s->next_proc % RING_WINDOW];
+            cohort_xfer_t *x = &s->x[s->window + s->next_proc % (size_t)s->window];
             if (!x->done) {
                 break;
             }
@@ -175,7 +178,7 @@ static cohort_status_t ring_progress(cohort_request_t *req)
     if (s->next_proc < s->nunits || s->next_send < s->nunits) {
         return COHORT_INPROGRESS;
     }
-    status = cohort_coll_xfers_wait(s->x, 2 * RING_WINDOW);
+    status = cohort_coll_xfers_wait(s->x, 2 * s->window);
     if (status == COHORT_OK) {
         s->done = 1;
     }
@@ -199,4 +202,9 @@ const cohort_coll_algo_t cohort_allreduce_ring = {
     .progress = ring_progress,
     .cleanup = ring_cleanup,
     .peers = cohort_coll_peers_ring,
+    .nknobs = 2,
+    .knobs = {{"segment", "COHORT_ALGO_ALLREDUCE_RING_SEGMENT", 256 * 1024, 1024, 1u << 30, 1,
+               "bytes per pipelined message; 256 KiB kept 2-8 ranks busy here at 4-16 MiB"},
+              {"window", "COHORT_ALGO_ALLREDUCE_RING_WINDOW", 4, 1, 16, 0,
+               "segments in flight per direction; 4 hid the reduction behind the copy here"}},
 };

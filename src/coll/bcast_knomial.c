@@ -9,6 +9,7 @@
  * that nothing arrives unexpected (an unexpected eager message costs a copy).
  */
 #include "coll/coll.h"
+#include "coll/pattern/knomial.h"
 #include "core/comm.h"
 
 #define KNOMIAL_RADIX   4
@@ -28,16 +29,6 @@ typedef struct {
     /* xfers: nseg receives, then nseg * nchildren sends (segment-major) */
 } knomial_state_t;
 
-static int knomial_max_children(int n)
-{
-    int levels = 0;
-
-    for (long m = 1; m < n; m *= KNOMIAL_RADIX) {
-        levels++;
-    }
-    return levels * (KNOMIAL_RADIX - 1);
-}
-
 static int knomial_nseg(size_t bytes)
 {
     return bytes == 0 ? 0 : (int)((bytes + KNOMIAL_SEGMENT - 1) / KNOMIAL_SEGMENT);
@@ -45,7 +36,7 @@ static int knomial_nseg(size_t bytes)
 
 static size_t knomial_state_size(const cohort_coll_args_t *args, int gsize)
 {
-    int maxc = knomial_max_children(gsize);
+    int maxc = cohort_knomial_max_children(gsize, KNOMIAL_RADIX);
     int nseg = knomial_nseg(args->count * args->esize);
 
     /* the xfers first, where they are aligned */
@@ -58,30 +49,18 @@ static cohort_status_t knomial_start(cohort_request_t *req)
     knomial_state_t *s = req->state;
     const cohort_comm_t *g = req->comm;
     int n = g->size, root = s->base.args.root;
-    int vr = (g->rank - root + n) % n;
-    int maxc = knomial_max_children(n);
-    long mask = 1;
+    int maxc = cohort_knomial_max_children(n, KNOMIAL_RADIX);
 
     s->bytes = s->base.args.count * s->base.args.esize;
     s->nseg = knomial_nseg(s->bytes);
     s->base.xfers = (cohort_xfer_t *)(s + 1);
     s->children = (int *)(s->base.xfers + s->nseg * (1 + maxc));
-    s->parent = -1;
-    while (mask < n) {
-        long digit = vr % (KNOMIAL_RADIX * mask);
-        if (digit != 0) {
-            s->parent = (int)((vr - digit + root) % n);
-            break;
-        }
-        mask *= KNOMIAL_RADIX;
-    }
-    for (long m = mask / KNOMIAL_RADIX; m >= 1; m /= KNOMIAL_RADIX) {
-        for (int j = 1; j < KNOMIAL_RADIX; j++) {
-            long c = vr + j * m;
-            if (c < n) {
-                s->children[s->nchildren++] = (int)((c + root) % n);
-            }
-        }
+    cohort_knomial_tree(n, g->rank, root, KNOMIAL_RADIX, &s->parent, s->children, &s->nchildren);
+    /* Farthest subtrees first: they have the most levels still to go. */
+    for (int i = 0, j = s->nchildren - 1; i < j; i++, j--) {
+        int c = s->children[i];
+        s->children[i] = s->children[j];
+        s->children[j] = c;
     }
     s->base.nxfers = s->nseg * (1 + s->nchildren);
     s->phase = KNOMIAL_POST;
@@ -137,6 +116,20 @@ static cohort_status_t knomial_progress(cohort_request_t *req)
     return COHORT_ERR_INVALID_ARG; /* not reached */
 }
 
+static int knomial_peers(const cohort_coll_args_t *a, int n, int me, int *out, int max)
+{
+    int parent, nchildren, children[64];
+
+    if (a->count == 0 || cohort_knomial_max_children(n, KNOMIAL_RADIX) > 64) {
+        return 0;
+    }
+    cohort_knomial_tree(n, me, a->root, KNOMIAL_RADIX, &parent, children, &nchildren);
+    for (int i = 0; i < nchildren && i < max; i++) {
+        out[i] = children[i];
+    }
+    return nchildren < max ? nchildren : max;
+}
+
 const cohort_coll_algo_t cohort_bcast_knomial = {
     .name = "knomial",
     .description = "radix-4 k-nomial tree, any root; 1 MiB segments forwarded on arrival",
@@ -144,4 +137,5 @@ const cohort_coll_algo_t cohort_bcast_knomial = {
     .state_size = knomial_state_size,
     .start = knomial_start,
     .progress = knomial_progress,
+    .peers = knomial_peers,
 };

@@ -24,6 +24,16 @@ typedef struct {
     size_t esize; /* bytes per element */
 } cohort_coll_args_t;
 
+/* A tuning parameter, set by COHORT_ALGO_<COLL>_<ALGO>_<NAME> (env), read at init. */
+#define COHORT_COLL_KNOBS_MAX 3
+typedef struct {
+    const char *name; /* lower case, as shown */
+    const char *env;
+    size_t def, min, max;
+    int bytes;
+    const char *description;
+} cohort_coll_knob_t;
+
 typedef struct cohort_coll_algo {
     const char *name;
     const char *description;
@@ -41,6 +51,8 @@ typedef struct cohort_coll_algo {
     /* Optional: nonzero when the algorithm cannot run this case; selection moves on to the
      * next rule that matches. */
     int (*decline)(const cohort_coll_args_t *args, int gsize);
+    int nknobs;
+    cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
 } cohort_coll_algo_t;
 
 /* Every algorithm's state begins with this. */
@@ -78,12 +90,14 @@ cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *
 /* Post and wait: the blocking collectives. */
 cohort_status_t cohort_coll_run(cohort_comm_t *comm, const cohort_coll_args_t *args);
 
+/* The value in effect of tuning parameter @a i of the request's algorithm. */
+size_t cohort_coll_knob(const cohort_request_t *req, int i);
+
 /* Algorithm table (select.c). */
 const cohort_coll_algo_t *cohort_coll_select(const cohort_context_t *ctx,
                                              const cohort_coll_args_t *args, int gsize);
 /* Read every COHORT_ALGO_* setting into the context's selection (ctx->coll); an unknown
  * collective or algorithm is an error naming the valid ones. */
 cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errlen);
-void cohort_coll_print_algos(FILE *f);
 
 #endif

@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "coll/pattern/knomial.h"
 #include "core/scratch.h"
 #include "core/comm.h"
 
@@ -35,20 +36,9 @@ typedef struct {
     cohort_xfer_t *rx; /* [KN_WINDOW][nchildren] receives from children */
 } kn_state_t;
 
-/* The most children any rank of an n-rank tree has: (k - 1) per level. */
-static int kn_max_children(int n)
-{
-    int levels = 0;
-
-    for (long d = 1; d < n; d *= KN_RADIX) {
-        levels++;
-    }
-    return (KN_RADIX - 1) * levels;
-}
-
 static size_t kn_state_size(const cohort_coll_args_t *args, int gsize)
 {
-    int m = kn_max_children(gsize);
+    int m = cohort_knomial_max_children(gsize, KN_RADIX);
 
     return sizeof(kn_state_t) + (size_t)KN_WINDOW * (size_t)(m + 1) * sizeof(cohort_xfer_t) +
            (size_t)m * sizeof(int);
@@ -59,10 +49,10 @@ static cohort_status_t kn_start(cohort_request_t *req)
     kn_state_t *s = req->state;
     const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
-    int n = g->size, vr = (g->rank - a->root + n) % n;
+    int n = g->size;
     size_t seg_bytes;
 
-    s->maxchildren = kn_max_children(n);
+    s->maxchildren = cohort_knomial_max_children(n, KN_RADIX);
     s->sx = (cohort_xfer_t *)(s + 1);
     s->rx = s->sx + KN_WINDOW;
     s->children = (int *)(s->rx + (size_t)KN_WINDOW * (size_t)s->maxchildren);
@@ -76,15 +66,7 @@ static cohort_status_t kn_start(cohort_request_t *req)
         s->done = 1;
         return COHORT_OK;
     }
-    for (long d = 1; d < n; d *= KN_RADIX) {
-        if (vr % (d * KN_RADIX) != 0) {
-            s->parent = (int)((vr - vr % (d * KN_RADIX) + a->root) % n);
-            break;
-        }
-        for (int i = 1; i < KN_RADIX && vr + i * d < n; i++) {
-            s->children[s->nchildren++] = (int)((vr + i * d + a->root) % n);
-        }
-    }
+    cohort_knomial_tree(n, g->rank, a->root, KN_RADIX, &s->parent, s->children, &s->nchildren);
     s->seg_elems = cohort_coll_seg_elems(KN_SEG_BYTES, a->esize);
     s->nseg = cohort_coll_nsegs(a->count, s->seg_elems);
     s->seg_elems = (a->count + s->nseg - 1) / s->nseg; /* even segments */
@@ -232,6 +214,18 @@ static void kn_cleanup(cohort_request_t *req)
     s->tmp = s->acc = NULL;
 }
 
+static int kn_peers(const cohort_coll_args_t *a, int n, int me, int *out, int max)
+{
+    int parent, nchildren, children[64];
+
+    if (a->count == 0 || n < 2 || max < 1 || cohort_knomial_max_children(n, KN_RADIX) > 64) {
+        return 0;
+    }
+    cohort_knomial_tree(n, me, a->root, KN_RADIX, &parent, children, &nchildren);
+    out[0] = parent;
+    return parent >= 0;
+}
+
 const cohort_coll_algo_t cohort_reduce_knomial = {
     .name = "knomial",
     .description = "radix-4 k-nomial tree to any root, pipelined in 128 KiB segments",
@@ -240,4 +234,5 @@ const cohort_coll_algo_t cohort_reduce_knomial = {
     .start = kn_start,
     .progress = kn_progress,
     .cleanup = kn_cleanup,
+    .peers = kn_peers,
 };

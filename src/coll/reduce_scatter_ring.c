@@ -4,8 +4,8 @@
  * its own input's block and passes it on at the next step; the last step's block is its own.
  *
  * Pipelined like the ring allreduce: blocks are cut into segments and (step, segment) units
- * flow through a window of RS_WINDOW receives. Partial sums wait in "acc", one block long: the
- * segment j received at step t is combined into acc's segment j once acc's segment j (the
+ * flow through a window of receives (the "window" parameter). Partial sums wait in "acc", one block
+ * long: the segment j received at step t is combined into acc's segment j once acc's segment j (the
  * previous step's) has left, and sent on at step t + 1. acc is rbuf itself, or under
  * COHORT_IN_PLACE (where rbuf holds the whole input) a scratch block copied to rbuf's start at
  * the end.
@@ -15,8 +15,8 @@
 #include "core/scratch.h"
 #include "core/comm.h"
 
-#define RS_SEG_BYTES (128 * 1024)
-#define RS_WINDOW    4
+/* The segment and window are tuning parameters; the state has room for the largest window. */
+#define RS_WINDOW_MAX 16
 
 typedef struct {
     cohort_coll_base_t base;
@@ -28,9 +28,10 @@ typedef struct {
     size_t next_recv;
     size_t next_proc;
     size_t next_send;
-    char *tmp; /* RS_WINDOW incoming segments (then acc, under COHORT_IN_PLACE) */
-    char *acc; /* one block: rbuf, or after tmp under COHORT_IN_PLACE */
-    cohort_xfer_t x[2 * RS_WINDOW]; /* sends in [0, W), receives in [W, 2W) */
+    char *tmp;                          /* W incoming segments (then acc, under COHORT_IN_PLACE) */
+    char *acc;                          /* one block: rbuf, or after tmp under COHORT_IN_PLACE */
+    int window;                         /* W */
+    cohort_xfer_t x[2 * RS_WINDOW_MAX]; /* sends in [0, W), receives in [W, 2W) */
 } rs_state_t;
 
 static size_t rs_state_size(const cohort_coll_args_t *args, int gsize)
@@ -47,7 +48,8 @@ static cohort_status_t rs_start(cohort_request_t *req)
     size_t tmp_bytes;
 
     s->base.xfers = s->x;
-    s->base.nxfers = 2 * RS_WINDOW;
+    s->window = (int)cohort_coll_knob(req, 1);
+    s->base.nxfers = 2 * s->window;
     if (a->count == 0 || n == 1) {
         cohort_coll_copy_input(a, a->count);
         s->done = 1;
@@ -55,11 +57,11 @@ static cohort_status_t rs_start(cohort_request_t *req)
     }
     s->left = (g->rank - 1 + n) % n;
     s->right = (g->rank + 1) % n;
-    s->seg_elems = cohort_coll_seg_elems(RS_SEG_BYTES, a->esize);
+    s->seg_elems = cohort_coll_seg_elems(cohort_coll_knob(req, 0), a->esize);
     s->nseg = cohort_coll_nsegs(a->count, s->seg_elems);
     s->seg_elems = (a->count + s->nseg - 1) / s->nseg;
     s->nunits = (size_t)(n - 1) * s->nseg;
-    tmp_bytes = RS_WINDOW * s->seg_elems * a->esize;
+    tmp_bytes = (size_t)s->window * s->seg_elems * a->esize;
     /* One allocation for both: see reduce_knomial.c. */
     s->tmp = cohort_scratch_get(req->ctx,
                                 tmp_bytes + (a->sbuf == COHORT_IN_PLACE ? a->count * a->esize : 0));
@@ -96,7 +98,8 @@ static cohort_status_t rs_post_send(cohort_request_t *req, rs_state_t *s, size_t
     } else {
         src = s->acc + j * s->seg_elems * s->base.args.esize;
     }
-    return cohort_coll_send(req, &s->x[u % RS_WINDOW], s->right, (int)u, src, rs_seg_bytes(s, j));
+    return cohort_coll_send(req, &s->x[u % (size_t)s->window], s->right, (int)u, src,
+                            rs_seg_bytes(s, j));
 }
 
 /* Whether send @a u (which reads acc's segment) has finished: its slot holds it, or a later
@@ -106,7 +109,8 @@ static int rs_send_finished(const rs_state_t *s, size_t u)
     if (s->next_send <= u) {
         return 0;
     }
-    return s->next_send > u + RS_WINDOW || cohort_coll_xfer_idle(&s->x[u % RS_WINDOW]);
+    return s->next_send > u + (size_t)s->window ||
+           cohort_coll_xfer_idle(&s->x[u % (size_t)s->window]);
 }
 
 static void rs_process(cohort_request_t *req, rs_state_t *s, size_t u)
@@ -116,7 +120,7 @@ static void rs_process(cohort_request_t *req, rs_state_t *s, size_t u)
     char *dst = s->acc + j * s->seg_elems * a->esize;
     size_t len = cohort_coll_seg_len(a->count, s->seg_elems, j);
 
-    cohort_reduce_local(dst, s->tmp + (u % RS_WINDOW) * s->seg_elems * a->esize,
+    cohort_reduce_local(dst, s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize,
                         rs_input(s, req->comm, t, j, 2), len, a->dt, a->op);
     if (t + 2 == (size_t)req->comm->size) {
         cohort_reduce_finish(dst, len, a->dt, a->op, req->comm->size);
@@ -134,23 +138,25 @@ static cohort_status_t rs_progress(cohort_request_t *req)
         return COHORT_OK;
     }
     do {
-        status = cohort_coll_xfers_error(s->x, 2 * RS_WINDOW);
+        status = cohort_coll_xfers_error(s->x, 2 * s->window);
         if (status != COHORT_OK) {
             return status;
         }
         progressed = 0;
-        while (s->next_recv < s->nunits && s->next_recv < s->next_proc + RS_WINDOW) {
+        while (s->next_recv < s->nunits && s->next_recv < s->next_proc + (size_t)s->window) {
             size_t u = s->next_recv;
-            status = cohort_coll_recv(req, &s->x[RS_WINDOW + u % RS_WINDOW], s->left, (int)u,
-                                      s->tmp + (u % RS_WINDOW) * s->seg_elems * a->esize,
-                                      rs_seg_bytes(s, u % s->nseg));
+            status =
+                cohort_coll_recv(req, &s->x[s->window + u % (size_t)s->window], s->left, (int)u,
+                                 s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize,
+                                 rs_seg_bytes(s, u % s->nseg));
             if (status != COHORT_OK) {
                 return status;
             }
             s->next_recv++;
             progressed = 1;
         }
-        while (s->next_send < s->nunits && cohort_coll_xfer_idle(&s->x[s->next_send % RS_WINDOW]) &&
+        while (s->next_send < s->nunits &&
+               cohort_coll_xfer_idle(&s->x[s->next_send % (size_t)s->window]) &&
                (s->next_send < s->nseg || s->next_send - s->nseg < s->next_proc)) {
             status = rs_post_send(req, s, s->next_send);
             if (status != COHORT_OK) {
@@ -161,7 +167,7 @@ static cohort_status_t rs_progress(cohort_request_t *req)
         }
         while (s->next_proc < s->next_recv) {
             size_t u = s->next_proc;
-            cohort_xfer_t *x = &s->x[RS_WINDOW + u % RS_WINDOW];
+            cohort_xfer_t *x = &s->x[s->window + u % (size_t)s->window];
             if (!x->done || (u >= s->nseg && !rs_send_finished(s, u))) {
                 break;
             }
@@ -176,7 +182,7 @@ static cohort_status_t rs_progress(cohort_request_t *req)
     if (s->next_proc < s->nunits || s->next_send < s->nunits) {
         return COHORT_INPROGRESS;
     }
-    status = cohort_coll_xfers_wait(s->x, 2 * RS_WINDOW);
+    status = cohort_coll_xfers_wait(s->x, 2 * s->window);
     if (status != COHORT_OK) {
         return status;
     }
@@ -205,4 +211,9 @@ const cohort_coll_algo_t cohort_reduce_scatter_ring = {
     .progress = rs_progress,
     .cleanup = rs_cleanup,
     .peers = cohort_coll_peers_ring,
+    .nknobs = 2,
+    .knobs = {{"segment", "COHORT_ALGO_REDUCE_SCATTER_RING_SEGMENT", 128 * 1024, 1024, 1u << 30, 1,
+               "bytes per pipelined message; 128 KiB measured best here at 1-16 MiB"},
+              {"window", "COHORT_ALGO_REDUCE_SCATTER_RING_WINDOW", 4, 1, 16, 0,
+               "segments in flight per direction"}},
 };

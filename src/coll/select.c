@@ -76,11 +76,33 @@ typedef struct {
 
 #define COHORT_RULES_MAX 16
 
+#define COHORT_ALGOS_MAX 32
+
 /* What COHORT_ALGO_* said, per context. */
 typedef struct {
     int nrules[COHORT_COLL_LAST];
     cohort_coll_rule_t rules[COHORT_COLL_LAST][COHORT_RULES_MAX];
+    size_t knob[COHORT_ALGOS_MAX][COHORT_COLL_KNOBS_MAX];
 } cohort_coll_selection_t;
+
+static int cohort_algo_index(const cohort_coll_algo_t *algo)
+{
+    for (int i = 0; cohort_algos[i] != NULL; i++) {
+        if (cohort_algos[i] == algo) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+size_t cohort_coll_knob(const cohort_request_t *req, int i)
+{
+    const cohort_coll_algo_t *algo = cohort_coll_base((cohort_request_t *)req)->algo;
+    const cohort_coll_selection_t *sel = req->ctx->coll;
+    int a = cohort_algo_index(algo);
+
+    return sel != NULL && a >= 0 ? sel->knob[a][i] : algo->knobs[i].def;
+}
 
 /* Thresholds measured on a 2-core machine with 2-16 oversubscribed ranks over shared memory
  * (min of two quiet runs); there, ranks share cores, so total copy work decides more than
@@ -268,6 +290,33 @@ static cohort_status_t cohort_coll_parse_rules(cohort_coll_selection_t *sel, int
     return COHORT_OK;
 }
 
+/* A tuning parameter's setting: 1 when @a set named one (and it was good), 0 when it names
+ * none, -1 on a bad value (err says why). */
+static int cohort_coll_parse_knob(cohort_coll_selection_t *sel, const cohort_config_algo_t *set,
+                                  char *err, size_t errlen)
+{
+    for (int a = 0; cohort_algos[a] != NULL; a++) {
+        for (int k = 0; k < cohort_algos[a]->nknobs; k++) {
+            const cohort_coll_knob_t *kn = &cohort_algos[a]->knobs[k];
+            size_t v;
+
+            if (strcmp(kn->env + strlen("COHORT_ALGO_"), set->name) != 0) {
+                continue;
+            }
+            if (cohort_parse_size(set->value, strlen(set->value), &v) != 0 || v == ANY_SIZE ||
+                (!kn->bytes && strpbrk(set->value, "kKmMgG") != NULL) || v < kn->min ||
+                v > kn->max) {
+                snprintf(err, errlen, "%s=%s: expected %s from %zu to %zu", kn->env, set->value,
+                         kn->bytes ? "bytes (k/m suffixes accepted)" : "a count", kn->min, kn->max);
+                return -1;
+            }
+            sel->knob[a][k] = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errlen)
 {
     cohort_coll_selection_t *sel = calloc(1, sizeof(*sel));
@@ -276,10 +325,23 @@ cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errl
         snprintf(err, errlen, "out of memory");
         return COHORT_ERR_NO_MEMORY;
     }
+    for (int a = 0; cohort_algos[a] != NULL; a++) {
+        for (int k = 0; k < cohort_algos[a]->nknobs; k++) {
+            sel->knob[a][k] = cohort_algos[a]->knobs[k].def;
+        }
+    }
     for (int i = 0; i < ctx->cfg.nalgo; i++) {
         const cohort_config_algo_t *set = &ctx->cfg.algo[i];
-        int c;
+        int c, r;
 
+        r = cohort_coll_parse_knob(sel, set, err, errlen);
+        if (r < 0) {
+            free(sel);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        if (r > 0) {
+            continue;
+        }
         for (c = 0; c < COHORT_COLL_LAST; c++) {
             if (strcmp(set->name, cohort_coll_env_names[c]) == 0) {
                 break;
@@ -303,11 +365,50 @@ cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errl
     return COHORT_OK;
 }
 
-void cohort_coll_print_algos(FILE *f)
+/* The public table (cohort.h): an algorithm's id is its position in cohort_algos, so new
+ * algorithms are appended and none is ever removed or moved (a retired one would keep its slot
+ * and decline every case). */
+int cohort_algo_count(void)
 {
-    fprintf(f, "%-3s %-15s %-22s %s\n", "id", "collective", "name", "description");
-    for (int i = 0; cohort_algos[i] != NULL; i++) {
-        fprintf(f, "%-3d %-15s %-22s %s\n", i, cohort_coll_names[cohort_algos[i]->coll],
-                cohort_algos[i]->name, cohort_algos[i]->description);
+    int n = 0;
+
+    while (cohort_algos[n] != NULL) {
+        n++;
     }
+    return n;
+}
+
+cohort_status_t cohort_algo_info(int index, cohort_algo_info_t *info)
+{
+    if (info == NULL || index < 0 || index >= cohort_algo_count()) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    info->id = index;
+    info->collective = cohort_coll_names[cohort_algos[index]->coll];
+    info->name = cohort_algos[index]->name;
+    info->description = cohort_algos[index]->description;
+    return COHORT_OK;
+}
+
+int cohort_algo_param_count(int index)
+{
+    return index >= 0 && index < cohort_algo_count() ? cohort_algos[index]->nknobs : 0;
+}
+
+cohort_status_t cohort_algo_param_info(int index, int param, cohort_algo_param_t *info)
+{
+    const cohort_coll_knob_t *kn;
+
+    if (info == NULL || param < 0 || param >= cohort_algo_param_count(index)) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    kn = &cohort_algos[index]->knobs[param];
+    info->name = kn->name;
+    info->env = kn->env;
+    info->default_value = kn->def;
+    info->min = kn->min;
+    info->max = kn->max;
+    info->is_bytes = kn->bytes;
+    info->description = kn->description;
+    return COHORT_OK;
 }

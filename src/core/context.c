@@ -267,6 +267,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p)
     cohort_list_init(&ctx->group_pool);
     cohort_map_init(&ctx->group_instances);
     cohort_list_init(&ctx->layouts);
+    cohort_list_init(&ctx->layout_pool);
     cohort_map_init(&ctx->peers);
     cohort_map_init(&ctx->comms);
     cohort_map_init(&ctx->orphans);

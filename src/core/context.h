@@ -58,6 +58,7 @@ struct cohort_context {
     cohort_list_t group_pool;     /* freed group structs, reused oldest first */
     cohort_map_t group_instances; /* (tag, members) key -> groups created so far */
     cohort_list_t layouts;
+    cohort_list_t layout_pool; /* freed layouts, kept until finalize */
     void *coll; /* the collective layer's per-context state (its selection table) */
     void (*coll_free)(void *coll);
 

@@ -1,4 +1,8 @@
-/* cohort_layout_*: a rank's own groups of a Megatron-style layout, created member-only. */
+/*
+ * cohort_layout_*: a rank's own groups of a Megatron-style layout, created member-only. The
+ * spec's kinds are built at creation; any other kind (a token such as "expert:tp-ep") on its
+ * first request.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,33 +11,109 @@
 #include "group/group.h"
 #include "group/layout_gen.h"
 
+#define LAYOUT_KIND_LEN 48
+
+typedef struct {
+    char kind[LAYOUT_KIND_LEN]; /* canonical name */
+    cohort_group_t *group;      /* NULL where this rank is in no group of the kind */
+} cohort_layout_entry_t;
+
+#define COHORT_LAYOUT_LIVE  0x1a9047feu
+#define COHORT_LAYOUT_FREED 0x1a90dead
+
+/* Freed layouts stay in the context's pool until finalize, so a freed handle reads as freed. */
 struct cohort_layout {
+    uint32_t magic;
     cohort_context_t *ctx;
     cohort_layout_spec_t spec;
-    int nkinds;
-    cohort_group_t **groups; /* [nkinds], NULL where this rank is in no group of the kind */
-    cohort_list_t link;      /* in the context's layout list */
+    int nkinds, cap;
+    cohort_layout_entry_t *kinds; /* the spec's kinds first, then those made on request */
+    cohort_list_t link;           /* in the context's layout list */
 };
+
+static cohort_status_t cohort_layout_check(const cohort_layout_t *layout, const char *what)
+{
+    if (layout == NULL) {
+        cohort_error(NULL, "%s is NULL", what);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (layout->magic != COHORT_LAYOUT_LIVE) {
+        cohort_error(NULL, "%s %p is not a live cohort layout (%s)", what, (const void *)layout,
+                     layout->magic == COHORT_LAYOUT_FREED ? "freed" : "never created");
+        return COHORT_ERR_INVALID_ARG;
+    }
+    return COHORT_OK;
+}
 
 static void cohort_layout_destroy(cohort_layout_t *layout)
 {
     for (int k = 0; k < layout->nkinds; k++) {
-        if (layout->groups[k] != NULL) {
-            cohort_group_destroy(layout->groups[k]);
+        if (layout->kinds[k].group != NULL) {
+            cohort_group_destroy(layout->kinds[k].group);
         }
     }
     cohort_list_del(&layout->link);
-    free(layout->groups);
-    free(layout);
+    free(layout->kinds);
+    layout->kinds = NULL;
+    layout->nkinds = 0;
+    layout->magic = COHORT_LAYOUT_FREED;
+    cohort_list_push(&layout->ctx->layout_pool, &layout->link);
+}
+
+/* Create this rank's group of @a kind (canonical) into a new entry. */
+static cohort_status_t cohort_layout_add(cohort_layout_t *layout, const char *kind)
+{
+    cohort_layout_entry_t *e;
+    cohort_status_t status = COHORT_OK;
+    int size = cohort_layout_group_size(&layout->spec, kind), n;
+    int *members;
+    char tag[LAYOUT_KIND_LEN + 8];
+
+    if (layout->nkinds == layout->cap) {
+        int cap = layout->cap ? 2 * layout->cap : 32;
+        cohort_layout_entry_t *grown = realloc(layout->kinds, (size_t)cap * sizeof(*grown));
+
+        if (grown == NULL) {
+            return COHORT_ERR_NO_MEMORY;
+        }
+        layout->kinds = grown;
+        layout->cap = cap;
+    }
+    members = malloc((size_t)(size > 0 ? size : 1) * sizeof(int));
+    if (members == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    e = &layout->kinds[layout->nkinds];
+    snprintf(e->kind, sizeof(e->kind), "%s", kind);
+    e->group = NULL;
+    n = cohort_layout_gen_rank_group(&layout->spec, kind, layout->ctx->rank, members);
+    if (n < 0 || n > size) {
+        cohort_error(layout->ctx, "cohort_layout: internal error computing kind %s", kind);
+        status = COHORT_ERR_INVALID_ARG;
+    } else if (n > 0) {
+        /* The tag names the kind, so kinds with the same members stay distinct groups. */
+        snprintf(tag, sizeof(tag), "layout:%s", kind);
+        status =
+            cohort_group_create_owned(layout->ctx, tag, members, n, COHORT_GROUP_LAYOUT, &e->group);
+        if (status != COHORT_OK) {
+            cohort_error(layout->ctx, "cohort_layout: creating the %s group failed: %s", kind,
+                         cohort_strerror(status));
+        }
+    }
+    free(members);
+    if (status == COHORT_OK) {
+        layout->nkinds++; /* n == 0: embd / pos-embd, not every rank has one */
+    }
+    return status;
 }
 
 cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
                                      cohort_layout_t **layout_p)
 {
     cohort_layout_t *layout;
-    cohort_status_t status;
-    char err[256], tag[32];
-    int *members;
+    cohort_status_t status = COHORT_OK;
+    char err[256];
+    int nkinds;
 
     if (cohort_context_check(ctx, "cohort_layout_create: ctx") != COHORT_OK) {
         return COHORT_ERR_INVALID_ARG;
@@ -47,49 +127,20 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
         return COHORT_ERR_NO_MEMORY;
     }
     cohort_list_init(&layout->link);
-    status = cohort_layout_parse(spec, ctx->size, &layout->spec, err, sizeof(err));
+    status = cohort_layout_gen_parse(spec, ctx->size, &layout->spec, err, sizeof(err));
     if (status != COHORT_OK) {
         cohort_error(ctx, "cohort_layout_create: \"%s\": %s", spec ? spec : "(null)", err);
         free(layout);
         return status;
     }
-    while (cohort_layout_kinds[layout->nkinds] != NULL) {
-        layout->nkinds++;
-    }
     layout->ctx = ctx;
-    layout->groups = calloc((size_t)layout->nkinds, sizeof(*layout->groups));
-    members = malloc((size_t)ctx->size * sizeof(int));
-    if (layout->groups == NULL || members == NULL) {
-        free(members);
-        free(layout->groups);
-        free(layout);
-        return COHORT_ERR_NO_MEMORY;
-    }
+    layout->magic = COHORT_LAYOUT_LIVE;
     cohort_list_push(&ctx->layouts, &layout->link);
 
-    for (int k = 0; k < layout->nkinds; k++) {
-        const char *kind = cohort_layout_kinds[k];
-        int n = cohort_layout_rank_group(&layout->spec, kind, ctx->rank, members);
-
-        if (n == 0) {
-            continue; /* embd / pos-embd: not every rank has one */
-        }
-        if (n < 0) {
-            cohort_error(ctx, "cohort_layout_create: internal error computing kind %s", kind);
-            status = COHORT_ERR_INVALID_ARG;
-            break;
-        }
-        /* The tag names the kind, so kinds with the same members stay distinct groups. */
-        snprintf(tag, sizeof(tag), "layout:%s", kind);
-        status = cohort_group_create_owned(ctx, tag, members, n, COHORT_GROUP_LAYOUT,
-                                           &layout->groups[k]);
-        if (status != COHORT_OK) {
-            cohort_error(ctx, "cohort_layout_create: creating the %s group failed: %s", kind,
-                         cohort_strerror(status));
-            break;
-        }
+    nkinds = cohort_layout_spec_kind_count(&layout->spec);
+    for (int k = 0; k < nkinds && status == COHORT_OK; k++) {
+        status = cohort_layout_add(layout, cohort_layout_spec_kind_name(&layout->spec, k));
     }
-    free(members);
     if (status != COHORT_OK) {
         cohort_layout_destroy(layout);
         return status;
@@ -98,27 +149,82 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
     return COHORT_OK;
 }
 
-cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind)
+static cohort_layout_entry_t *cohort_layout_find(cohort_layout_t *layout, const char *kind)
 {
-    if (layout == NULL || kind == NULL) {
-        cohort_error(layout ? layout->ctx : NULL, "cohort_layout_group: %s is NULL",
-                     layout == NULL ? "layout" : "kind");
-        return NULL;
-    }
     for (int k = 0; k < layout->nkinds; k++) {
-        if (strcmp(cohort_layout_kinds[k], kind) == 0) {
-            return layout->groups[k];
+        if (strcmp(layout->kinds[k].kind, kind) == 0) {
+            return &layout->kinds[k];
         }
     }
-    cohort_error(layout->ctx, "cohort_layout_group: unknown kind \"%s\"", kind);
     return NULL;
+}
+
+/* A token whose groups are those of a built kind: that kind's name, else NULL. */
+static const char *cohort_layout_alias(cohort_layout_t *layout, const char *canonical)
+{
+    static const char *const plain[] = {"tp",    "pp",     "dp",        "cp",       "dp-cp",
+                                        "tp-pp", "tp-cp",  "tp-dp",     "tp-dp-cp", "ep",
+                                        "etp",   "etp-ep", "etp-ep-pp", "edp"};
+    char name[LAYOUT_KIND_LEN];
+
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+        const char *token =
+            plain[i][0] == 'e' && strcmp(plain[i], "ep") != 0 ? plain[i] + 1 : plain[i];
+        char spelled[LAYOUT_KIND_LEN];
+
+        /* etp-ep is the expert token tp-ep, edp the expert dp, ep the expert ep */
+        snprintf(spelled, sizeof(spelled), "%s:%s", plain[i][0] == 'e' ? "expert" : "dense", token);
+        if (cohort_layout_gen_canonical(&layout->spec, spelled, name, sizeof(name)) == 0 &&
+            strcmp(name, canonical) == 0) {
+            return plain[i];
+        }
+    }
+    return NULL;
+}
+
+cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind)
+{
+    cohort_layout_entry_t *e;
+    const char *alias;
+    char canonical[LAYOUT_KIND_LEN];
+
+    if (cohort_layout_check(layout, "cohort_layout_group: layout") != COHORT_OK) {
+        return NULL;
+    }
+    if (kind == NULL) {
+        cohort_error(layout->ctx, "cohort_layout_group: kind is NULL");
+        return NULL;
+    }
+    e = cohort_layout_find(layout, kind);
+    if (e != NULL) {
+        return e->group;
+    }
+    if (cohort_layout_gen_canonical(&layout->spec, kind, canonical, sizeof(canonical)) != 0 ||
+        strlen(canonical) + 1 >= LAYOUT_KIND_LEN) {
+        cohort_error(layout->ctx, "cohort_layout_group: unknown kind \"%.*s\"", LAYOUT_KIND_LEN,
+                     kind);
+        return NULL;
+    }
+    alias = cohort_layout_alias(layout, canonical);
+    e = cohort_layout_find(layout, alias != NULL ? alias : canonical);
+    if (e != NULL) {
+        return e->group;
+    }
+    if (cohort_layout_add(layout, canonical) != COHORT_OK) {
+        return NULL;
+    }
+    return layout->kinds[layout->nkinds - 1].group;
 }
 
 cohort_status_t cohort_layout_free(cohort_layout_t *layout)
 {
-    if (layout != NULL) {
-        cohort_layout_destroy(layout);
+    if (layout == NULL) {
+        return COHORT_OK;
     }
+    if (cohort_layout_check(layout, "cohort_layout_free: layout") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    cohort_layout_destroy(layout);
     return COHORT_OK;
 }
 
@@ -126,5 +232,11 @@ void cohort_layout_free_all(cohort_context_t *ctx)
 {
     while (!cohort_list_empty(&ctx->layouts)) {
         cohort_layout_destroy(cohort_container_of(ctx->layouts.next, cohort_layout_t, link));
+    }
+    while (!cohort_list_empty(&ctx->layout_pool)) {
+        cohort_layout_t *layout = cohort_container_of(ctx->layout_pool.next, cohort_layout_t, link);
+        cohort_list_del(&layout->link);
+        layout->magic = 0;
+        free(layout);
     }
 }

@@ -1,14 +1,7 @@
 /*
- * Megatron-style layout arithmetic: the rank groups of megatron/core/parallel_state.py's two
- * RankGenerators, computed per group instead of for the whole world.
- *
- * Megatron numbers ranks by an order of parallel dimensions, the first varying fastest:
- * rank = sum(coord[i] * stride[i]) with stride[i] = size[0] * ... * size[i-1]. A group of token
- * "a-b" holds the ranks that agree on every dimension outside {a, b}; its members are listed
- * with the first masked dimension fastest, and the groups are numbered the same way over the
- * unmasked dimensions (generate_masked_orthogonal_rank_groups). Megatron builds one generator
- * for the dense layers (tp, cp, dp, pp; ep = 1) and one for the expert layers (etp, ep, edp,
- * pp; cp = 1) over the same order string.
+ * Parsing and validating a layout spec against a world size: the keys, their checks and
+ * one-line errors, and Megatron's own checks on the pair of RankGenerators. The groups are
+ * computed in layout_kind.c.
  */
 #include "layout_gen.h"
 
@@ -19,54 +12,16 @@
 #include <string.h>
 #include <strings.h>
 
-/* Megatron's name_to_size order, which is also the order missing names are appended in. */
-enum { DIM_TP, DIM_PP, DIM_DP, DIM_EP, DIM_CP, DIM_COUNT };
-static const char *const dim_names[DIM_COUNT] = {"tp", "pp", "dp", "ep", "cp"};
-
-typedef enum { GEN_DENSE, GEN_EXPERT } layout_gen_t;
-typedef enum { EMBD_NONE, EMBD_FIRST_LAST, EMBD_FIRST } layout_embd_t;
-
-typedef struct {
-    const char *kind;
-    layout_gen_t gen;
-    const char *token; /* the argument Megatron passes to get_ranks() */
-    layout_embd_t embd;
-} layout_kind_t;
-
-static const layout_kind_t kind_table[] = {
-    {"tp", GEN_DENSE, "tp", EMBD_NONE},
-    {"pp", GEN_DENSE, "pp", EMBD_NONE},
-    {"dp", GEN_DENSE, "dp", EMBD_NONE},
-    {"cp", GEN_DENSE, "cp", EMBD_NONE},
-    {"dp-cp", GEN_DENSE, "dp-cp", EMBD_NONE},
-    {"tp-pp", GEN_DENSE, "tp-pp", EMBD_NONE},
-    {"tp-cp", GEN_DENSE, "tp-cp", EMBD_NONE},
-    {"tp-dp", GEN_DENSE, "tp-dp", EMBD_NONE},
-    {"tp-dp-cp", GEN_DENSE, "tp-dp-cp", EMBD_NONE},
-    {"embd", GEN_DENSE, "pp", EMBD_FIRST_LAST},
-    {"pos-embd", GEN_DENSE, "pp", EMBD_FIRST},
-    {"ep", GEN_EXPERT, "ep", EMBD_NONE},
-    {"etp", GEN_EXPERT, "tp", EMBD_NONE},
-    {"etp-ep", GEN_EXPERT, "tp-ep", EMBD_NONE},
-    {"etp-ep-pp", GEN_EXPERT, "tp-ep-pp", EMBD_NONE},
-    {"edp", GEN_EXPERT, "dp", EMBD_NONE},
+enum {
+    DIM_TP = COHORT_LAYOUT_DIM_TP,
+    DIM_PP = COHORT_LAYOUT_DIM_PP,
+    DIM_DP = COHORT_LAYOUT_DIM_DP,
+    DIM_EP = COHORT_LAYOUT_DIM_EP,
+    DIM_CP = COHORT_LAYOUT_DIM_CP,
+    DIM_COUNT = COHORT_LAYOUT_DIM_COUNT
 };
-#define NKINDS ((int)(sizeof(kind_table) / sizeof(kind_table[0])))
-
-const char *const cohort_layout_kinds[] = {
-    "tp",   "pp",       "dp", "cp",  "dp-cp",  "tp-pp",     "tp-cp", "tp-dp", "tp-dp-cp",
-    "embd", "pos-embd", "ep", "etp", "etp-ep", "etp-ep-pp", "edp",   NULL,
-};
-
-/* One generator's view of one token: sizes and strides per order position, and the mask. */
-typedef struct {
-    int n;
-    int size[COHORT_LAYOUT_MAX_DIMS];
-    int stride[COHORT_LAYOUT_MAX_DIMS];
-    int masked[COHORT_LAYOUT_MAX_DIMS];
-    int gsize;   /* members per group */
-    int ngroups; /* world / gsize */
-} layout_geom_t;
+const char *const cohort_layout_dim_names[COHORT_LAYOUT_DIM_COUNT] = {"tp", "pp", "dp", "ep", "cp"};
+#define dim_names cohort_layout_dim_names
 
 static void layout_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -90,217 +45,13 @@ static void layout_err(char *err, size_t errlen, const char *fmt, ...)
     }
 }
 
-static const layout_kind_t *layout_kind_find(const char *kind)
-{
-    int i;
-
-    if (kind == NULL) {
-        return NULL;
-    }
-    for (i = 0; i < NKINDS; i++) {
-        if (strcmp(kind_table[i].kind, kind) == 0) {
-            return &kind_table[i];
-        }
-    }
-    return NULL;
-}
-
-int cohort_layout_kind_valid(const char *kind)
-{
-    return layout_kind_find(kind) != NULL;
-}
-
-static int layout_order_index(const cohort_layout_spec_t *s, const char *name, size_t len)
-{
-    int i;
-
-    for (i = 0; i < s->norder; i++) {
-        if (strlen(s->order[i]) == len && strncmp(s->order[i], name, len) == 0) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-/* The spec was validated by cohort_layout_parse(); this only guards against a hand-made one. */
-static int layout_geom_init(const cohort_layout_spec_t *s, const layout_kind_t *k, layout_geom_t *g)
-{
-    const int *sizes;
-    const char *t, *dash;
-    long long prod = 1;
-    int i, idx;
-
-    if (s->norder <= 0 || s->norder > COHORT_LAYOUT_MAX_DIMS || s->world <= 0) {
-        return -1;
-    }
-    sizes = (k->gen == GEN_DENSE) ? s->dense_size : s->expert_size;
-    g->n = s->norder;
-    for (i = 0; i < g->n; i++) {
-        if (sizes[i] <= 0) {
-            return -1;
-        }
-        g->size[i] = sizes[i];
-        g->stride[i] = (int)prod;
-        g->masked[i] = 0;
-        prod *= sizes[i];
-        if (prod > s->world) {
-            return -1;
-        }
-    }
-    if (prod != s->world) {
-        return -1;
-    }
-
-    for (t = k->token;; t = dash + 1) {
-        dash = strchr(t, '-');
-        idx = layout_order_index(s, t, dash ? (size_t)(dash - t) : strlen(t));
-        if (idx < 0) {
-            return -1;
-        }
-        g->masked[idx] = 1;
-        if (dash == NULL) {
-            break;
-        }
-    }
-
-    g->gsize = 1;
-    for (i = 0; i < g->n; i++) {
-        if (g->masked[i]) {
-            g->gsize *= g->size[i];
-        }
-    }
-    g->ngroups = s->world / g->gsize;
-    return 0;
-}
-
-/* Ranks of group @a index in Megatron's order: first masked dimension fastest. */
-static void layout_geom_members(const layout_geom_t *g, int index, int *members)
-{
-    int base = 0, rest = index, m, i, r;
-
-    for (i = 0; i < g->n; i++) {
-        if (!g->masked[i]) {
-            base += (rest % g->size[i]) * g->stride[i];
-            rest /= g->size[i];
-        }
-    }
-    for (m = 0; m < g->gsize; m++) {
-        int rank = base;
-
-        r = m;
-        for (i = 0; i < g->n; i++) {
-            if (g->masked[i]) {
-                rank += (r % g->size[i]) * g->stride[i];
-                r /= g->size[i];
-            }
-        }
-        members[m] = rank;
-    }
-}
-
-/* Index of the group holding @a rank: its unmasked coordinates, first fastest. */
-static int layout_geom_index(const layout_geom_t *g, int rank)
-{
-    int index = 0, mult = 1, i;
-
-    for (i = 0; i < g->n; i++) {
-        if (!g->masked[i]) {
-            index += ((rank / g->stride[i]) % g->size[i]) * mult;
-            mult *= g->size[i];
-        }
-    }
-    return index;
-}
-
-static int layout_embd_members(const layout_kind_t *k, const int *pp_members, int pp_size,
-                               int *members)
-{
-    int first = pp_members[0], last = pp_members[pp_size - 1];
-
-    members[0] = first;
-    if (k->embd == EMBD_FIRST || pp_size == 1) {
-        return 1;
-    }
-    members[1] = last;
-    return 2;
-}
-
-int cohort_layout_ngroups(const cohort_layout_spec_t *s, const char *kind)
-{
-    const layout_kind_t *k = layout_kind_find(kind);
-    layout_geom_t g;
-
-    if (s == NULL || k == NULL || layout_geom_init(s, k, &g) != 0) {
-        return 0;
-    }
-    return g.ngroups;
-}
-
-int cohort_layout_group_size(const cohort_layout_spec_t *s, const char *kind)
-{
-    const layout_kind_t *k = layout_kind_find(kind);
-    layout_geom_t g;
-
-    if (s == NULL || k == NULL || layout_geom_init(s, k, &g) != 0) {
-        return 0;
-    }
-    switch (k->embd) {
-    case EMBD_FIRST_LAST:
-        return (g.gsize == 1) ? 1 : 2;
-    case EMBD_FIRST:
-        return 1;
-    case EMBD_NONE:
-    default:
-        return g.gsize;
-    }
-}
-
-int cohort_layout_group_members(const cohort_layout_spec_t *s, const char *kind, int index,
-                                int *members)
-{
-    const layout_kind_t *k = layout_kind_find(kind);
-    layout_geom_t g;
-
-    if (s == NULL || k == NULL || members == NULL || layout_geom_init(s, k, &g) != 0 || index < 0 ||
-        index >= g.ngroups) {
-        return -1;
-    }
-    /* embd/pos-embd are computed from the pp group into members[] itself (world entries) */
-    layout_geom_members(&g, index, members);
-    if (k->embd != EMBD_NONE) {
-        return layout_embd_members(k, members, g.gsize, members);
-    }
-    return g.gsize;
-}
-
-int cohort_layout_rank_group(const cohort_layout_spec_t *s, const char *kind, int rank,
-                             int *members)
-{
-    const layout_kind_t *k = layout_kind_find(kind);
-    layout_geom_t g;
-    int n;
-
-    if (s == NULL || k == NULL || members == NULL || layout_geom_init(s, k, &g) != 0 || rank < 0 ||
-        rank >= s->world) {
-        return -1;
-    }
-    layout_geom_members(&g, layout_geom_index(&g, rank), members);
-    if (k->embd == EMBD_NONE) {
-        return g.gsize;
-    }
-    n = layout_embd_members(k, members, g.gsize, members);
-    if (members[0] == rank || (n == 2 && members[1] == rank)) {
-        return n;
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* Parsing                                                                                      */
 /* ------------------------------------------------------------------------------------------ */
 
-enum { KEY_TP, KEY_PP, KEY_CP, KEY_EP, KEY_ETP, KEY_ORDER, KEY_COUNT };
-static const char *const key_names[KEY_COUNT] = {"tp", "pp", "cp", "ep", "etp", "order"};
+enum { KEY_TP, KEY_PP, KEY_CP, KEY_EP, KEY_ETP, KEY_ORDER, KEY_HCP, KEY_DOPT, KEY_EMBD, KEY_COUNT };
+static const char *const key_names[KEY_COUNT] = {"tp",    "pp",  "cp",   "ep",  "etp",
+                                                 "order", "hcp", "dopt", "embd"};
 
 /* How much of a user's text goes into a message. */
 #define SHOW 40
@@ -418,10 +169,158 @@ static cohort_status_t layout_check_divides(const char *what, int a, int b, int 
     return COHORT_OK;
 }
 
-cohort_status_t cohort_layout_parse(const char *spec, int world, cohort_layout_spec_t *out,
-                                    char *err, size_t errlen)
+/* hcp=2x4: hierarchical_context_parallel_sizes, innermost level first. */
+static cohort_status_t layout_parse_hcp(const char *v, size_t len, int *sizes, int *n, char *err,
+                                        size_t errlen)
 {
-    int val[KEY_COUNT] = {1, 1, 1, 1, 0, 0};
+    size_t start = 0, end;
+    cohort_status_t status;
+
+    *n = 0;
+    for (;;) {
+        for (end = start; end < len && v[end] != 'x'; end++) {
+        }
+        if (*n == COHORT_LAYOUT_MAX_HCP) {
+            layout_err(err, errlen, "hcp '%.*s' has more than %d levels",
+                       len > SHOW ? SHOW : (int)len, v, COHORT_LAYOUT_MAX_HCP);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        if (end == start) {
+            layout_err(err, errlen, "hcp '%.*s' has an empty size (expected e.g. hcp=2x4)",
+                       len > SHOW ? SHOW : (int)len, v);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        status = layout_parse_size("hcp", v + start, end - start, &sizes[*n], err, errlen);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        (*n)++;
+        if (end == len) {
+            return COHORT_OK;
+        }
+        start = end + 1;
+    }
+}
+
+/* embd=first+last+3: the pipeline stages holding the word embeddings. */
+static cohort_status_t layout_parse_embd(const char *v, size_t len, int *first, int *last,
+                                         int *extra, int *nextra, char *err, size_t errlen)
+{
+    int shown = len > SHOW ? SHOW : (int)len;
+    size_t start = 0, end, i;
+
+    *first = *last = 0;
+    *nextra = 0;
+    for (;;) {
+        long long stage = 0;
+
+        for (end = start; end < len && v[end] != '+'; end++) {
+        }
+        if (end - start == 5 && strncmp(v + start, "first", 5) == 0) {
+            *first = 1;
+        } else if (end - start == 4 && strncmp(v + start, "last", 4) == 0) {
+            *last = 1;
+        } else {
+            for (i = start; i < end && isdigit((unsigned char)v[i]); i++) {
+                stage = stage > INT_MAX ? stage : stage * 10 + (v[i] - '0');
+            }
+            if (end == start || i != end) {
+                layout_err(err, errlen, "embd '%.*s': '%.*s' is not first, last or a stage number",
+                           shown, v, (end - start) > SHOW ? SHOW : (int)(end - start), v + start);
+                return COHORT_ERR_INVALID_ARG;
+            }
+            if (*nextra == COHORT_LAYOUT_MAX_EMBD) {
+                layout_err(err, errlen, "embd '%.*s' names more than %d stages", shown, v,
+                           COHORT_LAYOUT_MAX_EMBD);
+                return COHORT_ERR_INVALID_ARG;
+            }
+            extra[(*nextra)++] = stage > INT_MAX ? INT_MAX : (int)stage;
+        }
+        if (end == len) {
+            return COHORT_OK;
+        }
+        start = end + 1;
+    }
+}
+
+/* The keys that refine the groups (hcp, dopt, embd), checked against the sizes. */
+static cohort_status_t layout_finish_extras(cohort_layout_spec_t *s, const int *hcp, int nhcp,
+                                            int dopt, int dopt_given, int embd_first, int embd_last,
+                                            const int *extra, int nextra, int embd_default,
+                                            char *err, size_t errlen)
+{
+    long long prod = 1;
+    int i, stage;
+
+    for (i = 0; i < nhcp; i++) {
+        prod = prod * hcp[i] > INT_MAX ? (long long)INT_MAX + 1 : prod * hcp[i];
+        s->hcp[i] = hcp[i];
+    }
+    if (nhcp > 0 && prod != s->cp) {
+        layout_err(err, errlen, "hcp sizes multiply to %lld, not to cp = %d", prod, s->cp);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    s->nhcp = nhcp;
+
+    if ((s->dp * s->cp) % dopt != 0) {
+        layout_err(err, errlen, "dopt = %d does not divide dp*cp = %d", dopt, s->dp * s->cp);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (s->edp % dopt != 0) {
+        layout_err(err, errlen, "dopt = %d does not divide the expert dp = %d", dopt, s->edp);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    s->dopt = dopt;
+    s->dopt_given = dopt_given;
+
+    /* stages as positions in a pp group, ascending and distinct, as Megatron's training
+     * script sorts them */
+    s->embd_first = embd_first;
+    s->embd_last = embd_last;
+    s->embd_default = embd_default;
+    s->nembd = 0;
+    for (i = 0; i < nextra; i++) {
+        if (extra[i] >= s->pp) {
+            layout_err(err, errlen, "embd stage %d is not below pp = %d", extra[i], s->pp);
+            return COHORT_ERR_INVALID_ARG;
+        }
+    }
+    if (embd_first) {
+        s->embd[s->nembd++] = 0;
+    }
+    if (embd_last) {
+        s->embd[s->nembd++] = s->pp - 1;
+    }
+    for (i = 0; i < nextra; i++) {
+        s->embd[s->nembd++] = extra[i];
+    }
+    /* insertion sort, dropping repeats (first and last are one stage when pp == 1) */
+    for (i = 1, stage = 1; i < s->nembd; i++) {
+        int v = s->embd[i], j = stage, dup = 0;
+
+        for (int k = 0; k < stage; k++) {
+            dup |= s->embd[k] == v;
+        }
+        if (dup) {
+            continue;
+        }
+        while (j > 0 && s->embd[j - 1] > v) {
+            s->embd[j] = s->embd[j - 1];
+            j--;
+        }
+        s->embd[j] = v;
+        stage++;
+    }
+    s->nembd = s->nembd > 0 ? stage : 0;
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_layout_gen_parse(const char *spec, int world, cohort_layout_spec_t *out,
+                                        char *err, size_t errlen)
+{
+    int val[KEY_COUNT] = {1, 1, 1, 1, 0, 0, 0, 1, 0};
+    int hcp[COHORT_LAYOUT_MAX_HCP], nhcp = 0;
+    int embd_first = 1, embd_last = 1, embd_extra[COHORT_LAYOUT_MAX_EMBD], nembd_extra = 0;
     int seen[KEY_COUNT] = {0};
     int order[DIM_COUNT] = {DIM_TP, DIM_CP, DIM_EP, DIM_DP, DIM_PP}; /* Megatron's default */
     int norder = DIM_COUNT, ngiven, in_order[DIM_COUNT] = {0};
@@ -501,7 +400,8 @@ cohort_status_t cohort_layout_parse(const char *spec, int world, cohort_layout_s
             if (key_len == 2 && strncmp(key, "dp", 2) == 0) {
                 layout_err(err, errlen, "unknown key 'dp': dp is derived from the world size");
             } else {
-                layout_err(err, errlen, "unknown key '%.*s' (known: tp pp cp ep etp order)",
+                layout_err(err, errlen,
+                           "unknown key '%.*s' (known: tp pp cp ep etp order hcp dopt embd)",
                            key_len > SHOW ? SHOW : (int)key_len, key);
             }
             return COHORT_ERR_INVALID_ARG;
@@ -518,6 +418,11 @@ cohort_status_t cohort_layout_parse(const char *spec, int world, cohort_layout_s
         }
         if (k == KEY_ORDER) {
             status = layout_parse_order(v, v_len, order, &norder, err, errlen);
+        } else if (k == KEY_HCP) {
+            status = layout_parse_hcp(v, v_len, hcp, &nhcp, err, errlen);
+        } else if (k == KEY_EMBD) {
+            status = layout_parse_embd(v, v_len, &embd_first, &embd_last, embd_extra, &nembd_extra,
+                                       err, errlen);
         } else {
             status = layout_parse_size(key_names[k], v, v_len, &val[k], err, errlen);
         }
@@ -603,8 +508,14 @@ cohort_status_t cohort_layout_parse(const char *spec, int world, cohort_layout_s
     s.norder = norder;
     for (i = 0; i < norder; i++) {
         snprintf(s.order[i], sizeof(s.order[i]), "%s", dim_names[order[i]]);
+        s.order_dim[i] = order[i];
         s.dense_size[i] = dense[order[i]];
         s.expert_size[i] = expert[order[i]];
+    }
+    status = layout_finish_extras(&s, hcp, nhcp, val[KEY_DOPT], seen[KEY_DOPT], embd_first,
+                                  embd_last, embd_extra, nembd_extra, !seen[KEY_EMBD], err, errlen);
+    if (status != COHORT_OK) {
+        return status;
     }
     *out = s;
     if (err != NULL && errlen > 0) {

@@ -122,3 +122,25 @@ uint16_t cohort_float_to_bf16(float f)
      * subnormals need no special case. Cannot overflow 32 bits: x <= 0xff800000 here. */
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
+
+/* The public names (cohort.h). The reductions call the internal ones above, which the compiler
+ * may inline; these stay out of their loops. */
+float cohort_float16_to_float(uint16_t h)
+{
+    return cohort_half_to_float(h);
+}
+
+uint16_t cohort_float_to_float16(float f)
+{
+    return cohort_float_to_half(f);
+}
+
+float cohort_bfloat16_to_float(uint16_t b)
+{
+    return cohort_bf16_to_float(b);
+}
+
+uint16_t cohort_float_to_bfloat16(float f)
+{
+    return cohort_float_to_bf16(f);
+}

@@ -6,6 +6,7 @@
 /* run: 5 COHORT_ALGO_BCAST=scatter_allgather COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise */
 /* run: 8 COHORT_ALGO_BCAST=scatter_allgather COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise */
 /* run: 3 COHORT_CHECK=1 COHORT_PROGRESS=block */
+/* run: 6 COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_ALLTOALL_PAIRWISE_WINDOW=1 */
 /* run: singleton */
 /* clang-format on */
 /*

@@ -3,14 +3,14 @@
 /*
  * Megatron-style layouts on real ranks: every kind's group holds exactly the members the layout
  * arithmetic gives, with the same id on every member; creating a layout sends no message and
- * wires no endpoint; allreduces in each own group (their sums checked) then wire only peers
- * inside the rank's groups, never one outside them; bad specs are rejected with
- * COHORT_ERR_INVALID_ARG and unknown kinds give NULL.
+ * wires no endpoint, and neither does asking for a token of either decomposition
+ * ("expert:tp-ep") or a kind the spec's keys add (hcp, dopt, embd) later; allreduces in each own
+ * group (their sums checked) then wire only peers inside the rank's groups, never one outside them;
+ * bad specs are rejected with COHORT_ERR_INVALID_ARG and unknown kinds give NULL.
  */
 #include <stdint.h>
 #include <string.h>
 #include "harness.h"
-#include "group/layout_gen.h"
 
 /* Marks, per world rank, whether it is a member of one of this rank's groups so far. */
 static char *in_my_groups;
@@ -19,15 +19,15 @@ static void check_layout(cohort_context_t *ctx, const char *spec_text)
 {
     int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
     int *members = malloc((size_t)n * sizeof(int)), *wired = malloc((size_t)n * sizeof(int));
-    cohort_layout_spec_t spec;
+    cohort_layout_spec_t *spec = NULL;
     cohort_layout_t *layout = NULL;
     cohort_stats_t before, after;
-    cohort_group_t *mine[32];
+    cohort_group_t *mine[64];
     int nmine = 0, nwired;
     char err[256];
 
     CHECK(members != NULL && wired != NULL);
-    CHECK_OK(cohort_layout_parse(spec_text, n, &spec, err, sizeof(err)));
+    CHECK_OK(cohort_layout_spec_parse(spec_text, n, &spec, err, sizeof(err)));
 
     /* Creation is local: no message, no endpoint. */
     CHECK_OK(cohort_stats(ctx, &before));
@@ -39,19 +39,40 @@ static void check_layout(cohort_context_t *ctx, const char *spec_text)
     CHECK(after.pmix_lookups == before.pmix_lookups);
     CHECK(cohort_wired_peers(ctx, NULL, 0) == nwired);
 
-    for (int k = 0; cohort_layout_kinds[k] != NULL; k++) {
-        const char *kind = cohort_layout_kinds[k];
-        cohort_group_t *g = cohort_layout_group(layout, kind);
-        int expect = cohort_layout_rank_group(&spec, kind, me, members);
+    static const char *const tokens[] = {"expert:tp-ep", "dense:cp-dp",  "dense:tp-pp-dp",
+                                         "expert:dp-pp", "expert:ep-dp", "intra-edp",
+                                         "inter-edp",    "dopt-instance"};
+    int nspec = cohort_layout_spec_kind_count(spec);
+    int nall = nspec + (int)(sizeof(tokens) / sizeof(tokens[0]));
 
-        CHECK(expect >= 0);
+    for (int k = 0; k < nall; k++) {
+        const char *kind = k < nspec ? cohort_layout_spec_kind_name(spec, k) : tokens[k - nspec];
+        cohort_group_t *g;
+        int seen = 0;
+
+        /* kinds made on request: member-only too, no message, no endpoint */
+        CHECK_OK(cohort_stats(ctx, &before));
+        g = cohort_layout_group(layout, kind);
+        CHECK_OK(cohort_stats(ctx, &after));
+        CHECK(after.messages_sent == before.messages_sent);
+        CHECK(after.endpoints == before.endpoints);
+        CHECK(after.pmix_lookups == before.pmix_lookups);
+        /* asking again gives the same group */
+        CHECK(cohort_layout_group(layout, kind) == g);
+        int index, expect = 0;
+
+        CHECK_OK(cohort_layout_rank_group(spec, kind, me, &index));
+        if (index >= 0) {
+            CHECK_OK(cohort_layout_group_members(spec, kind, index, members, n, &expect));
+            CHECK(expect > 0 && expect <= n);
+        }
         if (expect == 0) {
             CHECK(g == NULL); /* embd / pos-embd off the first and last stages */
             continue;
         }
         CHECK(g != NULL);
         CHECK(cohort_group_size(g) == expect);
-        CHECK(cohort_group_size(g) == cohort_layout_group_size(&spec, kind));
+        CHECK(cohort_group_size(g) == cohort_layout_group_size(spec, kind));
         for (int i = 0; i < expect; i++) {
             CHECK(cohort_group_world_rank(g, i) == members[i]);
             if (members[i] == me) {
@@ -59,13 +80,22 @@ static void check_layout(cohort_context_t *ctx, const char *spec_text)
             }
             in_my_groups[members[i]] = 1;
         }
-        /* Kinds with the same members (dp and dp-cp when cp = 1) stay distinct groups. */
+        /* A token spelling a built kind is that kind's group; other kinds with the same
+         * members (dp and dp-cp when cp = 1) stay distinct groups. */
         for (int j = 0; j < nmine; j++) {
-            CHECK(cohort_group_id(mine[j]) != cohort_group_id(g));
+            seen |= mine[j] == g;
+            CHECK(mine[j] == g || cohort_group_id(mine[j]) != cohort_group_id(g));
+        }
+        if (seen) {
+            continue;
         }
         CHECK((size_t)nmine < sizeof(mine) / sizeof(mine[0]));
         mine[nmine++] = g;
     }
+    CHECK(cohort_layout_group(layout, "expert:tp-ep") == cohort_layout_group(layout, "etp-ep"));
+    CHECK(cohort_layout_group(layout, "dense:cp-dp") == cohort_layout_group(layout, "dp-cp"));
+    CHECK(cohort_layout_group(layout, "dense:tp-tp") == NULL);
+    CHECK(cohort_layout_group(layout, "hcp9") == NULL);
     CHECK(cohort_layout_group(layout, "nope") == NULL);
     CHECK(cohort_layout_group(layout, "") == NULL);
 
@@ -95,6 +125,7 @@ static void check_layout(cohort_context_t *ctx, const char *spec_text)
     CHECK(after.endpoints == (uint64_t)nwired);
 
     CHECK_OK(cohort_layout_free(layout));
+    cohort_layout_spec_free(spec);
     free(members);
     free(wired);
 }
@@ -135,9 +166,14 @@ int main(void)
 
     check_bad_specs(ctx);
     check_layout(ctx, "tp=2,pp=2");
+    if (n == 8) {
+        check_layout(ctx, "tp=2,cp=2,hcp=2,dopt=2");
+        check_layout(ctx, "pp=4,embd=first+2,dopt=1");
+    }
     if (n == 16) {
         check_layout(ctx, "tp=2,pp=2,ep=2,etp=1");
         check_layout(ctx, "tp=2,pp=2,cp=2");
+        check_layout(ctx, "pp=2,cp=4,ep=2,etp=1,hcp=2x2,dopt=2,embd=last");
     }
     free(in_my_groups);
     test_finish(ctx, "layout");

@@ -17,7 +17,7 @@ static cohort_layout_spec_t parse_ok(const char *spec, int world)
 {
     cohort_layout_spec_t s;
     char err[ERRLEN] = "sentinel";
-    cohort_status_t st = cohort_layout_parse(spec, world, &s, err, sizeof(err));
+    cohort_status_t st = cohort_layout_gen_parse(spec, world, &s, err, sizeof(err));
 
     ck_assert_msg(st == COHORT_OK, "spec '%s' world %d: %d (%s)", spec ? spec : "(null)", world, st,
                   err);
@@ -38,7 +38,7 @@ static void expect_groups(const cohort_layout_spec_t *s, const char *kind, int n
                   cohort_layout_ngroups(s, kind), ngroups);
     ck_assert_int_eq(cohort_layout_group_size(s, kind), gsize);
     for (g = 0; g < ngroups; g++) {
-        n = cohort_layout_group_members(s, kind, g, m);
+        n = cohort_layout_gen_members(s, kind, g, m);
         ck_assert_msg(n == gsize, "%s group %d: %d members, expected %d", kind, g, n, gsize);
         for (i = 0; i < gsize; i++) {
             ck_assert_msg(m[i] == expect[g * gsize + i], "%s group %d member %d: %d, expected %d",
@@ -47,14 +47,14 @@ static void expect_groups(const cohort_layout_spec_t *s, const char *kind, int n
         for (i = 0; i < gsize; i++) {
             int r = expect[g * gsize + i], j;
 
-            ck_assert_int_eq(cohort_layout_rank_group(s, kind, r, m), gsize);
+            ck_assert_int_eq(cohort_layout_gen_rank_group(s, kind, r, m), gsize);
             for (j = 0; j < gsize; j++) {
                 ck_assert_msg(m[j] == expect[g * gsize + j], "%s of rank %d: member %d is %d", kind,
                               r, j, m[j]);
             }
         }
     }
-    ck_assert_int_eq(cohort_layout_group_members(s, kind, ngroups, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_members(s, kind, ngroups, m), -1);
     free(m);
 }
 
@@ -70,8 +70,8 @@ static void check_partition(const cohort_layout_spec_t *s)
     ck_assert_ptr_nonnull(m);
     ck_assert_ptr_nonnull(m2);
     ck_assert_ptr_nonnull(owner);
-    for (k = 0; cohort_layout_kinds[k] != NULL; k++) {
-        const char *kind = cohort_layout_kinds[k];
+    for (k = 0; cohort_layout_gen_kinds[k] != NULL; k++) {
+        const char *kind = cohort_layout_gen_kinds[k];
         int partial = strcmp(kind, "embd") == 0 || strcmp(kind, "pos-embd") == 0;
         int ng = cohort_layout_ngroups(s, kind), gs = cohort_layout_group_size(s, kind);
         int covered = 0;
@@ -81,7 +81,7 @@ static void check_partition(const cohort_layout_spec_t *s)
             owner[i] = -1;
         }
         for (g = 0; g < ng; g++) {
-            n = cohort_layout_group_members(s, kind, g, m);
+            n = cohort_layout_gen_members(s, kind, g, m);
             ck_assert_int_eq(n, gs);
             for (i = 0; i < n; i++) {
                 /* plain tests in the hot loops: a passing ck_assert costs a write to the
@@ -96,14 +96,14 @@ static void check_partition(const cohort_layout_spec_t *s)
         }
         ck_assert_int_eq(covered, partial ? ng * gs : s->world);
         for (r = 0; r < s->world; r++) {
-            n = cohort_layout_rank_group(s, kind, r, m);
+            n = cohort_layout_gen_rank_group(s, kind, r, m);
             if (owner[r] < 0) {
                 if (!partial || n != 0) {
                     ck_abort_msg("%s: rank %d in no group, rank_group says %d", kind, r, n);
                 }
                 continue;
             }
-            if (n != gs || cohort_layout_group_members(s, kind, owner[r], m2) != gs ||
+            if (n != gs || cohort_layout_gen_members(s, kind, owner[r], m2) != gs ||
                 memcmp(m, m2, sizeof(int) * (size_t)gs) != 0) {
                 ck_abort_msg("%s: rank_group(%d) is not group %d", kind, r, owner[r]);
             }
@@ -171,7 +171,7 @@ START_TEST(test_megatron_docstring_masked)
 
     ck_assert_int_eq(s.dp, 3);
     expect_groups(&s, "dp", 8, 3, dp24);
-    ck_assert_int_eq(cohort_layout_group_members(&s, "dp", 7, m), 3);
+    ck_assert_int_eq(cohort_layout_gen_members(&s, "dp", 7, m), 3);
     ck_assert_int_eq(m[0], 19); /* "dp_group[7] = [19, 21, 23]" */
     check_partition(&s);
 
@@ -257,22 +257,22 @@ START_TEST(test_pp1_embd)
     ck_assert_int_eq(cohort_layout_ngroups(&s, "embd"), 4);
     ck_assert_int_eq(cohort_layout_group_size(&s, "embd"), 1);
     for (r = 0; r < 4; r++) {
-        ck_assert_int_eq(cohort_layout_rank_group(&s, "embd", r, m), 1);
+        ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "embd", r, m), 1);
         ck_assert_int_eq(m[0], r);
-        ck_assert_int_eq(cohort_layout_rank_group(&s, "pos-embd", r, m), 1);
+        ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "pos-embd", r, m), 1);
         ck_assert_int_eq(m[0], r);
     }
     check_partition(&s);
 
     /* pp = 3: the middle stage has no embedding group */
     s = parse_ok("pp=3", 3);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "embd", 0, m), 2);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "embd", 0, m), 2);
     ck_assert_int_eq(m[0], 0);
     ck_assert_int_eq(m[1], 2);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "embd", 1, m), 0);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "embd", 2, m), 2);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "pos-embd", 2, m), 0);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "pos-embd", 0, m), 1);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "embd", 1, m), 0);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "embd", 2, m), 2);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "pos-embd", 2, m), 0);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "pos-embd", 0, m), 1);
     ck_assert_int_eq(m[0], 0);
 }
 END_TEST
@@ -335,9 +335,9 @@ static const bad_spec_t bad_specs[] = {
     {"tp=65536,pp=65536,cp=65536", 16, "tp*pp*cp exceeds world size 16"},
     {"ep=32", 16, "etp*ep*pp exceeds world size 16"},
     /* keys */
-    {"xx=1", 16, "unknown key 'xx' (known: tp pp cp ep etp order)"},
+    {"xx=1", 16, "unknown key 'xx' (known: tp pp cp ep etp order hcp dopt embd)"},
     {"tp=2,TP=2", 16, "~unknown key 'TP'"},
-    {"t\np=2", 16, "unknown key 't?p' (known: tp pp cp ep etp order)"},
+    {"t\np=2", 16, "unknown key 't?p' (known: tp pp cp ep etp order hcp dopt embd)"},
     {"dp=2", 16, "unknown key 'dp': dp is derived from the world size"},
     {"tp=2,tp=2", 16, "duplicate key 'tp'"},
     {"order=tp-pp,order=tp-pp", 16, "duplicate key 'order'"},
@@ -400,7 +400,7 @@ START_TEST(test_bad_spec)
     memset(&s, 0x5a, sizeof(s));
     before = s;
     strcpy(err, "untouched");
-    st = cohort_layout_parse(b->spec, b->world, &s, err, sizeof(err));
+    st = cohort_layout_gen_parse(b->spec, b->world, &s, err, sizeof(err));
     ck_assert_msg(st == COHORT_ERR_INVALID_ARG, "'%s' world %d: status %d", b->spec, b->world, st);
     ck_assert_msg(strchr(err, '\n') == NULL && err[0] != '\0', "'%s': message '%s'", b->spec, err);
     if (b->msg[0] == '~') {
@@ -412,8 +412,10 @@ START_TEST(test_bad_spec)
     }
     ck_assert_mem_eq(&s, &before, sizeof(s)); /* output set only on success */
     /* a NULL or short err buffer is fine */
-    ck_assert_int_eq(cohort_layout_parse(b->spec, b->world, &s, NULL, 0), COHORT_ERR_INVALID_ARG);
-    ck_assert_int_eq(cohort_layout_parse(b->spec, b->world, &s, err, 8), COHORT_ERR_INVALID_ARG);
+    ck_assert_int_eq(cohort_layout_gen_parse(b->spec, b->world, &s, NULL, 0),
+                     COHORT_ERR_INVALID_ARG);
+    ck_assert_int_eq(cohort_layout_gen_parse(b->spec, b->world, &s, err, 8),
+                     COHORT_ERR_INVALID_ARG);
     ck_assert_int_le(strlen(err), 7);
 }
 END_TEST
@@ -424,32 +426,32 @@ START_TEST(test_bad_calls)
     int m[8];
     char err[ERRLEN];
 
-    ck_assert_int_eq(cohort_layout_parse("tp=2", 8, NULL, err, sizeof(err)),
+    ck_assert_int_eq(cohort_layout_gen_parse("tp=2", 8, NULL, err, sizeof(err)),
                      COHORT_ERR_INVALID_ARG);
-    ck_assert_int_eq(cohort_layout_kind_valid("tp"), 1);
-    ck_assert_int_eq(cohort_layout_kind_valid("etp-ep-pp"), 1);
-    ck_assert_int_eq(cohort_layout_kind_valid("mp"), 0);
-    ck_assert_int_eq(cohort_layout_kind_valid("TP"), 0);
-    ck_assert_int_eq(cohort_layout_kind_valid(""), 0);
-    ck_assert_int_eq(cohort_layout_kind_valid(NULL), 0);
+    ck_assert_int_eq(cohort_layout_gen_kind_valid("tp"), 1);
+    ck_assert_int_eq(cohort_layout_gen_kind_valid("etp-ep-pp"), 1);
+    ck_assert_int_eq(cohort_layout_gen_kind_valid("mp"), 0);
+    ck_assert_int_eq(cohort_layout_gen_kind_valid("TP"), 0);
+    ck_assert_int_eq(cohort_layout_gen_kind_valid(""), 0);
+    ck_assert_int_eq(cohort_layout_gen_kind_valid(NULL), 0);
     ck_assert_int_eq(cohort_layout_ngroups(&s, "mp"), 0);
     ck_assert_int_eq(cohort_layout_ngroups(NULL, "tp"), 0);
     ck_assert_int_eq(cohort_layout_ngroups(&s, NULL), 0);
     ck_assert_int_eq(cohort_layout_group_size(&s, "mp"), 0);
-    ck_assert_int_eq(cohort_layout_group_members(&s, "mp", 0, m), -1);
-    ck_assert_int_eq(cohort_layout_group_members(&s, "tp", -1, m), -1);
-    ck_assert_int_eq(cohort_layout_group_members(&s, "tp", 4, m), -1);
-    ck_assert_int_eq(cohort_layout_group_members(&s, "tp", 0, NULL), -1);
-    ck_assert_int_eq(cohort_layout_group_members(NULL, "tp", 0, m), -1);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "mp", 0, m), -1);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "tp", -1, m), -1);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "tp", 8, m), -1);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "tp", 0, NULL), -1);
-    ck_assert_int_eq(cohort_layout_rank_group(NULL, "tp", 0, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_members(&s, "mp", 0, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_members(&s, "tp", -1, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_members(&s, "tp", 4, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_members(&s, "tp", 0, NULL), -1);
+    ck_assert_int_eq(cohort_layout_gen_members(NULL, "tp", 0, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "mp", 0, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "tp", -1, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "tp", 8, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "tp", 0, NULL), -1);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(NULL, "tp", 0, m), -1);
     /* a hand-made spec that does not multiply out to the world is refused, not trusted */
     s.world = 16;
     ck_assert_int_eq(cohort_layout_ngroups(&s, "tp"), 0);
-    ck_assert_int_eq(cohort_layout_rank_group(&s, "tp", 0, m), -1);
+    ck_assert_int_eq(cohort_layout_gen_rank_group(&s, "tp", 0, m), -1);
 }
 END_TEST
 
@@ -579,7 +581,7 @@ static int oracle_check(int W, int tp, int pp, int cp, int ep, int etp, int etp_
     } else {
         snprintf(spec, sizeof(spec), "tp=%d,pp=%d,cp=%d,ep=%d,order=%s", tp, pp, cp, ep, order);
     }
-    st = cohort_layout_parse(spec, W, &s, err, sizeof(err));
+    st = cohort_layout_gen_parse(spec, W, &s, err, sizeof(err));
 
     /* Megatron's validity, restated: divisibility, RankGenerator's order completion, and
      * initialize_model_parallel()'s two assertions, the second checked by brute force */
@@ -640,7 +642,7 @@ static int oracle_check(int W, int tp, int pp, int cp, int ep, int etp, int etp_
 
         for (r = 0; r < W; r++) {
             int n1 = oracle_kind_group(&dense, &expert, ok_, r, x);
-            int n2 = cohort_layout_rank_group(&s, ok_->kind, r, m);
+            int n2 = cohort_layout_gen_rank_group(&s, ok_->kind, r, m);
 
             if (n1 != n2 || memcmp(m, x, sizeof(int) * (size_t)n1) != 0) {
                 ck_abort_msg("%s world %d %s rank %d: %d members, oracle %d, or they differ", spec,
@@ -649,7 +651,7 @@ static int oracle_check(int W, int tp, int pp, int cp, int ep, int etp, int etp_
         }
         ng = cohort_layout_ngroups(&s, ok_->kind);
         for (g = 0, prev = -1; g < ng; g++) {
-            int n = cohort_layout_group_members(&s, ok_->kind, g, m);
+            int n = cohort_layout_gen_members(&s, ok_->kind, g, m);
 
             /* groups are numbered by their smallest member */
             if (n <= 0 || m[0] <= prev || oracle_kind_group(&dense, &expert, ok_, m[0], x) != n ||
@@ -723,8 +725,8 @@ static void check_scale(const char *spec, const count_t *expect, long total_grou
     int k, g, i, n, r;
 
     memset(per_rank, 0, sizeof(per_rank));
-    for (k = 0; cohort_layout_kinds[k] != NULL; k++) {
-        const char *kind = cohort_layout_kinds[k];
+    for (k = 0; cohort_layout_gen_kinds[k] != NULL; k++) {
+        const char *kind = cohort_layout_gen_kinds[k];
         int ng = cohort_layout_ngroups(&s, kind), gs = cohort_layout_group_size(&s, kind);
 
         ck_assert_str_eq(kind, expect[k].kind);
@@ -738,7 +740,7 @@ static void check_scale(const char *spec, const count_t *expect, long total_grou
             owner[i] = -1;
         }
         for (g = 0; g < ng; g++) {
-            n = cohort_layout_group_members(&s, kind, g, m);
+            n = cohort_layout_gen_members(&s, kind, g, m);
             if (n != gs) {
                 ck_abort_msg("%s group %d: %d members, expected %d", kind, g, n, gs);
             }
@@ -754,7 +756,7 @@ static void check_scale(const char *spec, const count_t *expect, long total_grou
         for (r = 0; r < W; r += (r < 64 || r > W - 64) ? 1 : 97) {
             int seen = 0;
 
-            n = cohort_layout_rank_group(&s, kind, r, m);
+            n = cohort_layout_gen_rank_group(&s, kind, r, m);
             if (owner[r] < 0) {
                 if (n != 0) {
                     ck_abort_msg("%s: rank %d is in no group, rank_group says %d", kind, r, n);
@@ -764,7 +766,7 @@ static void check_scale(const char *spec, const count_t *expect, long total_grou
             for (i = 0; i < n; i++) {
                 seen += (m[i] == r);
             }
-            if (n != gs || seen != 1 || cohort_layout_group_members(&s, kind, owner[r], m2) != gs ||
+            if (n != gs || seen != 1 || cohort_layout_gen_members(&s, kind, owner[r], m2) != gs ||
                 memcmp(m, m2, sizeof(int) * (size_t)gs) != 0) {
                 ck_abort_msg("%s: rank_group(%d) is not group %d holding it once", kind, r,
                              owner[r]);

@@ -92,6 +92,10 @@ START_TEST(test_bad_overrides)
         {"COHORT_ALGO_ALLREDUCE=0-1q:ring", "bad size range"},
         {"COHORT_ALGO_ALLREDUCE=01m:ring", "bad size range"},
         {"COHORT_ALGO_BCAST=ring", "unknown algorithm"},
+        {"COHORT_ALGO_ALLREDUCE_RING_WINDOW=0", "COHORT_ALGO_ALLREDUCE_RING_WINDOW"},
+        {"COHORT_ALGO_ALLREDUCE_RING_WINDOW=17", "from 1 to 16"},
+        {"COHORT_ALGO_ALLREDUCE_RING_WINDOW=4k", "a count"},
+        {"COHORT_ALGO_ALLREDUCE_RING_SEGMENT=12", "bytes"},
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -99,6 +103,53 @@ START_TEST(test_bad_overrides)
         ck_assert_int_eq(setup_env(env), COHORT_ERR_INVALID_ARG);
         ck_assert_msg(strstr(err, bad[i][1]) != NULL, "'%s' gave '%s'", bad[i][0], err);
         ck_assert_msg(strstr(err, "COHORT_ALGO_") != NULL, "'%s' gave '%s'", bad[i][0], err);
+    }
+}
+END_TEST
+
+/* Tuning parameters: defaults from the table, values from the environment, shown publicly. */
+START_TEST(test_knobs)
+{
+    char *env[] = {"COHORT_ALGO_ALLREDUCE_RING_SEGMENT=1m", "COHORT_ALGO_ALLREDUCE_RING_WINDOW=8",
+                   NULL};
+    cohort_algo_param_t p;
+    int ring = -1;
+
+    for (int i = 0; i < cohort_algo_count(); i++) {
+        cohort_algo_info_t info;
+        ck_assert_int_eq(cohort_algo_info(i, &info), COHORT_OK);
+        if (strcmp(info.collective, "allreduce") == 0 && strcmp(info.name, "ring") == 0) {
+            ring = i;
+        }
+    }
+    ck_assert_int_ge(ring, 0);
+    ck_assert_int_eq(cohort_algo_param_count(ring), 2);
+    ck_assert_int_eq(cohort_algo_param_info(ring, 0, &p), COHORT_OK);
+    ck_assert_str_eq(p.env, "COHORT_ALGO_ALLREDUCE_RING_SEGMENT");
+    ck_assert_uint_eq(p.default_value, 256 * 1024);
+    ck_assert_int_eq(cohort_algo_param_info(ring, 2, &p), COHORT_ERR_INVALID_ARG);
+    ck_assert_int_eq(cohort_algo_param_count(-1), 0);
+
+    ck_assert_int_eq(setup_env(env), COHORT_OK);
+    {
+        /* A request block with the ring's state base is all cohort_coll_knob reads. */
+        struct {
+            cohort_request_t req;
+            cohort_coll_base_t base;
+        } r;
+        cohort_coll_args_t a;
+
+        memset(&r, 0, sizeof(r));
+        memset(&a, 0, sizeof(a));
+        a.coll = COHORT_COLL_ALLREDUCE;
+        a.count = 64u << 20;
+        a.esize = 1;
+        r.req.ctx = &ctx;
+        r.req.state = &r.base;
+        r.base.algo = cohort_coll_select(&ctx, &a, 8);
+        ck_assert_str_eq(r.base.algo->name, "ring");
+        ck_assert_uint_eq(cohort_coll_knob(&r.req, 0), 1u << 20);
+        ck_assert_uint_eq(cohort_coll_knob(&r.req, 1), 8);
     }
 }
 END_TEST
@@ -111,6 +162,7 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_overrides);
     tcase_add_test(tc, test_bad_overrides);
+    tcase_add_test(tc, test_knobs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,7 +2,7 @@
 #ifndef COHORT_BENCH_H
 #define COHORT_BENCH_H
 
-#include "cohort.h"
+#include <cohort.h>
 
 /* Each mode parses its own options (argv[0] is the mode name) and returns the exit status.
  * Modes that communicate call cohort_init themselves (and MPI_Init when built with MPI). */

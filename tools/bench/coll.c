@@ -18,7 +18,6 @@
 #include <mpi.h>
 #endif
 #include "bench.h"
-#include "reduce/reduce.h" /* 16-bit float conversions, from libcohort */
 
 extern char **environ;
 
@@ -383,10 +382,10 @@ static void bench_store(cohort_dtype_t dt, void *buf, size_t i, double v)
         ((uint64_t *)buf)[i] = (uint64_t)v;
         break;
     case COHORT_FLOAT16:
-        ((uint16_t *)buf)[i] = cohort_float_to_half((float)v);
+        ((uint16_t *)buf)[i] = cohort_float_to_float16((float)v);
         break;
     case COHORT_BFLOAT16:
-        ((uint16_t *)buf)[i] = cohort_float_to_bf16((float)v);
+        ((uint16_t *)buf)[i] = cohort_float_to_bfloat16((float)v);
         break;
     case COHORT_FLOAT32:
         ((float *)buf)[i] = (float)v;
@@ -413,9 +412,9 @@ static double bench_load(cohort_dtype_t dt, const void *buf, size_t i)
     case COHORT_UINT64:
         return (double)((const uint64_t *)buf)[i];
     case COHORT_FLOAT16:
-        return cohort_half_to_float(((const uint16_t *)buf)[i]);
+        return cohort_float16_to_float(((const uint16_t *)buf)[i]);
     case COHORT_BFLOAT16:
-        return cohort_bf16_to_float(((const uint16_t *)buf)[i]);
+        return cohort_bfloat16_to_float(((const uint16_t *)buf)[i]);
     case COHORT_FLOAT32:
         return ((const float *)buf)[i];
     case COHORT_FLOAT64:

@@ -7,9 +7,9 @@
  *   --model --world N --layout SPEC                                     scale model (no launch)
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "bench.h"
-#include "coll/coll.h" /* the algorithm table, printed by `cohort_bench algorithms` */
 
 static void usage(FILE *f)
 {
@@ -17,6 +17,7 @@ static void usage(FILE *f)
                "  MODE: allreduce bcast reduce allgather reduce_scatter alltoall barrier\n"
                "        (collective size sweep; run under mpirun; see --help of each)\n"
                "        algorithms               (the collective algorithms and their names)\n"
+               "        --version                (the library version)\n"
                "        p2p                      (latency and bandwidth, ranks 0 and 1)\n"
                "        groups [--count N]       (member-only creation of N groups per rank)\n"
                "        setup --layout SPEC      (time to create a layout's groups and run a\n"
@@ -36,10 +37,34 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--model") == 0 || strcmp(argv[1], "model") == 0) {
         return cohort_bench_model(argc - 1, argv + 1);
     }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("cohort_bench, libcohort %s (header %d.%d)\n", cohort_version(),
+               COHORT_VERSION_MAJOR, COHORT_VERSION_MINOR);
+        return 0;
+    }
     if (strcmp(argv[1], "algorithms") == 0) {
-        cohort_coll_print_algos(stdout);
+        cohort_algo_info_t info;
+
+        printf("%-3s %-15s %-22s %s\n", "id", "collective", "name", "description");
+        for (int i = 0; i < cohort_algo_count(); i++) {
+            if (cohort_algo_info(i, &info) == COHORT_OK) {
+                printf("%-3d %-15s %-22s %s\n", info.id, info.collective, info.name,
+                       info.description);
+            }
+            for (int k = 0; k < cohort_algo_param_count(i); k++) {
+                cohort_algo_param_t p;
+                if (cohort_algo_param_info(i, k, &p) == COHORT_OK) {
+                    const char *now = getenv(p.env);
+                    printf("      %s=%s%s (default %zu, %zu..%zu%s): %s\n", p.env,
+                           now != NULL ? now : "", now != NULL ? " set" : "", p.default_value,
+                           p.min, p.max, p.is_bytes ? " bytes" : "", p.description);
+                }
+            }
+        }
         printf(
-            "\nforce one with COHORT_ALGO_<COLLECTIVE>=<name>, e.g. COHORT_ALGO_ALLREDUCE=ring\n");
+            "\nforce one with COHORT_ALGO_<COLLECTIVE>=<name>, e.g. COHORT_ALGO_ALLREDUCE=ring,\n"
+            "or by size: COHORT_ALGO_ALLREDUCE=0-64k:recursive_doubling,64k-inf:ring (bytes =\n"
+            "count x dtype size as the call counts it; sizes not covered keep the defaults)\n");
         return 0;
     }
     if (strcmp(argv[1], "p2p") == 0 || strcmp(argv[1], "groups") == 0) {

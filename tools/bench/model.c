@@ -143,9 +143,11 @@ static void model_stat_add(model_stat_t *st, double v, int in_mean)
 }
 
 typedef struct {
-    cohort_layout_spec_t spec;
+    const cohort_layout_spec_t *spec;
     long long total_groups; /* the layout's groups: what each rank creates the classic way */
-    int groups_max;         /* member-only groups per rank, exact */
+    long long megatron;     /* new_group calls of Megatron-LM's initialize_model_parallel */
+    long long megatron_gloo, megatron_single; /* of which Gloo twins, GTP singletons */
+    int groups_max;                           /* member-only groups per rank, exact */
     double groups_mean;
     int examined; /* ranks examined for the peer unions (the max) */
     int mean_n;   /* of which the mean counts the last mean_n */
@@ -159,30 +161,31 @@ typedef struct {
 static int *model_pick_ranks(const cohort_layout_spec_t *s, int exact, int *n_out, int *mean_n,
                              int *sampled)
 {
+    int world = cohort_layout_spec_size(s, "world");
     double work = 0;
-    int *pick, *pp = malloc((size_t)s->pp * sizeof(int)), n = 0;
+    int *pick, *pp = malloc((size_t)cohort_layout_spec_size(s, "pp") * sizeof(int)), n = 0;
     char *taken;
 
-    for (int k = 0; cohort_layout_kinds[k] != NULL; k++) {
-        work += (double)cohort_layout_group_size(s, cohort_layout_kinds[k]);
+    for (int k = 0; k < cohort_layout_spec_kind_count(s); k++) {
+        work += (double)cohort_layout_group_size(s, cohort_layout_spec_kind_name(s, k));
     }
-    work *= s->world;
+    work *= world;
     *sampled = !exact && work > MODEL_EXACT_WORK;
-    pick = malloc(((size_t)s->world + MODEL_SPREAD) * sizeof(int));
-    taken = calloc((size_t)s->world, 1);
+    pick = malloc(((size_t)world + MODEL_SPREAD) * sizeof(int));
+    taken = calloc((size_t)world, 1);
     if (pick == NULL || taken == NULL || pp == NULL) {
         free(pick);
         free(taken);
         free(pp);
         return NULL;
     }
-    for (int r = 0; r < s->world; r++) {
+    for (int r = 0; r < world; r++) {
         int m;
         if (!*sampled) {
             pick[n++] = r;
             continue;
         }
-        m = cohort_layout_rank_group(s, "pp", r, pp);
+        m = cohort_tools_rank_group(s, "pp", r, pp);
         if (m > 0 && (pp[0] == r || pp[m - 1] == r)) {
             pick[n++] = r;
         }
@@ -190,7 +193,7 @@ static int *model_pick_ranks(const cohort_layout_spec_t *s, int exact, int *n_ou
     *mean_n = *sampled ? 0 : n;
     /* Golden-ratio steps land on every coordinate, unlike a stride aligned with the layout. */
     for (int i = 0; *sampled && i < MODEL_SPREAD; i++) {
-        int r = (int)((((uint64_t)i + 1) * 0x9E3779B97F4A7C15ull >> 33) % (uint64_t)s->world);
+        int r = (int)((((uint64_t)i + 1) * 0x9E3779B97F4A7C15ull >> 33) % (uint64_t)world);
         if (!taken[r]) {
             taken[r] = 1;
             pick[n++] = r;
@@ -203,9 +206,77 @@ static int *model_pick_ranks(const cohort_layout_spec_t *s, int exact, int *n_ou
     return pick;
 }
 
+/* The most groups one rank is in: every kind has a group for every rank, except embd and
+ * pos-embd, which only some stages are in; so look at one pipeline's stages. */
+static int model_groups_max(const cohort_layout_spec_t *s)
+{
+    int pp = cohort_layout_spec_size(s, "pp"), *stages = malloc((size_t)pp * sizeof(int));
+    int base = 0, best = 0, n, index;
+
+    if (stages == NULL || cohort_layout_group_members(s, "pp", 0, stages, pp, &n) != COHORT_OK) {
+        free(stages);
+        return -1;
+    }
+    for (int k = 0; k < cohort_layout_spec_kind_count(s); k++) {
+        const char *kind = cohort_layout_spec_kind_name(s, k);
+        base += strcmp(kind, "embd") != 0 && strcmp(kind, "pos-embd") != 0;
+    }
+    for (int i = 0; i < n; i++) {
+        int here = 0;
+
+        here += cohort_layout_rank_group(s, "embd", stages[i], &index) == COHORT_OK && index >= 0;
+        here +=
+            cohort_layout_rank_group(s, "pos-embd", stages[i], &index) == COHORT_OK && index >= 0;
+        best = here > best ? here : best;
+    }
+    free(stages);
+    return base + best;
+}
+
+/*
+ * How many times Megatron-LM's initialize_model_parallel() (main, August 2026; gtp_remat sizes
+ * 1, Gloo groups on, the default) calls torch.distributed.new_group for this layout. Every
+ * rank makes every call, each a collective over the world: Gloo twins of dp-cp, dp, edp and of
+ * the partial data-parallel groups; the GTP weight-rematerialisation groups, one singleton per
+ * rank in each generator even at size 1; the expert tp-ep-pp groups a second time (the one
+ * "with EGTP"); hierarchical cp levels without Gloo; one group per optimizer instance. This
+ * count reproduces the 69,041 of DESIGN.md for 16,384 ranks, tp=8, pp=16, cp=2, ep=8, etp=1.
+ */
+static long long model_megatron_new_groups(const cohort_layout_spec_t *s, long long *gloo,
+                                           long long *single)
+{
+    static const char *const once[] = {
+        "cp",    "tp-pp", "tp",  "pp",     "embd",      "pos-embd",  "tp-dp-cp",     "tp-dp",
+        "tp-cp", "ep",    "etp", "etp-ep", "etp-ep-pp", "etp-ep-pp", "dopt-instance"};
+    static const char *const twice[] = {"dp-cp", "dp", "edp"};
+    static const char *const partial[] = {"intra-dp-cp", "intra-edp", "inter-edp"};
+    int world = cohort_layout_spec_size(s, "world");
+    long long total = 0;
+    char hcp[16];
+
+    *gloo = 0;
+    for (size_t i = 0; i < sizeof(once) / sizeof(once[0]); i++) {
+        total += cohort_layout_ngroups(s, once[i]);
+    }
+    for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++) {
+        *gloo += cohort_layout_ngroups(s, twice[i]);
+    }
+    for (size_t i = 0; cohort_layout_spec_size(s, "dopt") > 1 && i < 3; i++) {
+        total += cohort_layout_ngroups(s, partial[i]);
+        *gloo += cohort_layout_ngroups(s, partial[i]);
+    }
+    for (int l = 0; l < cohort_layout_spec_size(s, "hcp"); l++) {
+        snprintf(hcp, sizeof(hcp), "hcp%d", l);
+        total += cohort_layout_ngroups(s, hcp);
+    }
+    *single = 2LL * world;
+    return total + 2 * *gloo + *single;
+}
+
 static int model_compute(const cohort_layout_spec_t *spec, int exact, model_result_t *res)
 {
-    int world = spec->world, *members = malloc((size_t)world * sizeof(int)), *pick, npick;
+    int world = cohort_layout_spec_size(spec, "world"),
+        *members = malloc((size_t)world * sizeof(int)), *pick, npick;
     int send[MODEL_MAX_PEERS], recv[MODEL_MAX_PEERS];
     model_set_t all = {0}, snd[ALGO_COUNT], tlk[ALGO_COUNT];
     double member_slots = 0;
@@ -214,7 +285,7 @@ static int model_compute(const cohort_layout_spec_t *spec, int exact, model_resu
     memset(res, 0, sizeof(*res));
     memset(snd, 0, sizeof(snd));
     memset(tlk, 0, sizeof(tlk));
-    res->spec = *spec;
+    res->spec = spec;
     res->total_groups = cohort_tools_layout_total(spec);
     pick = model_pick_ranks(spec, exact, &npick, &res->mean_n, &res->sampled);
     all.stamp = calloc((size_t)world, sizeof(unsigned));
@@ -230,14 +301,17 @@ static int model_compute(const cohort_layout_spec_t *spec, int exact, model_resu
     }
 
     /* Exact group counts: a kind's groups hold ngroups * size member slots. */
-    for (int k = 0; cohort_layout_kinds[k] != NULL; k++) {
-        const char *kind = cohort_layout_kinds[k];
+    for (int k = 0; k < cohort_layout_spec_kind_count(spec); k++) {
+        const char *kind = cohort_layout_spec_kind_name(spec, k);
         member_slots +=
             (double)cohort_layout_ngroups(spec, kind) * cohort_layout_group_size(spec, kind);
-        /* Rank 0 heads the first stage, so it is in every kind's group, embd ones included. */
-        res->groups_max += cohort_layout_rank_group(spec, kind, 0, members) > 0;
     }
     res->groups_mean = member_slots / world;
+    res->groups_max = model_groups_max(spec);
+    res->megatron = model_megatron_new_groups(spec, &res->megatron_gloo, &res->megatron_single);
+    if (res->groups_max < 0) {
+        goto out;
+    }
 
     res->examined = npick;
     for (int i = 0; i < npick; i++) {
@@ -248,8 +322,10 @@ static int model_compute(const cohort_layout_spec_t *spec, int exact, model_resu
             model_set_clear(&snd[a]);
             model_set_clear(&tlk[a]);
         }
-        for (int k = 0; cohort_layout_kinds[k] != NULL; k++) {
-            int n = cohort_layout_rank_group(spec, cohort_layout_kinds[k], r, members), me = 0;
+        for (int k = 0; k < cohort_layout_spec_kind_count(spec); k++) {
+            int n = cohort_tools_rank_group(spec, cohort_layout_spec_kind_name(spec, k), r,
+                                            members),
+                me = 0;
 
             if (n <= 0) {
                 continue;
@@ -335,31 +411,32 @@ static void model_kind_peers(algo_t a, int n, int *max_send, int *max_talk)
 
 static void model_print(const model_opts_t *o, const model_result_t *r)
 {
-    const cohort_layout_spec_t *s = &r->spec;
+    const cohort_layout_spec_t *s = r->spec;
+    int world = cohort_layout_spec_size(s, "world");
     char full[160];
 
     cohort_tools_layout_text(s, full, sizeof(full));
-    printf("cohort_bench model: world %d, layout %s\n", s->world, full);
-    if (strstr(o->spec, "etp=") == NULL && s->etp != 1) {
+    printf("cohort_bench model: world %d, layout %s\n", world, full);
+    if (strstr(o->spec, "etp=") == NULL && cohort_layout_spec_size(s, "etp") != 1) {
         printf("  (etp was not given: it defaults to tp = %d; with etp=1 the expert kinds have "
                "other group counts)\n",
-               s->tp);
+               cohort_layout_spec_size(s, "tp"));
     }
     printf("  computed from the layout arithmetic; nothing launched\n\n");
 
-    printf("%-10s %8s %6s %6s", "kind", "groups", "size", "peers");
+    printf("%-13s %8s %6s %6s", "kind", "groups", "size", "peers");
     for (int a = 0; a < ALGO_COUNT; a++) {
         printf(" %9s", model_algos[a].name);
     }
-    printf("\n%-10s %8s %6s %6s", "", "", "", "(all)");
+    printf("\n%-13s %8s %6s %6s", "", "", "", "(all)");
     for (int a = 0; a < ALGO_COUNT; a++) {
         printf(" %9s", "send/talk");
     }
     printf("\n");
-    for (int k = 0; cohort_layout_kinds[k] != NULL; k++) {
-        const char *kind = cohort_layout_kinds[k];
+    for (int k = 0; k < cohort_layout_spec_kind_count(s); k++) {
+        const char *kind = cohort_layout_spec_kind_name(s, k);
         int size = cohort_layout_group_size(s, kind);
-        printf("%-10s %8d %6d %6d", kind, cohort_layout_ngroups(s, kind), size, size - 1);
+        printf("%-13s %8d %6d %6d", kind, cohort_layout_ngroups(s, kind), size, size - 1);
         for (int a = 0; a < ALGO_COUNT; a++) {
             char cell[24];
             int ms, mt;
@@ -369,11 +446,16 @@ static void model_print(const model_opts_t *o, const model_result_t *r)
         }
         printf("\n");
     }
-    printf("%-10s %8lld\n", "total", r->total_groups);
+    printf("%-13s %8lld\n", "total", r->total_groups);
     printf("  (per kind: the most peers one member sends to / sends to or receives from)\n\n");
 
     printf("per rank%s%41s %10s\n", r->sampled ? " (peers: sampled)" : "                 ", "max",
            "mean");
+    printf("  %-52s %10lld %10lld\n", "new_group calls, Megatron-LM (every rank, all)", r->megatron,
+           r->megatron);
+    printf("  %-52s %10lld %10lld\n", "  of which Gloo twins", r->megatron_gloo, r->megatron_gloo);
+    printf("  %-52s %10lld %10lld\n", "  of which GTP singletons (gtp_remat=1)", r->megatron_single,
+           r->megatron_single);
     printf("  %-52s %10lld %10lld\n", "groups created, classic (every rank, every group)",
            r->total_groups, r->total_groups);
     printf("  %-52s %10d %10.2f\n", "groups created, member-only (own groups)", r->groups_max,
@@ -395,17 +477,18 @@ static void model_print(const model_opts_t *o, const model_result_t *r)
         printf("  %-52s %10.0f %10.2f\n", what, r->send[o->algo].max,
                r->send[o->algo].sum / r->mean_n);
         printf("  %-52s %10d %10d\n", "addresses fetched, global (all, by the init fence)",
-               s->world - 1, s->world - 1);
+               world - 1, world - 1);
     }
     if (r->sampled) {
         printf("ranks examined for peers: %d of %d (max: every rank of the first and last pp "
                "stage and a spread of %d; mean: the spread)\n",
-               r->examined, s->world, r->mean_n);
+               r->examined, world, r->mean_n);
     } else {
-        printf("ranks examined for peers: all %d (exact)\n", s->world);
+        printf("ranks examined for peers: all %d (exact)\n", world);
     }
-    printf("classic / member-only groups per rank: %.0fx\n\n",
-           (double)r->total_groups / r->groups_max);
+    printf("classic / member-only groups per rank: %.0fx (Megatron-LM new_group calls / "
+           "member-only: %.0fx)\n\n",
+           (double)r->total_groups / r->groups_max, (double)r->megatron / r->groups_max);
     printf("algorithms:\n");
     for (int a = 0; a < ALGO_COUNT; a++) {
         printf("  %-9s %s\n", model_algos[a].name, model_algos[a].description);
@@ -419,26 +502,28 @@ static int model_sweep(const model_opts_t *o)
     int shown = 0;
 
     printf("cohort_bench model --sweep: layout %s; dmodex lookups follow %s\n", o->spec, an);
-    printf("%8s %8s %12s %12s %9s %9s %9s %9s %10s %10s\n", "world", "groups", "classic",
-           "member-only", "max ep", "max ep", "max ep", "max ep", "lookups", "lookups");
-    printf("%8s %8s %12s %12s %9s %9s %9s %9s %10s %10s\n", "", "total", "groups/rank",
-           "groups/rank", "ring", "rd", "knomial4", "pairwise", "dmodex", "global");
+    printf("%8s %8s %12s %12s %12s %9s %9s %9s %9s %10s %10s\n", "world", "groups", "classic",
+           "Megatron", "member-only", "max ep", "max ep", "max ep", "max ep", "lookups", "lookups");
+    printf("%8s %8s %12s %12s %12s %9s %9s %9s %9s %10s %10s\n", "", "total", "groups/rank",
+           "new_group", "groups/rank", "ring", "rd", "knomial4", "pairwise", "dmodex", "global");
     for (long long w = 1024; w <= 131072; w *= 2) {
-        cohort_layout_spec_t s;
+        cohort_layout_spec_t *s = NULL;
         model_result_t r;
         char err[256];
 
-        if (cohort_layout_parse(o->spec, (int)w, &s, err, sizeof(err)) != COHORT_OK) {
+        if (cohort_layout_spec_parse(o->spec, (int)w, &s, err, sizeof(err)) != COHORT_OK) {
             printf("%8lld  (skipped: %s)\n", w, err);
             continue;
         }
-        if (model_compute(&s, o->exact, &r) != 0) {
+        if (model_compute(s, o->exact, &r) != 0) {
             fprintf(stderr, "cohort_bench model: out of memory at world %lld\n", w);
+            cohort_layout_spec_free(s);
             return 1;
         }
-        cohort_tools_layout_text(&s, full, sizeof(full));
-        printf("%8lld %8lld %12lld %12d %9.0f %9.0f %9.0f %9.0f %10.0f %10lld%s\n", w,
-               r.total_groups, r.total_groups, r.groups_max, r.send[ALGO_RING].max,
+        cohort_tools_layout_text(s, full, sizeof(full));
+        cohort_layout_spec_free(s);
+        printf("%8lld %8lld %12lld %12lld %12d %9.0f %9.0f %9.0f %9.0f %10.0f %10lld%s\n", w,
+               r.total_groups, r.total_groups, r.megatron, r.groups_max, r.send[ALGO_RING].max,
                r.send[ALGO_RD].max, r.send[ALGO_KNOMIAL4].max, r.send[ALGO_PAIRWISE].max,
                r.send[o->algo].max, w - 1, r.sampled ? "  (peers sampled)" : "");
         shown++;
@@ -460,7 +545,8 @@ static void model_usage(FILE *f)
                "       cohort_bench --model --sweep --layout SPEC [--algo A] [--exact]\n"
                "  Per-rank setup cost of a layout, from the arithmetic alone (nothing launched).\n"
                "  --world N     the world size (> 0)\n"
-               "  --layout SPEC tp=,pp=,cp=,ep=,etp=,order= (dp derived; etp defaults to tp)\n"
+               "  --layout SPEC tp=,pp=,cp=,ep=,etp=,order= (dp derived; etp defaults to tp),\n"
+               "                hcp=AxB, dopt=N, embd=first+last+K (docs/layouts.md)\n"
                "  --sweep       worlds 1024, 2048, ..., 131072 that the layout divides\n"
                "  --algo A      the algorithm dmodex lookups follow: ring rd knomial4 dissem\n"
                "                pairwise (default rd, a small-message allreduce)\n"
@@ -482,9 +568,10 @@ static int model_parse_int(const char *v, int *out)
 int cohort_bench_model(int argc, char **argv)
 {
     model_opts_t o = {.world = 0, .spec = NULL, .sweep = 0, .exact = 0, .algo = ALGO_RD};
-    cohort_layout_spec_t spec;
+    cohort_layout_spec_t *spec = NULL;
     model_result_t res;
     char err[256];
+    int rc;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -538,15 +625,17 @@ int cohort_bench_model(int argc, char **argv)
         model_usage(stderr);
         return 2;
     }
-    if (cohort_layout_parse(o.spec, o.world, &spec, err, sizeof(err)) != COHORT_OK) {
+    if (cohort_layout_spec_parse(o.spec, o.world, &spec, err, sizeof(err)) != COHORT_OK) {
         fprintf(stderr, "cohort_bench model: bad --layout '%s' for world %d: %s\n", o.spec, o.world,
                 err);
         return 2;
     }
-    if (model_compute(&spec, o.exact, &res) != 0) {
+    rc = model_compute(spec, o.exact, &res);
+    if (rc != 0) {
         fprintf(stderr, "cohort_bench model: out of memory\n");
-        return 1;
+    } else {
+        model_print(&o, &res);
     }
-    model_print(&o, &res);
-    return 0;
+    cohort_layout_spec_free(spec);
+    return rc != 0;
 }

@@ -49,7 +49,7 @@ typedef struct {
     int no_mpi;
     int mpi; /* MPI initialised and used */
     cohort_context_t *ctx;
-    cohort_layout_spec_t spec;
+    cohort_layout_spec_t *spec;
     int rank, n;
     long long total_groups;
     double *m; /* [iters][M_COUNT] */
@@ -200,8 +200,8 @@ static int setup_cohort(setup_t *s, double *m)
     m[M_CREATE_MSGS] = (double)(after.messages_sent - before.messages_sent);
     m[M_CREATE_EPS] = (double)(after.endpoints - before.endpoints);
 
-    for (int k = 0; cohort_layout_kinds[k] != NULL; k++) {
-        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_kinds[k]);
+    for (int k = 0; k < cohort_layout_spec_kind_count(s->spec); k++) {
+        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_spec_kind_name(s->spec, k));
         float one = 1.0f, sum = 0.0f;
 
         if (g == NULL) {
@@ -215,7 +215,7 @@ static int setup_cohort(setup_t *s, double *m)
         }
         if (sum != (float)cohort_group_size(g)) {
             fprintf(stderr, "cohort_bench setup: rank %d: %s allreduce gave %g, not %d\n", s->rank,
-                    cohort_layout_kinds[k], sum, cohort_group_size(g));
+                    cohort_layout_spec_kind_name(s->spec, k), sum, cohort_group_size(g));
             cohort_layout_free(layout);
             return setup_fail(s, "checking the allreduce", COHORT_ERR_MISMATCH);
         }
@@ -249,7 +249,7 @@ static double setup_mpi_first(const setup_t *s, MPI_Comm *own, int nkinds)
         MPI_Comm_size(own[k], &size);
         if (sum != (float)size) {
             fprintf(stderr, "cohort_bench setup: rank %d: MPI %s allreduce gave %g, not %d\n",
-                    s->rank, cohort_layout_kinds[k], sum, size);
+                    s->rank, cohort_layout_spec_kind_name(s->spec, k), sum, size);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
@@ -260,7 +260,8 @@ static double setup_mpi_first(const setup_t *s, MPI_Comm *own, int nkinds)
 static void setup_mpi_check(const setup_t *s, MPI_Comm *own, int nkinds, int *members)
 {
     for (int k = 0; k < nkinds; k++) {
-        int n = cohort_layout_rank_group(&s->spec, cohort_layout_kinds[k], s->rank, members);
+        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank,
+                                        members);
         int size = 0;
 
         if (own[k] != MPI_COMM_NULL) {
@@ -270,7 +271,7 @@ static void setup_mpi_check(const setup_t *s, MPI_Comm *own, int nkinds, int *me
             fprintf(stderr,
                     "cohort_bench setup: rank %d: MPI %s communicator has %d ranks, "
                     "the layout says %d\n",
-                    s->rank, cohort_layout_kinds[k], size, n);
+                    s->rank, cohort_layout_spec_kind_name(s->spec, k), size, n);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
@@ -286,7 +287,7 @@ static void setup_mpi(setup_t *s, double *m)
     if (members == NULL) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    while (cohort_layout_kinds[nkinds] != NULL && nkinds < SETUP_MAX_KINDS) {
+    while (nkinds < cohort_layout_spec_kind_count(s->spec) && nkinds < SETUP_MAX_KINDS) {
         nkinds++;
     }
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
@@ -298,9 +299,10 @@ static void setup_mpi(setup_t *s, double *m)
     setup_sync(s);
     t0 = setup_now_us();
     for (int k = 0; k < nkinds; k++) {
-        int ng = cohort_layout_ngroups(&s->spec, cohort_layout_kinds[k]);
+        int ng = cohort_layout_ngroups(s->spec, cohort_layout_spec_kind_name(s->spec, k));
         for (int i = 0; i < ng; i++) {
-            int n = cohort_layout_group_members(&s->spec, cohort_layout_kinds[k], i, members);
+            int n = cohort_tools_group_members(s->spec, cohort_layout_spec_kind_name(s->spec, k), i,
+                                               members);
             MPI_Comm c;
             MPI_Group_incl(world_group, n, members, &g);
             MPI_Comm_create(MPI_COMM_WORLD, g, &c);
@@ -323,7 +325,8 @@ static void setup_mpi(setup_t *s, double *m)
     setup_sync(s);
     t0 = setup_now_us();
     for (int k = 0; k < nkinds; k++) {
-        int n = cohort_layout_rank_group(&s->spec, cohort_layout_kinds[k], s->rank, members);
+        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank,
+                                        members);
         own[k] = MPI_COMM_NULL;
         if (n <= 0) {
             continue;
@@ -429,7 +432,7 @@ static void setup_report(const setup_t *s, const char *plugin)
     const char *mpi_note = "off (built without MPI)";
 #endif
 
-    cohort_tools_layout_text(&s->spec, full, sizeof(full));
+    cohort_tools_layout_text(s->spec, full, sizeof(full));
     printf("cohort_bench setup: world %d, layout %s\n"
            "  exchange plugin %s, iterations %ld, MPI %s; figures are the largest over ranks\n",
            s->n, full, plugin, s->iters, mpi_note);
@@ -509,7 +512,7 @@ int cohort_bench_setup(int argc, char **argv)
     }
 #endif
     /* The same spec against the same world on every rank: all agree to stop. */
-    if (cohort_layout_parse(s.spec_text, s.n, &s.spec, err, sizeof(err)) != COHORT_OK) {
+    if (cohort_layout_spec_parse(s.spec_text, s.n, &s.spec, err, sizeof(err)) != COHORT_OK) {
         if (s.rank == 0) {
             fprintf(stderr, "cohort_bench setup: bad --layout '%s' for a world of %d: %s\n",
                     s.spec_text, s.n, err);
@@ -517,7 +520,7 @@ int cohort_bench_setup(int argc, char **argv)
         rc = 2;
         goto out_cohort;
     }
-    s.total_groups = cohort_tools_layout_total(&s.spec);
+    s.total_groups = cohort_tools_layout_total(s.spec);
     s.m = calloc((size_t)s.iters * M_COUNT, sizeof(*s.m));
     if (s.m == NULL) {
         rc = 1;
@@ -557,6 +560,7 @@ int cohort_bench_setup(int argc, char **argv)
 
 out_cohort:
     free(s.m);
+    cohort_layout_spec_free(s.spec);
     cohort_finalize(s.ctx);
 out_mpi:
 #ifdef BENCH_WITH_MPI

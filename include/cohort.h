@@ -477,6 +477,7 @@ typedef struct {
     double wire_us;       /**< time to look up the address and create the endpoint */
     int pmix_lookups;     /**< PMIx lookups made for this peer (0 or 1) */
     char transports[128]; /**< the UCX lanes of the endpoint, e.g. "sysv/memory cma/memory" */
+    int same_node;        /**< 1 when the peer runs on this rank's node (launcher's node id) */
 } cohort_peer_info_t;
 
 /**
@@ -486,6 +487,25 @@ typedef struct {
  */
 COHORT_API cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
                                             cohort_peer_info_t *info);
+
+/** Where a rank runs, as the launcher says (PMIx job data). */
+typedef struct {
+    int world_rank;
+    uint32_t node_id;  /**< the launcher's node id; equal ids mean one node */
+    char hostname[64]; /**< the node's host name ("" when the launcher gives none) */
+    int same_node;     /**< 1 when it is this rank's node */
+} cohort_node_info_t;
+
+/**
+ * Describe where world rank @a world_rank runs (any rank of the job, this one included).
+ * @param [out] info  set only on success.
+ * @return COHORT_OK, or COHORT_ERR_INVALID_ARG for a bad context, rank or NULL info (logged);
+ *         COHORT_ERR_PMIX when the launcher does not say.
+ * @note Answered from the job data the local PMIx client holds: no message to any peer. A
+ *       singleton is node 0 of its own host.
+ */
+COHORT_API cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
+                                            cohort_node_info_t *info);
 
 /** Counters of one context, for diagnostics and benchmarks. */
 typedef struct {

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "pmix_plugins/common.h"
 
 void cohort_pmix_log(const cohort_pmix_ctx_t *p, int level, const char *fmt, ...)
@@ -412,4 +413,42 @@ void cohort_pmix_prepare_abandon(cohort_pmix_prepare_t *op)
         COHORT_PREP_ANSWERED) {
         cohort_pmix_prepare_free(op);
     }
+}
+
+cohort_status_t cohort_pmix_node_info(cohort_pmix_ctx_t *p, int rank, uint32_t *node_id, char *host,
+                                      size_t hostlen)
+{
+    pmix_value_t *val = NULL;
+    pmix_proc_t proc;
+    pmix_status_t rc;
+
+    if (p->singleton) {
+        *node_id = 0;
+        if (gethostname(host, hostlen) != 0 && hostlen > 0) {
+            host[0] = '\0';
+        }
+        return COHORT_OK;
+    }
+    PMIX_LOAD_PROCID(&proc, p->me.nspace, (pmix_rank_t)rank);
+    rc = PMIx_Get(&proc, PMIX_NODEID, NULL, 0, &val);
+    if (rc != PMIX_SUCCESS || val == NULL || val->type != PMIX_UINT32) {
+        cohort_pmix_log(p, 1, "PMIx_Get(PMIX_NODEID) of rank %d failed: %s", rank,
+                        PMIx_Error_string(rc));
+        if (val != NULL) {
+            PMIX_VALUE_RELEASE(val);
+        }
+        return cohort_pmix_status(rc == PMIX_SUCCESS ? PMIX_ERR_BAD_PARAM : rc);
+    }
+    *node_id = val->data.uint32;
+    PMIX_VALUE_RELEASE(val);
+    val = NULL;
+    host[0] = '\0';
+    if (PMIx_Get(&proc, PMIX_HOSTNAME, NULL, 0, &val) == PMIX_SUCCESS && val != NULL &&
+        val->type == PMIX_STRING && val->data.string != NULL) {
+        snprintf(host, hostlen, "%s", val->data.string);
+    }
+    if (val != NULL) {
+        PMIX_VALUE_RELEASE(val);
+    }
+    return COHORT_OK;
 }

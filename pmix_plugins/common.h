@@ -49,6 +49,9 @@ void cohort_pmix_prepare_abandon(cohort_pmix_prepare_t *op);
 /* PMIx_Fence_nb over a group's members, collecting their data. */
 cohort_status_t cohort_pmix_fence_start(cohort_pmix_ctx_t *p, uint64_t gid, const int *ranks,
                                         int nranks, cohort_pmix_prepare_t **op);
+/* A rank's node id and host name (PMIX_NODEID, PMIX_HOSTNAME). */
+cohort_status_t cohort_pmix_node_info(cohort_pmix_ctx_t *p, int rank, uint32_t *node_id, char *host,
+                                      size_t hostlen);
 /* PMIx_Fence over the given ranks (NULL: the whole namespace), collecting data. */
 cohort_status_t cohort_pmix_fence_ranks(cohort_pmix_ctx_t *p, const int *ranks, int nranks);
 

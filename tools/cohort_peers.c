@@ -177,6 +177,8 @@ typedef struct {
     int nwired;
     cohort_peer_info_t *peers;
     cohort_stats_t stats;
+    cohort_node_info_t node;          /* where this rank runs */
+    int nlocal;                       /* wired peers on this rank's node */
     uint64_t create_msgs, create_eps; /* what cohort_layout_create sent and wired */
     long long extra_groups;           /* groups of the --kind kinds that are not aliases */
 } peers_snap_t;
@@ -210,7 +212,8 @@ static int peers_snapshot(cohort_context_t *ctx, peers_snap_t *snap)
 {
     int *ranks;
 
-    if (cohort_stats(ctx, &snap->stats) != COHORT_OK) {
+    if (cohort_stats(ctx, &snap->stats) != COHORT_OK ||
+        cohort_node_info(ctx, cohort_world_rank(ctx), &snap->node) != COHORT_OK) {
         return PEERS_EXIT_FAIL;
     }
     snap->nwired = cohort_wired_peers(ctx, NULL, 0);
@@ -226,6 +229,7 @@ static int peers_snapshot(cohort_context_t *ctx, peers_snap_t *snap)
             free(ranks);
             return PEERS_EXIT_FAIL;
         }
+        snap->nlocal += snap->peers[i].same_node;
     }
     free(ranks);
     return 0;
@@ -233,9 +237,12 @@ static int peers_snapshot(cohort_context_t *ctx, peers_snap_t *snap)
 
 static void peers_format_json(int me, const peers_snap_t *s, peers_text_t *t)
 {
-    peers_text_printf(t, "    {\"rank\": %d, \"pmix_lookups\": %" PRIu64 ", \"plugin\": ", me,
-                      s->stats.pmix_lookups);
+    peers_text_printf(t, "    {\"rank\": %d, \"node\": %u, \"host\": ", me, s->node.node_id);
+    peers_text_json_string(t, s->node.hostname);
+    peers_text_printf(t, ", \"pmix_lookups\": %" PRIu64 ", \"plugin\": ", s->stats.pmix_lookups);
     peers_text_json_string(t, s->stats.pmix_plugin);
+    peers_text_printf(t, ", \"local_endpoints\": %d, \"remote_endpoints\": %d", s->nlocal,
+                      s->nwired - s->nlocal);
     peers_text_printf(t,
                       ", \"create_messages\": %" PRIu64 ", \"create_endpoints\": %" PRIu64
                       ",\n     \"groups\": [",
@@ -259,7 +266,8 @@ static void peers_format_json(int me, const peers_snap_t *s, peers_text_t *t)
         peers_text_printf(t, "%s\n       {\"rank\": %d, \"transports\": ", i ? "," : "",
                           p->world_rank);
         peers_text_json_string(t, p->transports);
-        peers_text_printf(t, ", \"wire_us\": %.1f, \"lookups\": %d}", p->wire_us, p->pmix_lookups);
+        peers_text_printf(t, ", \"same_node\": %s, \"wire_us\": %.1f, \"lookups\": %d}",
+                          p->same_node ? "true" : "false", p->wire_us, p->pmix_lookups);
     }
     peers_text_printf(t, "]}");
 }
@@ -267,11 +275,13 @@ static void peers_format_json(int me, const peers_snap_t *s, peers_text_t *t)
 static void peers_format_table(int me, const peers_snap_t *s, peers_text_t *t)
 {
     peers_text_printf(t,
-                      "rank %d: %d groups, %d wired peers, %" PRIu64 " PMIx lookups, %" PRIu64
+                      "rank %d on %s (node %u): %d groups, %d wired peers (%d on this node, %d "
+                      "remote), %" PRIu64 " PMIx lookups, %" PRIu64
                       " messages sent (layout creation: %" PRIu64 " messages, %" PRIu64
                       " endpoints)\n",
-                      me, s->ngroups, s->nwired, s->stats.pmix_lookups, s->stats.messages_sent,
-                      s->create_msgs, s->create_eps);
+                      me, s->node.hostname[0] ? s->node.hostname : "?", s->node.node_id, s->ngroups,
+                      s->nwired, s->nlocal, s->nwired - s->nlocal, s->stats.pmix_lookups,
+                      s->stats.messages_sent, s->create_msgs, s->create_eps);
     peers_text_printf(t, "  %-14s %-18s %13s  %s\n", "kind", "group id", "1st allreduce",
                       "members");
     for (int k = 0; k < s->ngroups; k++) {
@@ -291,11 +301,13 @@ static void peers_format_table(int me, const peers_snap_t *s, peers_text_t *t)
         peers_text_printf(t, "  no wired peers\n");
         return;
     }
-    peers_text_printf(t, "  %-6s %10s %7s  %s\n", "peer", "wire", "lookups", "transports");
+    peers_text_printf(t, "  %-6s %-6s %10s %7s  %s\n", "peer", "where", "wire", "lookups",
+                      "transports");
     for (int i = 0; i < s->nwired; i++) {
         const cohort_peer_info_t *p = &s->peers[i];
-        peers_text_printf(t, "  %-6d %7.1f us %7d  %s%s\n", p->world_rank, p->wire_us,
-                          p->pmix_lookups, p->transports[0] ? p->transports : "?",
+        peers_text_printf(t, "  %-6d %-6s %7.1f us %7d  %s%s\n", p->world_rank,
+                          p->same_node ? "local" : "remote", p->wire_us, p->pmix_lookups,
+                          p->transports[0] ? p->transports : "?",
                           p->world_rank == me ? " (self)" : "");
     }
 }

@@ -87,5 +87,6 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .group_prepare_start = cohort_pmix_group_prepare_start,
     .group_prepare_test = cohort_pmix_prepare_test,
     .group_prepare_abandon = cohort_pmix_prepare_abandon,
+    .node_info = cohort_pmix_node_info,
     .finalize = cohort_pmix_disconnect,
 };

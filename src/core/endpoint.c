@@ -408,10 +408,50 @@ static void cohort_endpoint_transports(ucp_ep_h ep, char *out, size_t outlen)
     free(text);
 }
 
+static cohort_status_t cohort_node_of(const cohort_context_t *ctx, int rank, uint32_t *node,
+                                      char *host, size_t hostlen)
+{
+    if (ctx->plugin->node_info == NULL) {
+        *node = 0;
+        host[0] = '\0';
+        return COHORT_OK;
+    }
+    return ctx->plugin->node_info(ctx->pmix, rank, node, host, hostlen);
+}
+
+cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
+                                 cohort_node_info_t *info)
+{
+    cohort_status_t status;
+    uint32_t mine;
+    char host[64];
+
+    if (cohort_context_check(ctx, "cohort_node_info: ctx") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (info == NULL || world_rank < 0 || world_rank >= ctx->size) {
+        cohort_error(ctx, "cohort_node_info: %s",
+                     info == NULL ? "info is NULL" : "rank out of range");
+        return COHORT_ERR_INVALID_ARG;
+    }
+    status =
+        cohort_node_of(ctx, world_rank, &info->node_id, info->hostname, sizeof(info->hostname));
+    if (status == COHORT_OK) {
+        status = cohort_node_of(ctx, ctx->rank, &mine, host, sizeof(host));
+    }
+    if (status != COHORT_OK) {
+        return status;
+    }
+    info->world_rank = world_rank;
+    info->same_node = info->node_id == mine;
+    return COHORT_OK;
+}
+
 cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
                                  cohort_peer_info_t *info)
 {
     const cohort_peer_t *peer;
+    cohort_node_info_t node;
 
     if (cohort_context_check(ctx, "cohort_peer_info: ctx") != COHORT_OK) {
         return COHORT_ERR_INVALID_ARG;
@@ -423,6 +463,7 @@ cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
         return COHORT_ERR_INVALID_ARG;
     }
     info->world_rank = world_rank;
+    info->same_node = cohort_node_info(ctx, world_rank, &node) == COHORT_OK && node.same_node;
     info->wire_us = peer->wire_us;
     info->pmix_lookups = peer->lookups;
     cohort_endpoint_transports(peer->ep, info->transports, sizeof(info->transports));

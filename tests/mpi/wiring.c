@@ -67,6 +67,22 @@ int main(void)
         /* PEER error handling must not lose shared memory (DESIGN.md): on one node the
          * lanes are sysv/posix, never tcp alone. */
         CHECK(strstr(info.transports, "sysv") != NULL || strstr(info.transports, "posix") != NULL);
+        /* One host here: the launcher puts every rank on this node. */
+        CHECK(info.same_node == 1);
+    }
+    /* Where ranks run, from the launcher, for any rank (wired or not), no message sent. */
+    {
+        cohort_node_info_t mine, other;
+        uint64_t sent = st.messages_sent;
+
+        CHECK_OK(cohort_node_info(ctx, me, &mine));
+        CHECK_OK(cohort_node_info(ctx, cohort_world_size(ctx) - 1 - me, &other));
+        CHECK(mine.same_node == 1 && other.same_node == 1 && mine.node_id == other.node_id);
+        CHECK(mine.hostname[0] != '\0');
+        CHECK_STATUS(cohort_node_info(ctx, cohort_world_size(ctx), &mine), COHORT_ERR_INVALID_ARG);
+        CHECK_STATUS(cohort_node_info(ctx, me, NULL), COHORT_ERR_INVALID_ARG);
+        CHECK_OK(cohort_stats(ctx, &st));
+        CHECK(st.messages_sent == sent);
     }
     /* no endpoint to self yet */
     CHECK_STATUS(cohort_peer_info(ctx, me, &(cohort_peer_info_t){0}), COHORT_ERR_INVALID_ARG);

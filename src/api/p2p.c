@@ -4,7 +4,7 @@
 #include "core/context.h"
 #include "core/log.h"
 #include "group/group.h"
-#include "reduce/reduce.h"
+#include "core/dtype.h"
 
 static void cohort_p2p_describe(const cohort_request_t *req, char *buf, size_t len)
 {

@@ -1,6 +1,6 @@
 /*
  * Host reduction kernels: dst = a op b, elementwise, for every (dtype, op) pair, plus the
- * final division of COHORT_AVG and the printable names.
+ * final division of COHORT_AVG. The dtype table (sizes, names) is core/dtype.c.
  *
  * Layout of this file: per type, small inline element operations (sum_i8, min_f32, ...), then
  * one macro expansion per type that defines the loops over them. Each loop is one tight `for`
@@ -9,73 +9,17 @@
 #include <assert.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "core/dtype.h"
 #include "reduce/reduce.h"
-
-/* ------------------------------------------------------------------------------------------ */
-/* Names and sizes                                                                             */
-/* ------------------------------------------------------------------------------------------ */
-
-typedef struct {
-    const char *name;
-    size_t size;
-    int is_float;
-} cohort_dtype_info_t;
-
-static const cohort_dtype_info_t cohort_dtype_table[] = {
-    [COHORT_INT8] = {"int8", 1, 0},       [COHORT_UINT8] = {"uint8", 1, 0},
-    [COHORT_INT32] = {"int32", 4, 0},     [COHORT_UINT32] = {"uint32", 4, 0},
-    [COHORT_INT64] = {"int64", 8, 0},     [COHORT_UINT64] = {"uint64", 8, 0},
-    [COHORT_FLOAT16] = {"float16", 2, 1}, [COHORT_BFLOAT16] = {"bfloat16", 2, 1},
-    [COHORT_FLOAT32] = {"float32", 4, 1}, [COHORT_FLOAT64] = {"float64", 8, 1},
-};
-
-static const char *const cohort_op_table[] = {
-    [COHORT_SUM] = "sum", [COHORT_PROD] = "prod", [COHORT_MIN] = "min",
-    [COHORT_MAX] = "max", [COHORT_AVG] = "avg",
-};
-
-#define COHORT_ARRAY_SIZE(_a) (sizeof(_a) / sizeof((_a)[0]))
-
-/* The casts to unsigned make a negative enum value (from a cast in the caller) out of range. */
-static const cohort_dtype_info_t *cohort_dtype_info(cohort_dtype_t dt)
-{
-    if ((unsigned)dt >= COHORT_ARRAY_SIZE(cohort_dtype_table)) {
-        return NULL;
-    }
-    return &cohort_dtype_table[dt];
-}
-
-static int cohort_op_valid(cohort_op_t op)
-{
-    return (unsigned)op < COHORT_ARRAY_SIZE(cohort_op_table);
-}
-
-size_t cohort_dtype_size(cohort_dtype_t dt)
-{
-    const cohort_dtype_info_t *info = cohort_dtype_info(dt);
-    return info ? info->size : 0;
-}
-
-const char *cohort_dtype_name(cohort_dtype_t dt)
-{
-    const cohort_dtype_info_t *info = cohort_dtype_info(dt);
-    return info ? info->name : "unknown";
-}
-
-const char *cohort_op_name(cohort_op_t op)
-{
-    return cohort_op_valid(op) ? cohort_op_table[op] : "unknown";
-}
 
 cohort_status_t cohort_reduce_check(cohort_dtype_t dt, cohort_op_t op)
 {
-    const cohort_dtype_info_t *info = cohort_dtype_info(dt);
-
-    if (info == NULL || !cohort_op_valid(op)) {
+    if (cohort_dtype_size(dt) == 0 || strcmp(cohort_op_name(op), "unknown") == 0) {
         return COHORT_ERR_INVALID_ARG;
     }
-    if (op == COHORT_AVG && !info->is_float) {
+    if (op == COHORT_AVG && !cohort_dtype_is_float(dt)) {
         return COHORT_ERR_INVALID_ARG;
     }
     return COHORT_OK;
@@ -281,7 +225,7 @@ void cohort_reduce_local(void *dst, const void *a, const void *b, size_t count, 
 {
     /* Callers validate user input with cohort_reduce_check() first (AVG on an integer type is
      * then already rejected; here it would simply sum). */
-    assert(cohort_dtype_info(dt) != NULL && cohort_op_valid(op));
+    assert(cohort_reduce_check(dt, op == COHORT_AVG ? COHORT_SUM : op) == COHORT_OK);
 
     if (count == 0) {
         return;

@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "coll/pattern/ring_pipeline.h"
 #include "core/scratch.h"
 #include "core/comm.h"
 
@@ -24,10 +25,7 @@ typedef struct {
     int left, right;
     size_t seg_elems;
     size_t nseg;                          /* segments per block (of the largest block) */
-    size_t nunits;                        /* 2 (n - 1) nseg */
-    size_t next_recv;                     /* next unit to post a receive for */
-    size_t next_proc;                     /* next unit to process once received */
-    size_t next_send;                     /* next unit to send */
+    cohort_ring_pipe_t pipe;              /* 2 (n - 1) nseg units */
     int window;                           /* W */
     char *tmp;                            /* W segments of incoming partial sums */
     cohort_xfer_t x[2 * RING_WINDOW_MAX]; /* sends in [0, W), receives in [W, 2W) */
@@ -57,7 +55,10 @@ static cohort_status_t ring_start(cohort_request_t *req)
     s->right = (g->rank + 1) % n;
     s->seg_elems = cohort_coll_seg_elems(cohort_coll_knob(req, 0), a->esize);
     s->nseg = cohort_coll_nsegs(cohort_coll_block_len(a->count, n, 0), s->seg_elems);
-    s->nunits = 2 * (size_t)(n - 1) * s->nseg;
+    s->pipe.nseg = s->nseg;
+    s->pipe.nunits = 2 * (size_t)(n - 1) * s->nseg;
+    s->pipe.window = (size_t)s->window;
+    s->pipe.x = s->x;
     s->seg_elems = (cohort_coll_block_len(a->count, n, 0) + s->nseg - 1) / s->nseg;
     s->tmp = cohort_scratch_get(req->ctx, (size_t)s->window * s->seg_elems * a->esize);
     if (s->tmp == NULL) {
@@ -80,8 +81,9 @@ static void ring_unit(const ring_state_t *s, const cohort_comm_t *g, size_t u, i
     *len = cohort_coll_seg_len(blen, s->seg_elems, j);
 }
 
-static cohort_status_t ring_post_recv(cohort_request_t *req, ring_state_t *s, size_t u)
+static cohort_status_t ring_post_recv(cohort_request_t *req, size_t u, cohort_xfer_t *slot)
 {
+    ring_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
     size_t t = u / s->nseg, off, len;
     void *dst;
@@ -92,24 +94,25 @@ static cohort_status_t ring_post_recv(cohort_request_t *req, ring_state_t *s, si
     } else {
         dst = cohort_coll_at(a->rbuf, off, a->esize); /* a finished block: straight in place */
     }
-    return cohort_coll_recv(req, &s->x[s->window + u % (size_t)s->window], s->left, (int)u, dst,
-                            len * a->esize);
+    return cohort_coll_recv(req, slot, s->left, (int)u, dst, len * a->esize);
 }
 
-static cohort_status_t ring_post_send(cohort_request_t *req, ring_state_t *s, size_t u)
+static cohort_status_t ring_post_send(cohort_request_t *req, size_t u, cohort_xfer_t *slot)
 {
+    ring_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
     const void *src = u < s->nseg ? cohort_coll_input(a) : a->rbuf;
     size_t off, len;
 
     ring_unit(s, req->comm, u, 0, &off, &len);
-    return cohort_coll_send(req, &s->x[u % (size_t)s->window], s->right, (int)u,
-                            cohort_coll_at(src, off, a->esize), len * a->esize);
+    return cohort_coll_send(req, slot, s->right, (int)u, cohort_coll_at(src, off, a->esize),
+                            len * a->esize);
 }
 
 /* A received unit: during reduce-scatter, rbuf's segment = incoming op input's segment. */
-static void ring_process(cohort_request_t *req, ring_state_t *s, size_t u)
+static void ring_process(cohort_request_t *req, size_t u)
 {
+    ring_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size;
     size_t t = u / s->nseg, off, len;
@@ -128,57 +131,21 @@ static void ring_process(cohort_request_t *req, ring_state_t *s, size_t u)
     }
 }
 
+static const cohort_ring_pipe_ops_t ring_pipe_ops = {
+    .post_recv = ring_post_recv,
+    .post_send = ring_post_send,
+    .process = ring_process,
+};
+
 static cohort_status_t ring_progress(cohort_request_t *req)
 {
     ring_state_t *s = req->state;
     cohort_status_t status;
-    int progressed;
 
     if (s->done) {
         return COHORT_OK;
     }
-    do {
-        status = cohort_coll_xfers_error(s->x, 2 * s->window);
-        if (status != COHORT_OK) {
-            return status;
-        }
-        progressed = 0;
-        while (s->next_recv < s->nunits && s->next_recv < s->next_proc + (size_t)s->window) {
-            status = ring_post_recv(req, s, s->next_recv);
-            if (status != COHORT_OK) {
-                return status;
-            }
-            s->next_recv++;
-            progressed = 1;
-        }
-        /* A unit past the first step forwards what was received one step earlier. */
-        while (s->next_send < s->nunits &&
-               cohort_coll_xfer_idle(&s->x[s->next_send % (size_t)s->window]) &&
-               (s->next_send < s->nseg || s->next_send - s->nseg < s->next_proc)) {
-            status = ring_post_send(req, s, s->next_send);
-            if (status != COHORT_OK) {
-                return status;
-            }
-            s->next_send++;
-            progressed = 1;
-        }
-        while (s->next_proc < s->next_recv) {
-            cohort_xfer_t *x = &s->x[s->window + s->next_proc % (size_t)s->window];
-            if (!x->done) {
-                break;
-            }
-            if (x->status != COHORT_OK) {
-                return x->status;
-            }
-            ring_process(req, s, s->next_proc);
-            s->next_proc++;
-            progressed = 1;
-        }
-    } while (progressed);
-    if (s->next_proc < s->nunits || s->next_send < s->nunits) {
-        return COHORT_INPROGRESS;
-    }
-    status = cohort_coll_xfers_wait(s->x, 2 * s->window);
+    status = cohort_ring_pipe_progress(req, &s->pipe, &ring_pipe_ops);
     if (status == COHORT_OK) {
         s->done = 1;
     }

@@ -12,6 +12,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "coll/pattern/ring_pipeline.h"
 #include "core/scratch.h"
 #include "core/comm.h"
 
@@ -23,11 +24,8 @@ typedef struct {
     int done;
     int left, right;
     size_t seg_elems;
-    size_t nseg;   /* segments per block */
-    size_t nunits; /* (n - 1) nseg */
-    size_t next_recv;
-    size_t next_proc;
-    size_t next_send;
+    size_t nseg;                        /* segments per block */
+    cohort_ring_pipe_t pipe;            /* (n - 1) nseg units */
     char *tmp;                          /* W incoming segments (then acc, under COHORT_IN_PLACE) */
     char *acc;                          /* one block: rbuf, or after tmp under COHORT_IN_PLACE */
     int window;                         /* W */
@@ -60,7 +58,10 @@ static cohort_status_t rs_start(cohort_request_t *req)
     s->seg_elems = cohort_coll_seg_elems(cohort_coll_knob(req, 0), a->esize);
     s->nseg = cohort_coll_nsegs(a->count, s->seg_elems);
     s->seg_elems = (a->count + s->nseg - 1) / s->nseg;
-    s->nunits = (size_t)(n - 1) * s->nseg;
+    s->pipe.nseg = s->nseg;
+    s->pipe.nunits = (size_t)(n - 1) * s->nseg;
+    s->pipe.window = (size_t)s->window;
+    s->pipe.x = s->x;
     tmp_bytes = (size_t)s->window * s->seg_elems * a->esize;
     /* One allocation for both: see reduce_knomial.c. */
     s->tmp = cohort_scratch_get(req->ctx,
@@ -88,8 +89,18 @@ static size_t rs_seg_bytes(const rs_state_t *s, size_t j)
     return cohort_coll_seg_len(s->base.args.count, s->seg_elems, j) * s->base.args.esize;
 }
 
-static cohort_status_t rs_post_send(cohort_request_t *req, rs_state_t *s, size_t u)
+static cohort_status_t rs_post_recv(cohort_request_t *req, size_t u, cohort_xfer_t *slot)
 {
+    rs_state_t *s = req->state;
+
+    return cohort_coll_recv(req, slot, s->left, (int)u,
+                            s->tmp + (u % (size_t)s->window) * s->seg_elems * s->base.args.esize,
+                            rs_seg_bytes(s, u % s->nseg));
+}
+
+static cohort_status_t rs_post_send(cohort_request_t *req, size_t u, cohort_xfer_t *slot)
+{
+    rs_state_t *s = req->state;
     size_t t = u / s->nseg, j = u % s->nseg;
     const char *src;
 
@@ -98,23 +109,21 @@ static cohort_status_t rs_post_send(cohort_request_t *req, rs_state_t *s, size_t
     } else {
         src = s->acc + j * s->seg_elems * s->base.args.esize;
     }
-    return cohort_coll_send(req, &s->x[u % (size_t)s->window], s->right, (int)u, src,
-                            rs_seg_bytes(s, j));
+    return cohort_coll_send(req, slot, s->right, (int)u, src, rs_seg_bytes(s, j));
 }
 
-/* Whether send @a u (which reads acc's segment) has finished: its slot holds it, or a later
- * send that could only be posted after it finished. */
-static int rs_send_finished(const rs_state_t *s, size_t u)
+/* A unit past the first step accumulates into acc's segment, which send u (forwarding the sum
+ * made one step earlier) reads until it finishes. */
+static int rs_can_process(cohort_request_t *req, size_t u)
 {
-    if (s->next_send <= u) {
-        return 0;
-    }
-    return s->next_send > u + (size_t)s->window ||
-           cohort_coll_xfer_idle(&s->x[u % (size_t)s->window]);
+    rs_state_t *s = req->state;
+
+    return u < s->nseg || cohort_ring_pipe_sent(&s->pipe, u);
 }
 
-static void rs_process(cohort_request_t *req, rs_state_t *s, size_t u)
+static void rs_process(cohort_request_t *req, size_t u)
 {
+    rs_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
     size_t t = u / s->nseg, j = u % s->nseg;
     char *dst = s->acc + j * s->seg_elems * a->esize;
@@ -127,62 +136,23 @@ static void rs_process(cohort_request_t *req, rs_state_t *s, size_t u)
     }
 }
 
+static const cohort_ring_pipe_ops_t rs_pipe_ops = {
+    .post_recv = rs_post_recv,
+    .post_send = rs_post_send,
+    .can_process = rs_can_process,
+    .process = rs_process,
+};
+
 static cohort_status_t rs_progress(cohort_request_t *req)
 {
     rs_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
     cohort_status_t status;
-    int progressed;
 
     if (s->done) {
         return COHORT_OK;
     }
-    do {
-        status = cohort_coll_xfers_error(s->x, 2 * s->window);
-        if (status != COHORT_OK) {
-            return status;
-        }
-        progressed = 0;
-        while (s->next_recv < s->nunits && s->next_recv < s->next_proc + (size_t)s->window) {
-            size_t u = s->next_recv;
-            status =
-                cohort_coll_recv(req, &s->x[s->window + u % (size_t)s->window], s->left, (int)u,
-                                 s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize,
-                                 rs_seg_bytes(s, u % s->nseg));
-            if (status != COHORT_OK) {
-                return status;
-            }
-            s->next_recv++;
-            progressed = 1;
-        }
-        while (s->next_send < s->nunits &&
-               cohort_coll_xfer_idle(&s->x[s->next_send % (size_t)s->window]) &&
-               (s->next_send < s->nseg || s->next_send - s->nseg < s->next_proc)) {
-            status = rs_post_send(req, s, s->next_send);
-            if (status != COHORT_OK) {
-                return status;
-            }
-            s->next_send++;
-            progressed = 1;
-        }
-        while (s->next_proc < s->next_recv) {
-            size_t u = s->next_proc;
-            cohort_xfer_t *x = &s->x[s->window + u % (size_t)s->window];
-            if (!x->done || (u >= s->nseg && !rs_send_finished(s, u))) {
-                break;
-            }
-            if (x->status != COHORT_OK) {
-                return x->status;
-            }
-            rs_process(req, s, u);
-            s->next_proc++;
-            progressed = 1;
-        }
-    } while (progressed);
-    if (s->next_proc < s->nunits || s->next_send < s->nunits) {
-        return COHORT_INPROGRESS;
-    }
-    status = cohort_coll_xfers_wait(s->x, 2 * s->window);
+    status = cohort_ring_pipe_progress(req, &s->pipe, &rs_pipe_ops);
     if (status != COHORT_OK) {
         return status;
     }

@@ -1,0 +1,173 @@
+#!/bin/bash
+# cohort under Slurm's srun --mpi=pmix, on a one-node Slurm started here by hand (no systemd):
+# installs slurm-wlm and munge if missing, writes a private configuration in a temporary
+# directory (loopback only, its own munge key and socket, its own ports), starts munged (as
+# user munge), slurmctld and slurmd in the foreground of this script, waits until the node is
+# idle, then runs each multi-rank test program's "run:" lines under srun and cohort_peers
+# --json (checked by check_peers.py). Every daemon is stopped by its PID on the way out,
+# whatever happened, and the temporary directory removed (kept with COHL_KEEP=1).
+#
+#   bash tests/launch/slurm.sh            # from a tree built by scripts/setup.sh, as root
+# Settings: LAUNCH_MAX_RANKS (8), LAUNCH_TIMEOUT (120 s per srun), COHL_SLURM_PORT (16817;
+# slurmd uses the next port), COHL_KEEP=1 (keep the temporary directory and its logs).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/launch/common.sh
+launch_need_root
+launch_apt_install slurm-wlm munge python3
+[ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix_v4.so ] ||
+    [ -n "$(find /usr/lib -name 'mpi_pmix*.so' 2>/dev/null | head -1)" ] ||
+    launch_die "Slurm's PMIx plugin (mpi_pmix) is not installed"
+launch_build
+top=$PWD
+port=${COHL_SLURM_PORT:-16817}
+node=cohl-n0
+
+T=$(mktemp -d /tmp/cohl-slurm.XXXXXX)
+chmod 755 "$T"
+export COHL_TAG=$T
+munged_pid= ctld_pid= slurmd_pid=
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    # Jobs first, so that slurmd can still reap their steps; then the daemons, newest first.
+    [ -n "$ctld_pid" ] && timeout 10 scancel --quiet --full -u root >/dev/null 2>&1
+    launch_stop_pid "$slurmd_pid"
+    launch_stop_pid "$ctld_pid"
+    launch_stop_pid "$munged_pid"
+    # Step daemons and ranks that outlived them (they carry our tag).
+    launch_kill_tagged "$T"
+    if [ "$rc" != 0 ]; then
+        for f in "$T"/slurmctld.log "$T"/slurmd.log; do
+            [ -f "$f" ] && { echo "---- tail $f"; tail -15 "$f"; }
+        done
+    fi
+    if [ "${COHL_KEEP:-0}" = 1 ]; then
+        echo "kept $T"
+    else
+        rm -rf "$T"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+for p in "$port" $((port + 1)); do
+    ss -Hltn "sport = :$p" | grep -q . && launch_die "port $p is in use (COHL_SLURM_PORT)"
+done
+
+# munge: its own key, socket, pid, seed and log, owned by the munge user.
+mkdir -p "$T/munge" "$T/munge-run"
+dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 status=none
+chown -R munge:munge "$T/munge" "$T/munge-run"
+chmod 700 "$T/munge"
+chmod 755 "$T/munge-run" # munged wants its socket's directory searchable by all
+chmod 400 "$T/munge/munge.key"
+sock=$T/munge-run/munge.socket
+setpriv --reuid=munge --regid=munge --init-groups munged -F --key-file="$T/munge/munge.key" \
+    --socket="$sock" --pid-file="$T/munge/munged.pid" --seed-file="$T/munge/munged.seed" \
+    --log-file="$T/munge/munged.log" 2>"$T/munged.out" &
+munged_pid=$!
+launch_wait_for sh -c "munge -S '$sock' -n | unmunge -S '$sock'" ||
+    launch_die "munged did not come up: $(tail -3 "$T/munge/munged.log" 2>/dev/null)"
+
+# Slurm: one node of 16 CPUs on 2 cores (config_overrides lets slurmd believe it), everything
+# on 127.0.0.1, no cgroups, no accounting.
+mkdir -p "$T/state" "$T/spool"
+cat >"$T/slurm.conf" <<EOF
+ClusterName=cohl
+MailProg=/bin/true
+SlurmctldHost=$(hostname -s)(127.0.0.1)
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$sock
+StateSaveLocation=$T/state
+SlurmdSpoolDir=$T/spool
+SlurmctldPidFile=$T/slurmctld.pid
+SlurmdPidFile=$T/slurmd.pid
+SlurmctldLogFile=$T/slurmctld.log
+SlurmdLogFile=$T/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SwitchType=switch/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+ReturnToService=2
+SlurmdParameters=config_overrides
+SchedulerType=sched/builtin
+KillWait=5
+NodeName=$node NodeAddr=127.0.0.1 NodeHostname=$(hostname) CPUs=16 State=UNKNOWN
+PartitionName=cohl Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+EOF
+export SLURM_CONF=$T/slurm.conf
+t0=$(date +%s.%N)
+slurmctld -D -i >"$T/slurmctld.out" 2>&1 &
+ctld_pid=$!
+slurmd -D -N "$node" >"$T/slurmd.out" 2>&1 &
+slurmd_pid=$!
+node_idle() {
+    kill -0 "$ctld_pid" && kill -0 "$slurmd_pid" || return 0 # dead: stop waiting
+    [ "$(sinfo -h -n "$node" -o %T 2>/dev/null)" = idle ]
+}
+LAUNCH_WAIT_S=90 launch_wait_for node_idle && node_idle && kill -0 "$ctld_pid" "$slurmd_pid" ||
+    launch_die "node $node not idle: $(sinfo -h -N -o '%N %T %E' 2>&1)"
+launch_log "Slurm up: node $node idle after $(launch_since "$t0") s"
+
+export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
+failed=0 passed=0 skipped=0
+srun_run() { # NP "ENV..." PROG ARGS...: one srun, bounded; srun passes the environment on
+    local np=$1 envs=$2
+    shift 2
+    # shellcheck disable=SC2086
+    timeout -k 10 "$LAUNCH_TIMEOUT" env $envs srun --mpi=pmix -N 1 -n "$np" \
+        --kill-on-bad-exit=1 --wait=30 "$@" </dev/null
+}
+for prog in $LAUNCH_PROGS; do
+    while read -r np envs; do
+        [ -n "$np" ] || continue
+        if [ "$np" -gt "$LAUNCH_MAX_RANKS" ]; then
+            launch_log "$prog: $np $envs: skipped (more than LAUNCH_MAX_RANKS=$LAUNCH_MAX_RANKS)"
+            skipped=$((skipped + 1))
+            continue
+        fi
+        t0=$(date +%s.%N)
+        if srun_run "$np" "$envs" "tests/mpi/$prog" >"$T/run.log" 2>&1; then
+            launch_log "$prog: srun -n $np $envs: ok ($(launch_since "$t0") s)"
+            passed=$((passed + 1))
+        else
+            echo "!! $prog: srun -n $np $envs failed (rc $?; 124: timed out)"
+            tail -30 "$T/run.log"
+            failed=$((failed + 1))
+        fi
+    done < <(launch_runs "$prog")
+done
+
+# cohort_peers: the JSON is checked, and its wall time taken (srun's, start to exit).
+for np in 4 8; do
+    [ "$np" -gt "$LAUNCH_MAX_RANKS" ] && continue
+    launch_log "cohort_peers: srun -n $np --layout tp=2,pp=2 --json"
+    t0=$(date +%s.%N)
+    if srun_run "$np" "" tools/cohort_peers --layout tp=2,pp=2 --json >"$T/peers.json" \
+        2>"$T/run.log" &&
+        python3 tests/launch/check_peers.py --world "$np" <"$T/peers.json"; then
+        launch_log "cohort_peers -n $np: srun wall $(launch_since "$t0") s"
+        passed=$((passed + 1))
+    else
+        echo "!! cohort_peers -n $np failed"
+        head -c 2000 "$T/peers.json"
+        tail -30 "$T/run.log"
+        failed=$((failed + 1))
+    fi
+done
+
+launch_log "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]

@@ -72,18 +72,28 @@ pid=\$(cat "$dir/holder.\${host#cohl-}" 2>/dev/null) || { echo "agent: no host \
 exec nsenter -t "\$pid" --net --ipc --uts --mount -- sh -c "\$*"
 EOF
     chmod 755 "$dir/agent"
-    # Every link up and every bridge port forwarding before anything runs there (no ping
-    # here: iputils is not installed everywhere).
-    links_up() {
-        local j
-        for j in $(seq 0 $((n - 1))); do
-            for l in mgmt0 data0; do
-                ip -n "cohl-$HOSTS_ID-h$j" -br link show "$l" | grep -q ' UP ' || return 1
-            done
+    hosts_links_up
+}
+
+# Sets every host's links up and waits (30 s at most) until they are up and every bridge port
+# forwards (no ping here: iputils is not installed everywhere).
+hosts_links_up() {
+    local i l
+    for i in $(seq 0 $((HOSTS_N - 1))); do
+        for l in mgmt0 data0; do
+            ip -n "cohl-$HOSTS_ID-h$i" link set "$l" up || return 1
         done
-        [ "$(bridge -n "$sw" link show | grep -c 'state forwarding')" = $((2 * n)) ]
-    }
-    LAUNCH_WAIT_S=30 launch_wait_for links_up
+    done
+    LAUNCH_WAIT_S=30 launch_wait_for hosts_links_are_up
+}
+hosts_links_are_up() {
+    local i l
+    for i in $(seq 0 $((HOSTS_N - 1))); do
+        for l in mgmt0 data0; do
+            ip -n "cohl-$HOSTS_ID-h$i" -br link show "$l" | grep -q ' UP ' || return 1
+        done
+    done
+    [ "$(bridge -n "cohl-$HOSTS_ID-sw" link show | grep -c 'state forwarding')" = $((2 * HOSTS_N)) ]
 }
 
 # hosts_in HOST CMD...: runs CMD (argv, not a shell line) inside HOST.

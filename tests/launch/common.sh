@@ -5,7 +5,7 @@
 
 # The programs that matter beyond one host and one launcher: groups, lazy wiring, p2p, the
 # collective suites, layouts. Their "run:" lines say how many ranks and which settings.
-LAUNCH_PROGS="groups wiring p2p coll_move coll_reduce layout"
+LAUNCH_PROGS=${LAUNCH_PROGS:-groups wiring p2p coll_move coll_reduce layout}
 # Ranks per run at most (2 cores shared here): run lines above this are skipped, and said so.
 LAUNCH_MAX_RANKS=${LAUNCH_MAX_RANKS:-8}
 # Bound on each launcher run, in seconds.
@@ -115,4 +115,12 @@ launch_wait_for() {
 # Seconds since $1 (a `date +%s.%N`), to 0.01 s.
 launch_since() {
     awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'
+}
+
+# Runs "$@" in the background and waits for it: a signal to the script then runs its trap at
+# once instead of after the command (bash defers traps while a foreground child runs). The
+# command's processes carry the tag, so the trap's cleanup finds them.
+launch_fg() {
+    "$@" &
+    wait $!
 }

@@ -8,8 +8,9 @@
 # Removes every namespace, process and file it made, whatever happened.
 #
 #   bash tests/launch/hosts.sh              # from a tree built by scripts/setup.sh, as root
-# Settings: LAUNCH_MAX_RANKS (8), LAUNCH_TIMEOUT (120 s per mpirun), COHL_PEERS_REPEAT (3:
-# cohort_peers runs per configuration; each must pass), COHL_KEEP=1 (keep the directory).
+# Settings: LAUNCH_PROGS (the programs, default in common.sh), LAUNCH_MAX_RANKS (8),
+# LAUNCH_TIMEOUT (120 s per mpirun), COHL_PEERS_REPEAT (3: cohort_peers runs per
+# configuration; each must pass), COHL_MEASURE=1 (also print timings), COHL_KEEP=1.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/launch/common.sh
@@ -100,6 +101,27 @@ for cfg in "1 4 tp=2,pp=2" "1 8 tp=2,pp=2" "2 4 tp=2,pp=2" "2 8 tp=2,pp=2" "3 6 
         fi
     done
 done
+
+# Measurements (COHL_MEASURE=1; printed, never asserted): cohort_bench setup at 8 ranks on 1
+# and 2 hosts; allreduce across the veth, cohort against Open MPI (ob1 + its tcp BTL on the
+# data network) in the same processes, 1 rank per host and 2 per host.
+if [ "${COHL_MEASURE:-0}" = 1 ]; then
+    mpi_tcp="--mca pml ob1 --mca btl tcp,self,vader --mca btl_tcp_if_include 198.18.2.0/24"
+    for nh in 1 2; do
+        # shellcheck disable=SC2086
+        hosts_mpirun "$nh" 8 $mpi_tcp "$top/tools/cohort_bench" setup --layout tp=2,pp=2 \
+            --iters 3 >"$T/setup.txt" 2>&1
+        launch_log "measure: cohort_bench setup -np 8 tp=2,pp=2 on $nh hosts:" \
+            "$(grep '^setup:' "$T/setup.txt" || tail -3 "$T/setup.txt")"
+    done
+    for np in 2 4; do
+        # shellcheck disable=SC2086
+        hosts_mpirun 2 "$np" $mpi_tcp "$top/tools/cohort_bench" allreduce -b 8 -e 4M -f 8 \
+            >"$T/allreduce.txt" 2>&1
+        launch_log "measure: allreduce -np $np on 2 hosts (cohort vs Open MPI tcp on data0):"
+        cat "$T/allreduce.txt"
+    done
+fi
 
 launch_log "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

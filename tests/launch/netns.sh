@@ -128,7 +128,7 @@ hosts_mpirun() {
     for i in $(seq 0 $((nh - 1))); do
         list="$list${list:+,}cohl-h$i:$slots"
     done
-    hosts_in cohl-h0 timeout -k 10 "$LAUNCH_TIMEOUT" mpirun --allow-run-as-root --oversubscribe \
+    launch_fg hosts_in cohl-h0 timeout -k 10 "$LAUNCH_TIMEOUT" mpirun --allow-run-as-root --oversubscribe \
         --bind-to none --host "$list" --map-by slot -np "$np" \
         --mca plm_rsh_agent "$HOSTS_DIR/agent" --mca plm_rsh_no_tree_spawn 1 \
         --mca oob_tcp_if_include 198.18.1.0/24 \

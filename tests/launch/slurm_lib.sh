@@ -74,6 +74,9 @@ EOF
     done
     echo "PartitionName=cohl Nodes=$names Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" \
         >>"$SLURM_DIR/slurm.conf"
+    # Slurm's PMIx plugin keeps its per-step directories here rather than in /tmp.
+    mkdir -p "$SLURM_DIR/pmix"
+    echo "PMIxCliTmpDirBase=$SLURM_DIR/pmix" >"$SLURM_DIR/mpi.conf"
     export SLURM_CONF=$SLURM_DIR/slurm.conf
 }
 

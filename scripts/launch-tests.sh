@@ -11,7 +11,7 @@
 # cohort_peers runs. Enable them here once that is fixed; to fit CI time, LAUNCH_PROGS can
 # narrow the programs they run. COHORT_LAUNCH_TESTS=0 skips them all.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 if [ "${COHORT_LAUNCH_TESTS:-1}" = 0 ]; then
     echo "launch-tests: skipped (COHORT_LAUNCH_TESTS=0)"
     exit 0

@@ -25,7 +25,7 @@ launch_need_root() {
 
 # apt-get install, waiting for a dpkg lock held by someone else instead of failing on it.
 launch_apt_install() {
-    local missing= p
+    local missing='' p
     for p in "$@"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
     done
@@ -41,7 +41,7 @@ launch_apt_install() {
 # Builds the library, the plugins, the test programs and the tools in the tree (configured
 # already by scripts/setup.sh).
 launch_build() {
-    local targets= p
+    local targets='' p
     [ -f Makefile ] || launch_die "not configured: run scripts/setup.sh first"
     for p in $LAUNCH_PROGS; do
         targets="$targets tests/mpi/$p"
@@ -72,12 +72,12 @@ launch_tagged_pids() {
 
 # Kills every process tagged $1 (TERM, then KILL what is left after a bounded wait).
 launch_kill_tagged() {
-    local pids i
+    local pids
     pids=$(launch_tagged_pids "$1")
     [ -z "$pids" ] && return 0
     # shellcheck disable=SC2086
     kill -TERM $pids 2>/dev/null
-    for i in 1 2 3 4 5 6 7 8 9 10; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
         pids=$(launch_tagged_pids "$1")
         [ -z "$pids" ] && return 0
         sleep 0.5
@@ -90,11 +90,11 @@ launch_kill_tagged() {
 
 # Stops one daemon by PID: TERM, a bounded wait, then KILL.
 launch_stop_pid() {
-    local pid=$1 i
+    local pid=$1
     [ -n "$pid" ] || return 0
     kill -0 "$pid" 2>/dev/null || return 0
     kill -TERM "$pid" 2>/dev/null
-    for i in $(seq 1 20); do
+    for _ in $(seq 1 20); do
         kill -0 "$pid" 2>/dev/null || return 0
         sleep 0.5
     done

@@ -12,7 +12,7 @@
 # LAUNCH_TIMEOUT (120 s per mpirun), COHL_PEERS_REPEAT (3: cohort_peers runs per
 # configuration; each must pass), COHL_MEASURE=1 (also print timings), COHL_KEEP=1.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . tests/launch/common.sh
 . tests/launch/netns.sh
 launch_need_root

@@ -23,9 +23,9 @@
 #include <unistd.h>
 #include "cohort.h"
 
-#define LINKCUT_MAX_RANKS 64
+#define LINKCUT_MAX_RANKS   64
 #define LINKCUT_AFTER_CUT_S 60.0 /* longest a world allreduce may keep working after the cut */
-#define LINKCUT_HOST_OPS 20      /* host-group allreduces that must work after the failure */
+#define LINKCUT_HOST_OPS    20   /* host-group allreduces that must work after the failure */
 
 static double linkcut_now(void)
 {
@@ -145,16 +145,18 @@ int main(int argc, char **argv)
             if (world_st != COHORT_OK) {
                 t_fail = linkcut_now();
                 if (!linkcut_exists(cut)) {
-                    fprintf(stderr, "linkcut: rank %d: world allreduce %d failed before the cut: "
-                            "%s\n", me, iter, cohort_strerror(world_st));
+                    fprintf(stderr,
+                            "linkcut: rank %d: world allreduce %d failed before the cut: "
+                            "%s\n",
+                            me, iter, cohort_strerror(world_st));
                     return 1;
                 }
             }
         }
         st = linkcut_allreduce(hostg, world_st != COHORT_OK, &all_failed, COHORT_MIN, patience);
         if (st != COHORT_OK) {
-            fprintf(stderr, "linkcut: rank %d: host-group allreduce %d failed (%s): %s\n", me,
-                    iter, world_st == COHORT_OK ? "world still fine" : "world failed",
+            fprintf(stderr, "linkcut: rank %d: host-group allreduce %d failed (%s): %s\n", me, iter,
+                    world_st == COHORT_OK ? "world still fine" : "world failed",
                     cohort_strerror(st));
             return 1;
         }
@@ -178,8 +180,10 @@ int main(int argc, char **argv)
         }
     }
     if (world_st != COHORT_ERR_PEER_FAILED && world_st != COHORT_ERR_TIMEOUT) {
-        fprintf(stderr, "linkcut: rank %d: world allreduce failed with %s (%d), expected "
-                "PEER_FAILED or TIMEOUT\n", me, cohort_strerror(world_st), (int)world_st);
+        fprintf(stderr,
+                "linkcut: rank %d: world allreduce failed with %s (%d), expected "
+                "PEER_FAILED or TIMEOUT\n",
+                me, cohort_strerror(world_st), (int)world_st);
         return 1;
     }
     /* The host's group never crossed the cut link: it goes on. */
@@ -187,15 +191,18 @@ int main(int argc, char **argv)
         int sum;
         if ((st = linkcut_allreduce(hostg, 1, &sum, COHORT_SUM, patience)) != COHORT_OK ||
             sum != nlocal) {
-            fprintf(stderr, "linkcut: rank %d: its host group (%d ranks) failed after the cut: "
-                    "%s\n", me, nlocal, cohort_strerror(st));
+            fprintf(stderr,
+                    "linkcut: rank %d: its host group (%d ranks) failed after the cut: "
+                    "%s\n",
+                    me, nlocal, cohort_strerror(st));
             return 1;
         }
     }
     {
         double t_cut = linkcut_read_time(cut);
         printf("linkcut: rank %d (%s): world: %s (%d) after %.1f s past the cut; "
-               "host group of %d: ok\n", me, host, cohort_strerror(world_st), (int)world_st,
+               "host group of %d: ok\n",
+               me, host, cohort_strerror(world_st), (int)world_st,
                t_fail - (t_cut > 0 ? t_cut : cut_seen), nlocal);
         fflush(stdout);
     }

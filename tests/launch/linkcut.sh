@@ -11,7 +11,7 @@
 # Settings: COHL_LINKCUT_TIMEOUT (COHORT_TIMEOUT for the ranks, 10 s), LAUNCH_TIMEOUT (180 s
 # per job), COHL_KEEP=1.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . tests/launch/common.sh
 . tests/launch/netns.sh
 launch_need_root

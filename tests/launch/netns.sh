@@ -46,9 +46,9 @@ hosts_make() {
         HOSTS_NETNS="$HOSTS_NETNS $ns"
         ip -n "$ns" link set lo up
         # Both ends made in their namespaces at once: no name ever exists in the root one.
-        ip link add name mgmt0 netns "$ns" type veth peer name m$i netns "$sw" || return 1
-        ip link add name data0 netns "$ns" type veth peer name d$i netns "$sw" || return 1
-        ip -n "$sw" link set m$i master swm up && ip -n "$sw" link set d$i master swd up ||
+        ip link add name mgmt0 netns "$ns" type veth peer name "m$i" netns "$sw" || return 1
+        ip link add name data0 netns "$ns" type veth peer name "d$i" netns "$sw" || return 1
+        ip -n "$sw" link set "m$i" master swm up && ip -n "$sw" link set "d$i" master swd up ||
             return 1
         ip -n "$ns" addr add "198.18.1.$((i + 1))/24" dev mgmt0 &&
             ip -n "$ns" addr add "198.18.2.$((i + 1))/24" dev data0 || return 1
@@ -134,7 +134,7 @@ hosts_remove() {
 # spreads NP ranks over the first NHOSTS hosts, ceil(NP/NHOSTS) slots each, filled in host
 # order (ranks 0.. on cohl-h0), reaching the others through the agent; UCX on data0 only.
 hosts_mpirun() {
-    local nh=$1 np=$2 slots list= i
+    local nh=$1 np=$2 slots list='' i
     shift 2
     slots=$(((np + nh - 1) / nh))
     for i in $(seq 0 $((nh - 1))); do
@@ -150,6 +150,7 @@ hosts_mpirun() {
 # hosts_map NHOSTS NP: the host of each world rank, comma-separated in rank order, as the
 # launcher really placed them (asked of the ranks, not computed).
 hosts_map() {
+    # shellcheck disable=SC2016 # expanded by the ranks' shell
     hosts_mpirun "$1" "$2" sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"' |
         sort -n | awk '{ printf "%s%s", (NR > 1 ? "," : ""), $2 }'
 }

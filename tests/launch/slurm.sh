@@ -12,7 +12,7 @@
 # LAUNCH_TIMEOUT (120 s per srun), COHL_SLURM_PORT (16817; slurmd uses the next port),
 # COHL_MEASURE=1 (also time srun against mpirun), COHL_KEEP=1 (keep the directory and logs).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . tests/launch/common.sh
 . tests/launch/slurm_lib.sh
 launch_need_root
@@ -114,7 +114,7 @@ if [ "${COHL_MEASURE:-0}" = 1 ]; then
             -x COHORT_PLUGIN_PATH -np "$@" </dev/null
     }
     for launcher in srun mpirun; do
-        for i in 1 2 3; do
+        for _ in 1 2 3; do
             t0=$(date +%s.%N)
             if [ $launcher = srun ]; then
                 srun_run 8 "" tools/cohort_peers --layout tp=2,pp=2 --json >"$T/peers.json"

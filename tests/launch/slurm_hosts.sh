@@ -10,7 +10,7 @@
 # Settings: LAUNCH_PROGS, LAUNCH_MAX_RANKS (8), LAUNCH_TIMEOUT (120 s per srun),
 # COHL_PEERS_REPEAT (3), COHL_SLURM_PORT (16827), COHL_KEEP=1.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . tests/launch/common.sh
 . tests/launch/netns.sh
 . tests/launch/slurm_lib.sh
@@ -65,6 +65,7 @@ hosts_srun() { # NP "ENV..." PROG ARGS...
         --wait=30 "$@" </dev/null
 }
 srun_map() {
+    # shellcheck disable=SC2016 # expanded by the ranks' shell
     hosts_srun "$1" "" sh -c 'echo "$SLURM_PROCID $(hostname)"' | sort -n |
         awk '{ printf "%s%s", (NR > 1 ? "," : ""), $2 }'
 }

@@ -8,7 +8,8 @@
 #
 #   bash tests/launch/slurm_hosts.sh        # from a tree built by scripts/setup.sh, as root
 # Settings: LAUNCH_PROGS, LAUNCH_MAX_RANKS (8), LAUNCH_TIMEOUT (120 s per srun),
-# COHL_PEERS_REPEAT (3), COHL_SLURM_PORT (16827), COHL_KEEP=1.
+# COHL_PEERS_REPEAT (3), COHL_SLURM_PORT (16827), COHL_MEASURE=1 (also time cohort_bench
+# setup), COHL_KEEP=1.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/launch/common.sh
@@ -114,6 +115,14 @@ for np in 4 8; do
         fi
     done
 done
+
+# Measurement (COHL_MEASURE=1; printed, never asserted): cohort_bench setup at 8 ranks, 4 a node.
+if [ "${COHL_MEASURE:-0}" = 1 ]; then
+    hosts_srun 8 "" "$top/tools/cohort_bench" setup --layout tp=2,pp=2 --iters 3 \
+        >"$T/setup.txt" 2>&1
+    launch_log "measure: srun -N 2 cohort_bench setup -n 8 tp=2,pp=2:" \
+        "$(grep '^setup:' "$T/setup.txt" || tail -3 "$T/setup.txt")"
+fi
 
 launch_log "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -4,6 +4,8 @@
 # it built.
 #   tests/launch/slurm.sh    srun --mpi=pmix on a one-node Slurm started by hand      (~2 min)
 #   tests/launch/linkcut.sh  2 hosts (network namespaces), a data link cut mid-run    (~1 min)
+#   tests/launch/prrte.sh    prterun (OpenPMIx 5.0.5 + PRRTE 3.0.8 built once into a cache
+#                            from Debian 13's openmpi source; ~3.5 min the first time)  (~1 min)
 #   tests/launch/hosts.sh        2 and 3 hosts, the programs, cohort_peers shm vs tcp (~10 min)
 #   tests/launch/slurm_hosts.sh  two-node Slurm on 2 hosts, the same                  (~5 min)
 # The last two run only with COHORT_LAUNCH_HOSTS=1: across hosts a peer that finalized normally
@@ -16,7 +18,7 @@ if [ "${COHORT_LAUNCH_TESTS:-1}" = 0 ]; then
     echo "launch-tests: skipped (COHORT_LAUNCH_TESTS=0)"
     exit 0
 fi
-scripts="tests/launch/slurm.sh tests/launch/linkcut.sh"
+scripts="tests/launch/slurm.sh tests/launch/linkcut.sh tests/launch/prrte.sh"
 [ "${COHORT_LAUNCH_HOSTS:-0}" = 1 ] &&
     scripts="$scripts tests/launch/hosts.sh tests/launch/slurm_hosts.sh"
 status=0

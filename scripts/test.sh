@@ -3,7 +3,8 @@
 # (Check unit suites and multi-rank programs under mpirun with timeouts), check that an
 # application builds against an installed cohort with pkg-config alone, then rebuild with
 # AddressSanitizer and UndefinedBehaviorSanitizer and run the unit suites and a few
-# multi-rank programs under them.
+# multi-rank programs under them; last, the launcher and multi-host tests
+# (scripts/launch-tests.sh).
 set -eu
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -50,4 +51,10 @@ tests/mpi/bad_input tests/mpi/coll_reduce tests/mpi/misuse tests/mpi/free_inflig
 tests/mpi/two_contexts tests/mpi/finalize_peer tests/mpi/faults tests/mpi/orphans"
 )
 rm -rf "$san"
+
+# Other launchers and hosts (tests/launch), on the tree built above: srun under a one-node
+# Slurm, a link cut between two network-namespace hosts; the multi-host suite only with
+# COHORT_LAUNCH_HOSTS=1. Needs root; skipped without it (COHORT_LAUNCH_TESTS=0 skips it all).
+echo "== launchers and hosts"
+scripts/launch-tests.sh
 echo "test.sh: all passed in $(( $(date +%s) - start )) s"

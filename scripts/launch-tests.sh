@@ -1,0 +1,47 @@
+#!/bin/bash
+# Launchers and hosts beyond `make check`'s single-host mpirun (tests/launch; root, iproute2;
+# Slurm and munge are installed if missing). Called at the end of scripts/test.sh, on the tree
+# it built.
+#   tests/launch/slurm.sh    srun --mpi=pmix on a one-node Slurm started by hand      (~2 min)
+#   tests/launch/linkcut.sh  2 hosts (network namespaces), a data link cut mid-run    (~1 min)
+#   tests/launch/prrte.sh    prterun (OpenPMIx 5.0.5 + PRRTE 3.0.8 built once into a cache
+#                            from Debian 13's openmpi source; ~3.5 min the first time;
+#                            here groups, wiring, p2p, layout and cohort_peers)     (~0.5 min)
+#   tests/launch/hosts.sh        2 and 3 hosts, the programs, cohort_peers shm vs tcp (~10 min)
+#   tests/launch/slurm_hosts.sh  two-node Slurm on 2 hosts, the same                  (~5 min)
+# The last two run only with COHORT_LAUNCH_HOSTS=1: across hosts a peer that finalized normally
+# is still taken as failed (the engine's finalize-over-tcp bug), which fails 30-70% of their
+# cohort_peers runs. Enable them here once that is fixed; to fit CI time, LAUNCH_PROGS can
+# narrow the programs they run. COHORT_LAUNCH_TESTS=0 skips them all.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+if [ "${COHORT_LAUNCH_TESTS:-1}" = 0 ]; then
+    echo "launch-tests: skipped (COHORT_LAUNCH_TESTS=0)"
+    exit 0
+fi
+scripts="tests/launch/slurm.sh tests/launch/linkcut.sh tests/launch/prrte.sh"
+[ "${COHORT_LAUNCH_HOSTS:-0}" = 1 ] &&
+    scripts="$scripts tests/launch/hosts.sh tests/launch/slurm_hosts.sh"
+status=0
+for s in $scripts; do
+    start=$(date +%s)
+    # Each script bounds its own runs; this bounds the script as a whole too.
+    # prterun: the quick programs only; the collective suites already ran under mpirun and srun,
+    # and the first run builds PRRTE (CI time).
+    progs=${LAUNCH_PROGS:-}
+    [ "$s" = tests/launch/prrte.sh ] && progs=${COHORT_LAUNCH_PRRTE_PROGS:-groups wiring p2p layout}
+    LAUNCH_PROGS=$progs timeout -k 30 1800 bash "$s" >"$s.log" 2>&1
+    rc=$?
+    case $rc in
+    0) echo "PASS: $s ($(($(date +%s) - start)) s)" ;;
+    77) echo "SKIP: $s ($(tail -1 "$s.log"))" ;;
+    *)
+        echo "FAIL: $s (rc $rc; log $s.log)"
+        tail -40 "$s.log"
+        status=1
+        ;;
+    esac
+done
+[ "${COHORT_LAUNCH_HOSTS:-0}" = 1 ] ||
+    echo "launch-tests: hosts.sh, slurm_hosts.sh not run (COHORT_LAUNCH_HOSTS=1 runs them)"
+exit $status

@@ -1,0 +1,126 @@
+# Shared by the tests/launch scripts (sourced, bash). They run the multi-rank test programs
+# under launchers other than the plain single-host mpirun of `make check`, as root, and clean
+# up exactly what they made: every process they start carries COHL_TAG=<its temporary
+# directory> in its environment, which is how stragglers are found and killed by PID.
+
+# The programs that matter beyond one host and one launcher: groups, lazy wiring, p2p, the
+# collective suites, layouts. Their "run:" lines say how many ranks and which settings.
+LAUNCH_PROGS=${LAUNCH_PROGS:-groups wiring p2p coll_move coll_reduce layout}
+# Ranks per run at most (2 cores shared here): run lines above this are skipped, and said so.
+LAUNCH_MAX_RANKS=${LAUNCH_MAX_RANKS:-8}
+# Bound on each launcher run, in seconds.
+LAUNCH_TIMEOUT=${LAUNCH_TIMEOUT:-120}
+
+launch_log() { echo "== $(basename "$0"): $*"; }
+launch_die() { echo "!! $(basename "$0"): $*" >&2; exit 1; }
+
+# Root is needed for daemons, namespaces and packages; without it the script is skipped (77,
+# automake's SKIP) rather than failed.
+launch_need_root() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "$(basename "$0"): needs root; skipped"
+        exit 77
+    fi
+}
+
+# apt-get install, waiting for a dpkg lock held by someone else instead of failing on it.
+launch_apt_install() {
+    local missing='' p
+    for p in "$@"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    launch_log "installing$missing"
+    timeout 900 apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null ||
+        launch_die "apt-get update failed"
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+        --no-install-recommends $missing >/dev/null || launch_die "installing$missing failed"
+}
+
+# Builds the library, the plugins, the test programs and the tools in the tree (configured
+# already by scripts/setup.sh).
+launch_build() {
+    local targets='' p
+    [ -f Makefile ] || launch_die "not configured: run scripts/setup.sh first"
+    for p in $LAUNCH_PROGS; do
+        targets="$targets tests/mpi/$p"
+    done
+    # shellcheck disable=SC2086
+    make -s -j"$(nproc)" all $targets >/dev/null || launch_die "build failed"
+}
+
+# The run lines of a program's source, "NP ENV..." one a line, singletons left out.
+launch_runs() {
+    sed -n 's|.*/\* run: \(.*\) \*/.*|\1|p' "tests/mpi/$1.c" | grep -v '^singleton'
+}
+
+# PIDs of the processes whose environment holds COHL_TAG=$1 (our own shell left out).
+launch_tagged_pids() {
+    local f pid
+    for f in /proc/[0-9]*/environ; do
+        pid=${f#/proc/}
+        pid=${pid%/environ}
+        [ "$pid" = $$ ] && continue
+        [ "$pid" = "${BASHPID:-$$}" ] && continue
+        # grep itself runs untagged, so it never lists itself.
+        if env -u COHL_TAG grep -qzxF "COHL_TAG=$1" "$f" 2>/dev/null; then
+            echo "$pid"
+        fi
+    done
+}
+
+# Kills every process tagged $1 (TERM, then KILL what is left after a bounded wait).
+launch_kill_tagged() {
+    local pids
+    pids=$(launch_tagged_pids "$1")
+    [ -z "$pids" ] && return 0
+    # shellcheck disable=SC2086
+    kill -TERM $pids 2>/dev/null
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        pids=$(launch_tagged_pids "$1")
+        [ -z "$pids" ] && return 0
+        sleep 0.5
+    done
+    launch_log "killing stragglers: $pids"
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null
+    return 0
+}
+
+# Stops one daemon by PID: TERM, a bounded wait, then KILL.
+launch_stop_pid() {
+    local pid=$1
+    [ -n "$pid" ] || return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 1 20); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.5
+    done
+    kill -KILL "$pid" 2>/dev/null
+    return 0
+}
+
+# Polls "$@" until it succeeds, at most $LAUNCH_WAIT_S seconds (default 60). Returns its status.
+launch_wait_for() {
+    local deadline=$(($(date +%s) + ${LAUNCH_WAIT_S:-60}))
+    while ! "$@" >/dev/null 2>&1; do
+        [ "$(date +%s)" -ge "$deadline" ] && return 1
+        sleep 0.2
+    done
+    return 0
+}
+
+# Seconds since $1 (a `date +%s.%N`), to 0.01 s.
+launch_since() {
+    awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'
+}
+
+# Runs "$@" in the background and waits for it: a signal to the script then runs its trap at
+# once instead of after the command (bash defers traps while a foreground child runs). The
+# command's processes carry the tag, so the trap's cleanup finds them.
+launch_fg() {
+    "$@" &
+    wait $!
+}

@@ -1,0 +1,137 @@
+#!/bin/bash
+# cohort under Slurm's srun --mpi=pmix, on a one-node Slurm started here by hand (no systemd):
+# installs slurm-wlm and munge if missing, writes a private configuration in a temporary
+# directory (loopback only, its own munge key and socket, its own ports), starts munged (as
+# user munge), slurmctld and slurmd in the foreground of this script, waits until the node is
+# idle, then runs each multi-rank test program's "run:" lines under srun and cohort_peers
+# --json (checked by check_peers.py). Every daemon is stopped by its PID on the way out,
+# whatever happened, and the temporary directory removed (kept with COHL_KEEP=1).
+#
+#   bash tests/launch/slurm.sh            # from a tree built by scripts/setup.sh, as root
+# Settings: LAUNCH_PROGS (the programs, default in common.sh), LAUNCH_MAX_RANKS (8),
+# LAUNCH_TIMEOUT (120 s per srun), COHL_SLURM_PORT (16817; slurmd uses the next port),
+# COHL_MEASURE=1 (also time srun against mpirun), COHL_KEEP=1 (keep the directory and logs).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/launch/common.sh
+. tests/launch/slurm_lib.sh
+launch_need_root
+launch_apt_install slurm-wlm munge python3
+[ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix_v4.so ] ||
+    [ -n "$(find /usr/lib -name 'mpi_pmix*.so' 2>/dev/null | head -1)" ] ||
+    launch_die "Slurm's PMIx plugin (mpi_pmix) is not installed"
+launch_build
+top=$PWD
+port=${COHL_SLURM_PORT:-16817}
+node=cohl-n0
+
+T=$(mktemp -d /tmp/cohl-slurm.XXXXXX)
+chmod 755 "$T"
+export COHL_TAG=$T
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    # Jobs first, then the daemons by PID, newest first; then step daemons and ranks that
+    # outlived them (they carry our tag).
+    slurm_stop
+    launch_kill_tagged "$T"
+    [ "$rc" != 0 ] && slurm_logs
+    if [ "${COHL_KEEP:-0}" = 1 ]; then
+        echo "kept $T"
+    else
+        rm -rf "$T"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+for p in "$port" $((port + 1)); do
+    ss -Hltn "sport = :$p" | grep -q . && launch_die "port $p is in use (COHL_SLURM_PORT)"
+done
+
+# One node of 16 CPUs on 2 cores (config_overrides lets slurmd believe it), all on 127.0.0.1.
+slurm_munge_start "$T"
+slurm_conf "$(hostname -s)" 127.0.0.1 "$port" 16 "$node:127.0.0.1:$(hostname)"
+t0=$(date +%s.%N)
+slurm_daemon slurmctld -D -i
+slurm_daemon slurmd -D -N "$node"
+slurm_wait_idle 1 || launch_die "node $node not idle: $(sinfo -h -N -o '%N %T %E' 2>&1)"
+launch_log "Slurm up: node $node idle after $(launch_since "$t0") s"
+
+export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
+failed=0 passed=0 skipped=0
+srun_run() { # NP "ENV..." PROG ARGS...: one srun, bounded; srun passes the environment on
+    local np=$1 envs=$2
+    shift 2
+    # shellcheck disable=SC2086
+    launch_fg timeout -k 10 "$LAUNCH_TIMEOUT" env $envs srun --mpi=pmix -N 1 -n "$np" \
+        --kill-on-bad-exit=1 --wait=30 "$@" </dev/null
+}
+for prog in $LAUNCH_PROGS; do
+    while read -r np envs; do
+        [ -n "$np" ] || continue
+        if [ "$np" -gt "$LAUNCH_MAX_RANKS" ]; then
+            launch_log "$prog: $np $envs: skipped (more than LAUNCH_MAX_RANKS=$LAUNCH_MAX_RANKS)"
+            skipped=$((skipped + 1))
+            continue
+        fi
+        t0=$(date +%s.%N)
+        if srun_run "$np" "$envs" "tests/mpi/$prog" >"$T/run.log" 2>&1; then
+            launch_log "$prog: srun -n $np $envs: ok ($(launch_since "$t0") s)"
+            passed=$((passed + 1))
+        else
+            echo "!! $prog: srun -n $np $envs failed (rc $?; 124: timed out)"
+            tail -30 "$T/run.log"
+            failed=$((failed + 1))
+        fi
+    done < <(launch_runs "$prog")
+done
+
+# cohort_peers: the JSON is checked, and its wall time taken (srun's, start to exit).
+for np in 4 8; do
+    [ "$np" -gt "$LAUNCH_MAX_RANKS" ] && continue
+    launch_log "cohort_peers: srun -n $np --layout tp=2,pp=2 --json"
+    t0=$(date +%s.%N)
+    if srun_run "$np" "" tools/cohort_peers --layout tp=2,pp=2 --json >"$T/peers.json" \
+        2>"$T/run.log" &&
+        python3 tests/launch/check_peers.py --world "$np" <"$T/peers.json"; then
+        launch_log "cohort_peers -n $np: srun wall $(launch_since "$t0") s"
+        passed=$((passed + 1))
+    else
+        echo "!! cohort_peers -n $np failed"
+        head -c 2000 "$T/peers.json"
+        tail -30 "$T/run.log"
+        failed=$((failed + 1))
+    fi
+done
+
+# Measurements (COHL_MEASURE=1; printed, never asserted): cohort_peers wall time and
+# cohort_bench setup at 8 ranks, srun against mpirun on this same host.
+if [ "${COHL_MEASURE:-0}" = 1 ]; then
+    mpirun_run() {
+        launch_fg timeout -k 10 "$LAUNCH_TIMEOUT" mpirun --allow-run-as-root --oversubscribe --bind-to none \
+            -x COHORT_PLUGIN_PATH -np "$@" </dev/null
+    }
+    for launcher in srun mpirun; do
+        for _ in 1 2 3; do
+            t0=$(date +%s.%N)
+            if [ $launcher = srun ]; then
+                srun_run 8 "" tools/cohort_peers --layout tp=2,pp=2 --json >"$T/peers.json"
+            else
+                mpirun_run 8 tools/cohort_peers --layout tp=2,pp=2 --json >"$T/peers.json"
+            fi
+            launch_log "measure: $launcher cohort_peers -n 8 tp=2,pp=2: wall $(launch_since "$t0") s;" \
+                "$(python3 tests/launch/check_peers.py --world 8 <"$T/peers.json" 2>&1)"
+        done
+        if [ $launcher = srun ]; then
+            srun_run 8 "" tools/cohort_bench setup --layout tp=2,pp=2 --iters 3 >"$T/setup.txt" 2>&1
+        else
+            mpirun_run 8 tools/cohort_bench setup --layout tp=2,pp=2 --iters 3 >"$T/setup.txt" 2>&1
+        fi
+        launch_log "measure: $launcher cohort_bench setup -n 8 tp=2,pp=2: $(grep '^setup:' "$T/setup.txt" || tail -3 "$T/setup.txt")"
+    done
+fi
+
+launch_log "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]

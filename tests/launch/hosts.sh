@@ -50,9 +50,8 @@ xopts() {
         printf -- '-x %s ' "$e"
     done
 }
-# wiring is left out: it checks that every peer is reached over shared memory, true on one
-# host only (tests/mpi/wiring.c; slurm.sh and make check run it).
-progs=${LAUNCH_PROGS/wiring/}
+# wiring checks shared memory within a node and tcp across (by cohort_node_info).
+progs=$LAUNCH_PROGS
 for nh in 2 3; do
     for prog in $progs; do
         while read -r np envs; do

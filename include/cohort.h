@@ -491,9 +491,10 @@ COHORT_API cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int wor
 /** Where a rank runs, as the launcher says (PMIx job data). */
 typedef struct {
     int world_rank;
-    uint32_t node_id;  /**< the launcher's node id; equal ids mean one node */
-    char hostname[64]; /**< the node's host name ("" when the launcher gives none) */
-    int same_node;     /**< 1 when it is this rank's node */
+    int same_node;     /**< 1 when it runs on this rank's node (PMIX_LOCAL_PEERS) */
+    uint32_t node_id;  /**< the launcher's node id, UINT32_MAX when it does not say (Open MPI
+                            4.1 gives it for this node's ranks only) */
+    char hostname[64]; /**< the node's host name ("" when the launcher does not say) */
 } cohort_node_info_t;
 
 /**

@@ -57,6 +57,7 @@ cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_
         return COHORT_ERR_NO_MEMORY;
     }
     p->opts = *opts;
+    p->nlocal = -1;
     /* The first context keeps the plain key, so peers on older builds still find it. */
     if (opts->instance == 0) {
         snprintf(p->key, sizeof(p->key), "%s", COHORT_PMIX_ADDR_KEY);
@@ -115,6 +116,7 @@ void cohort_pmix_disconnect(cohort_pmix_ctx_t *p)
     if (!p->singleton) {
         PMIx_Finalize(NULL, 0);
     }
+    free(p->local);
     free(p);
 }
 
@@ -415,34 +417,81 @@ void cohort_pmix_prepare_abandon(cohort_pmix_prepare_t *op)
     }
 }
 
-cohort_status_t cohort_pmix_node_info(cohort_pmix_ctx_t *p, int rank, uint32_t *node_id, char *host,
-                                      size_t hostlen)
+static int cohort_pmix_int_cmp(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+/* PMIX_LOCAL_PEERS ("0,1,5"): the ranks of this node, sorted, once. Sized by the node, not the
+ * job. */
+static void cohort_pmix_local_peers(cohort_pmix_ctx_t *p)
+{
+    pmix_value_t *val = NULL;
+    pmix_proc_t wildcard;
+    const char *c;
+    int n = 1;
+
+    if (p->nlocal >= 0) {
+        return;
+    }
+    p->nlocal = 0;
+    PMIX_LOAD_PROCID(&wildcard, p->me.nspace, PMIX_RANK_WILDCARD);
+    if (PMIx_Get(&wildcard, PMIX_LOCAL_PEERS, NULL, 0, &val) != PMIX_SUCCESS || val == NULL ||
+        val->type != PMIX_STRING || val->data.string == NULL) {
+        cohort_pmix_log(p, 1, "PMIX_LOCAL_PEERS not given by the launcher: locality unknown");
+        if (val != NULL) {
+            PMIX_VALUE_RELEASE(val);
+        }
+        return;
+    }
+    for (c = val->data.string; *c != '\0'; c++) {
+        n += *c == ',';
+    }
+    p->local = malloc((size_t)n * sizeof(int));
+    if (p->local != NULL) {
+        char *end;
+        for (c = val->data.string; *c != '\0' && p->nlocal < n; c = *end ? end + 1 : end) {
+            long r = strtol(c, &end, 10);
+            if (end == c) {
+                break;
+            }
+            p->local[p->nlocal++] = (int)r;
+        }
+        qsort(p->local, (size_t)p->nlocal, sizeof(int), cohort_pmix_int_cmp);
+    }
+    PMIX_VALUE_RELEASE(val);
+}
+
+cohort_status_t cohort_pmix_node_info(cohort_pmix_ctx_t *p, int rank, int *same_node,
+                                      uint32_t *node_id, char *host, size_t hostlen)
 {
     pmix_value_t *val = NULL;
     pmix_proc_t proc;
-    pmix_status_t rc;
 
+    *node_id = UINT32_MAX;
+    host[0] = '\0';
     if (p->singleton) {
+        *same_node = 1;
         *node_id = 0;
         if (gethostname(host, hostlen) != 0 && hostlen > 0) {
             host[0] = '\0';
         }
         return COHORT_OK;
     }
+    cohort_pmix_local_peers(p);
+    *same_node = rank == (int)p->me.rank ||
+                 (p->nlocal > 0 && bsearch(&rank, p->local, (size_t)p->nlocal, sizeof(int),
+                                           cohort_pmix_int_cmp) != NULL);
+    /* Node id and host name: Open MPI 4.1's server gives them for this node's ranks only. */
     PMIX_LOAD_PROCID(&proc, p->me.nspace, (pmix_rank_t)rank);
-    rc = PMIx_Get(&proc, PMIX_NODEID, NULL, 0, &val);
-    if (rc != PMIX_SUCCESS || val == NULL || val->type != PMIX_UINT32) {
-        cohort_pmix_log(p, 1, "PMIx_Get(PMIX_NODEID) of rank %d failed: %s", rank,
-                        PMIx_Error_string(rc));
-        if (val != NULL) {
-            PMIX_VALUE_RELEASE(val);
-        }
-        return cohort_pmix_status(rc == PMIX_SUCCESS ? PMIX_ERR_BAD_PARAM : rc);
+    if (PMIx_Get(&proc, PMIX_NODEID, NULL, 0, &val) == PMIX_SUCCESS && val != NULL &&
+        val->type == PMIX_UINT32) {
+        *node_id = val->data.uint32;
     }
-    *node_id = val->data.uint32;
-    PMIX_VALUE_RELEASE(val);
-    val = NULL;
-    host[0] = '\0';
+    if (val != NULL) {
+        PMIX_VALUE_RELEASE(val);
+        val = NULL;
+    }
     if (PMIx_Get(&proc, PMIX_HOSTNAME, NULL, 0, &val) == PMIX_SUCCESS && val != NULL &&
         val->type == PMIX_STRING && val->data.string != NULL) {
         snprintf(host, hostlen, "%s", val->data.string);

@@ -11,6 +11,8 @@ struct cohort_pmix_ctx {
     cohort_pmix_opts_t opts;
     int singleton;
     char key[64]; /* where this context's address is published */
+    int *local;   /* ranks on this node (PMIX_LOCAL_PEERS), sorted; read on first use */
+    int nlocal;   /* -1 until read */
 };
 
 #define COHORT_PMIX_ADDR_KEY "cohort.ucx.addr"
@@ -50,8 +52,8 @@ void cohort_pmix_prepare_abandon(cohort_pmix_prepare_t *op);
 cohort_status_t cohort_pmix_fence_start(cohort_pmix_ctx_t *p, uint64_t gid, const int *ranks,
                                         int nranks, cohort_pmix_prepare_t **op);
 /* A rank's node id and host name (PMIX_NODEID, PMIX_HOSTNAME). */
-cohort_status_t cohort_pmix_node_info(cohort_pmix_ctx_t *p, int rank, uint32_t *node_id, char *host,
-                                      size_t hostlen);
+cohort_status_t cohort_pmix_node_info(cohort_pmix_ctx_t *p, int rank, int *same_node,
+                                      uint32_t *node_id, char *host, size_t hostlen);
 /* PMIx_Fence over the given ranks (NULL: the whole namespace), collecting data. */
 cohort_status_t cohort_pmix_fence_ranks(cohort_pmix_ctx_t *p, const int *ranks, int nranks);
 

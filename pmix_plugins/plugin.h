@@ -57,10 +57,11 @@ typedef struct {
     cohort_status_t (*group_prepare_test)(cohort_pmix_prepare_t *op);
     /* Give up on a step in flight (finalize): it frees itself when PMIx answers. */
     void (*group_prepare_abandon)(cohort_pmix_prepare_t *op);
-    /* Where a rank runs: the launcher's node id and host name (job-level data, answered by the
-     * local server). NULL: the core falls back to one node for all. */
-    cohort_status_t (*node_info)(cohort_pmix_ctx_t *pctx, int rank, uint32_t *node_id, char *host,
-                                 size_t hostlen);
+    /* Where a rank runs (job-level data, answered by the local server): whether it shares this
+     * rank's node, the launcher's node id (UINT32_MAX when the launcher does not say) and host
+     * name ("" likewise). NULL: the core takes every rank for one node. */
+    cohort_status_t (*node_info)(cohort_pmix_ctx_t *pctx, int rank, int *same_node,
+                                 uint32_t *node_id, char *host, size_t hostlen);
     void (*finalize)(cohort_pmix_ctx_t *pctx);
 } cohort_pmix_plugin_t;
 

@@ -237,7 +237,8 @@ static int peers_snapshot(cohort_context_t *ctx, peers_snap_t *snap)
 
 static void peers_format_json(int me, const peers_snap_t *s, peers_text_t *t)
 {
-    peers_text_printf(t, "    {\"rank\": %d, \"node\": %u, \"host\": ", me, s->node.node_id);
+    peers_text_printf(t, "    {\"rank\": %d, \"node\": %lld, \"host\": ", me,
+                      s->node.node_id == UINT32_MAX ? -1LL : (long long)s->node.node_id);
     peers_text_json_string(t, s->node.hostname);
     peers_text_printf(t, ", \"pmix_lookups\": %" PRIu64 ", \"plugin\": ", s->stats.pmix_lookups);
     peers_text_json_string(t, s->stats.pmix_plugin);

@@ -12,20 +12,15 @@ cohort_status_t cohort_init(cohort_context_t **ctx_p)
 {
     cohort_context_t *ctx;
     cohort_status_t status;
-    char err[512];
 
     if (ctx_p == NULL) {
         cohort_error(NULL, "cohort_init: ctx is NULL");
         return COHORT_ERR_INVALID_ARG;
     }
-    status = cohort_context_create(&ctx);
+    /* The collective layer's settings are read before anything connects. */
+    status = cohort_context_create(&ctx, cohort_coll_config);
     if (status != COHORT_OK) {
         return status;
-    }
-    status = cohort_coll_config(ctx, err, sizeof(err));
-    if (status != COHORT_OK) {
-        cohort_error(ctx, "cohort_init: %s", err);
-        goto err_destroy;
     }
     status = cohort_group_create_world(ctx, &ctx->world);
     if (status != COHORT_OK) {

@@ -136,7 +136,8 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         snprintf(a->name, sizeof(a->name), "%s", name + 12);
         snprintf(a->value, sizeof(a->value), "%s", value);
         cfg->nalgo++;
-    } else {
+    } else if (strcmp(name, "COHORT_LIBRARY") != 0) {
+        /* COHORT_LIBRARY is the Python package's (where to find libcohort): known, not ours. */
         *known = 0;
     }
     return COHORT_OK;

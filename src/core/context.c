@@ -213,6 +213,9 @@ static void cohort_context_ucx_cleanup(cohort_context_t *ctx)
 
 static void cohort_context_free(cohort_context_t *ctx)
 {
+    if (ctx->coll_free != NULL) {
+        ctx->coll_free(ctx->coll);
+    }
     cohort_map_cleanup(&ctx->peers);
     cohort_map_cleanup(&ctx->comms);
     cohort_map_cleanup(&ctx->orphans);
@@ -241,7 +244,8 @@ static void cohort_context_unregister(cohort_context_t *ctx)
     pthread_mutex_unlock(&cohort_live_lock);
 }
 
-cohort_status_t cohort_context_create(cohort_context_t **ctx_p)
+cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
+                                      cohort_context_configure_t configure)
 {
     cohort_context_t *ctx;
     cohort_pmix_opts_t opts;
@@ -281,6 +285,10 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p)
     ctx->log.level = ctx->cfg.log_level;
     if (warn[0] != '\0') {
         cohort_warn(ctx, "ignoring unknown settings: %s", warn);
+    }
+    if (configure != NULL && (status = configure(ctx, err, sizeof(err))) != COHORT_OK) {
+        cohort_error(ctx, "cohort_init: %s", err);
+        goto err_free;
     }
 
     status = cohort_plugin_load(ctx);
@@ -352,9 +360,6 @@ void cohort_context_destroy(cohort_context_t *ctx)
     cohort_peer_table_cleanup(ctx);
     ctx->plugin->finalize(ctx->pmix);
     cohort_plugin_unload(ctx);
-    if (ctx->coll_free != NULL) {
-        ctx->coll_free(ctx->coll);
-    }
     cohort_context_free(ctx);
 }
 

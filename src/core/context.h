@@ -59,7 +59,7 @@ struct cohort_context {
     cohort_map_t group_instances; /* (tag, members) key -> groups created so far */
     cohort_list_t layouts;
     cohort_list_t layout_pool; /* freed layouts, kept until finalize */
-    void *coll; /* the collective layer's per-context state (its selection table) */
+    void *coll;                /* the collective layer's per-context state (its selection table) */
     void (*coll_free)(void *coll);
 
     uint8_t bye_hdr[COHORT_AM_HDR_BYTES]; /* the goodbye's header, read by UCX after the call */
@@ -71,8 +71,14 @@ struct cohort_context {
     int finalizing;
 };
 
-/* Create the engine part of a context: config, plugin, UCX worker, published address. */
-cohort_status_t cohort_context_create(cohort_context_t **ctx);
+/* A layer's own reading of the settings, run by cohort_context_create before it connects to
+ * anything (so a bad setting fails init without a PMIx session to tear down). */
+typedef cohort_status_t (*cohort_context_configure_t)(cohort_context_t *ctx, char *err,
+                                                      size_t errlen);
+
+/* Create the engine part of a context: config (then @a configure), plugin, UCX worker,
+ * published address. */
+cohort_status_t cohort_context_create(cohort_context_t **ctx, cohort_context_configure_t configure);
 /* Tear down what cohort_context_create made, after the layers above released theirs:
  * cancels every request, says goodbye to wired peers, closes endpoints (bounded). */
 void cohort_context_destroy(cohort_context_t *ctx);

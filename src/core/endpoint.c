@@ -408,23 +408,10 @@ static void cohort_endpoint_transports(ucp_ep_h ep, char *out, size_t outlen)
     free(text);
 }
 
-static cohort_status_t cohort_node_of(const cohort_context_t *ctx, int rank, uint32_t *node,
-                                      char *host, size_t hostlen)
-{
-    if (ctx->plugin->node_info == NULL) {
-        *node = 0;
-        host[0] = '\0';
-        return COHORT_OK;
-    }
-    return ctx->plugin->node_info(ctx->pmix, rank, node, host, hostlen);
-}
-
 cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
                                  cohort_node_info_t *info)
 {
-    cohort_status_t status;
-    uint32_t mine;
-    char host[64];
+    cohort_status_t status = COHORT_OK;
 
     if (cohort_context_check(ctx, "cohort_node_info: ctx") != COHORT_OK) {
         return COHORT_ERR_INVALID_ARG;
@@ -434,17 +421,16 @@ cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
                      info == NULL ? "info is NULL" : "rank out of range");
         return COHORT_ERR_INVALID_ARG;
     }
-    status =
-        cohort_node_of(ctx, world_rank, &info->node_id, info->hostname, sizeof(info->hostname));
-    if (status == COHORT_OK) {
-        status = cohort_node_of(ctx, ctx->rank, &mine, host, sizeof(host));
-    }
-    if (status != COHORT_OK) {
-        return status;
-    }
     info->world_rank = world_rank;
-    info->same_node = info->node_id == mine;
-    return COHORT_OK;
+    if (ctx->plugin->node_info == NULL) {
+        info->same_node = 1;
+        info->node_id = 0;
+        info->hostname[0] = '\0';
+    } else {
+        status = ctx->plugin->node_info(ctx->pmix, world_rank, &info->same_node, &info->node_id,
+                                        info->hostname, sizeof(info->hostname));
+    }
+    return status;
 }
 
 cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,

@@ -156,7 +156,7 @@ def get(obj, writable, dtype=None, what="buffer"):
     flags = _PyBUF_C_CONTIGUOUS | _PyBUF_FORMAT | (_PyBUF_WRITABLE if writable else 0)
     try:
         _PyObject_GetBuffer(obj, ctypes.byref(view), flags)
-    except (BufferError, TypeError) as e:
+    except (BufferError, TypeError, ValueError) as e:
         if writable and _readonly(obj):
             raise _bad("%s is read-only but this call writes into it" % what) from None
         raise _bad("%s: %s needs a C-contiguous object with the buffer protocol, got %s (%s)"

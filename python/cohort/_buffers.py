@@ -35,9 +35,15 @@ def as_dtype(dt):
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(dt, torch.dtype):
         return _torch_dtype(dt)
-    name = getattr(dt, "name", None) if not isinstance(dt, str) else dt
+    name = dt if isinstance(dt, str) else None
+    np = sys.modules.get("numpy")
+    if name is None and np is not None:
+        try:
+            name = np.dtype(dt).name  # np.float16, np.dtype("f4"), ...
+        except TypeError:
+            pass
     if name is None:
-        name = str(dt)
+        name = getattr(dt, "name", None) or str(dt)
     name = name.lower().replace("torch.", "")
     aliases = {"bf16": "bfloat16", "half": "float16", "fp16": "float16", "float": "float32",
                "double": "float64", "fp32": "float32", "fp64": "float64"}

@@ -219,6 +219,9 @@ def check_buffers(ok, g):
     f = np.zeros(4, np.float32)
     g.allreduce(np.ones(4, np.float32), f)
     ok(np.all(f == size), "numpy out of place")
+    h = np.ones(4, np.float16).view(np.uint16)  # float16 bits, dtype named by a numpy type
+    g.allreduce(h, dtype=np.float16)
+    ok(np.all(h.view(np.float16) == size), "dtype=np.float16 on uint16 bits")
 
 
 def check_errors(ok, ctx):

@@ -37,13 +37,14 @@ def _now():
 
 class _StoreSync:
     """A start line for all ranks through a TCPStore (rank 0 hosts it at MASTER_ADDR and
-    COHORT_BENCH_STORE_PORT): nothing is wired in cohort or gloo by it."""
+    COHORTBENCH_STORE_PORT, a name outside COHORT_*, which libcohort checks): nothing is wired
+    in cohort or gloo by it."""
 
     def __init__(self, rank, size):
         from torch.distributed import TCPStore
         import datetime
         self.rank, self.size, self.n = rank, size, 0
-        self.store = TCPStore(os.environ["MASTER_ADDR"], int(os.environ["COHORT_BENCH_STORE_PORT"]),
+        self.store = TCPStore(os.environ["MASTER_ADDR"], int(os.environ["COHORTBENCH_STORE_PORT"]),
                               size, rank == 0, datetime.timedelta(seconds=600))
 
     def __call__(self):
@@ -181,11 +182,11 @@ def _launch(args, n, method):
     env = dict(os.environ)
     env.setdefault("MASTER_ADDR", socket.gethostname())
     env["MASTER_PORT"] = str(_free_port())
-    env["COHORT_BENCH_STORE_PORT"] = str(_free_port())
+    env["COHORTBENCH_STORE_PORT"] = str(_free_port())
     pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = pkg_parent + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if cmd[0].endswith("mpirun"):
-        for var in ("MASTER_ADDR", "MASTER_PORT", "COHORT_BENCH_STORE_PORT", "PYTHONPATH",
+        for var in ("MASTER_ADDR", "MASTER_PORT", "COHORTBENCH_STORE_PORT", "PYTHONPATH",
                     "COHORT_PLUGIN_PATH", "COHORT_LIBRARY"):
             if var in env:
                 cmd[1:1] = ["-x", var]

@@ -85,7 +85,16 @@ cohort_status_t cohort_init(cohort_context_t **ctx);
 
 /**
  * Release everything the context owns: groups, layouts, endpoints, the UCX worker and the
- * PMIx connection. Requests still outstanding are cancelled. Accepts NULL.
+ * PMIx connection. Accepts NULL.
+ *
+ * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a context that is not live (finalized already,
+ *         or never made), logged.
+ * @note Requests still outstanding are cancelled (COHORT_ERR_REVOKED). A request the caller
+ *       still holds stays a valid handle: cohort_test()/cohort_wait() report its final status
+ *       and cohort_request_free() releases it, after finalize too. Wired peers are told this
+ *       rank leaves, so messages it sent before are still delivered to them and its leaving
+ *       is not taken for a failure. Bounded: sends nobody receives are cancelled, endpoints
+ *       close together within COHORT_TIMEOUT (5 s when unset).
  */
 cohort_status_t cohort_finalize(cohort_context_t *ctx);
 
@@ -220,7 +229,10 @@ cohort_status_t cohort_alltoall(cohort_group_t *g, const void *sbuf, void *rbuf,
 /**
  * Point-to-point within a group. Messages from one sender on one group are matched in the
  * order they were sent, by (peer, tag). tag must be >= 0.
- * @note The first send to a peer wires an endpoint to it (one PMIx lookup).
+ * @note The first send to a peer wires an endpoint to it (one PMIx lookup), in the background:
+ *       the send waits inside progress, no call blocks on it. A receive from a peer that
+ *       finalized still gets what it sent before; one that nothing queued can satisfy fails
+ *       with COHORT_ERR_PEER_FAILED.
  */
 cohort_status_t cohort_send(cohort_group_t *g, const void *buf, size_t count, cohort_dtype_t dt,
                             int peer, int tag);
@@ -250,7 +262,10 @@ cohort_status_t cohort_irecv(cohort_group_t *g, void *buf, size_t count, cohort_
 /**
  * Advance outstanding work and report whether @a req has finished.
  * @param [out] done  1 when finished (the return value is then the request's final status).
- * @return COHORT_OK (or the request's error once done), COHORT_ERR_INVALID_ARG for NULL.
+ * @return COHORT_OK (or the request's error once done), COHORT_ERR_INVALID_ARG for NULL or a
+ *         freed request (logged).
+ * @note Never blocks: address lookups, endpoint creation and the exchange plugins' first-use
+ *       steps advance in the background; one call takes microseconds whatever peers do.
  */
 cohort_status_t cohort_test(cohort_request_t *req, int *done);
 
@@ -263,12 +278,28 @@ cohort_status_t cohort_test(cohort_request_t *req, int *done);
 cohort_status_t cohort_wait(cohort_request_t *req);
 
 /**
- * Release a request. A request that has not finished is cancelled first (its receives stop
- * matching; a send already handed to UCX completes in the background). Accepts NULL.
+ * Release a request. A request that has not finished is cancelled first (COHORT_ERR_REVOKED):
+ * its receives stop matching, its sends not yet handed to UCX are dropped. Accepts NULL; a
+ * freed or foreign handle is logged and ignored.
+ *
+ * @note When this returns, cohort will not read or write the request's buffers again. UCX
+ *       cannot cancel a transfer in flight, so the call waits for it: a receive being fetched
+ *       finishes in moments; a send the receiver has not asked for yet is given COHORT_TIMEOUT
+ *       (1 s when unset), then its endpoint is closed by force, which also fails that peer's
+ *       matching receive. Cancelling a collective, or a point-to-point send, leaves the other
+ *       members out of step: the group is revoked (later operations fail with the request's
+ *       status). Requests are pooled per context; a freed handle is recognized as freed while
+ *       its context lives.
  */
 void cohort_request_free(cohort_request_t *req);
 
-/** Fail every pending and later operation on @a g with COHORT_ERR_REVOKED (local only). */
+/**
+ * Fail every pending and later operation on @a g with COHORT_ERR_REVOKED (local only). A group
+ * is also revoked by the library when this rank can no longer stay in step with the other
+ * members: a collective that failed or was cancelled, a point-to-point send that failed, a
+ * message lost for lack of memory or over COHORT_ORPHAN_LIMIT. Messages arriving for a revoked
+ * group are dropped (counted in cohort_stats_t.messages_dropped).
+ */
 cohort_status_t cohort_group_abort(cohort_group_t *g);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -300,12 +331,14 @@ cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
 
 /** Counters of one context, for diagnostics and benchmarks. */
 typedef struct {
-    uint64_t groups_created; /**< groups this rank created (world included) */
-    uint64_t pmix_lookups;   /**< peer addresses fetched through the exchange plugin */
-    uint64_t endpoints;      /**< UCX endpoints currently held */
-    uint64_t messages_sent;  /**< active messages sent */
-    const char *pmix_plugin; /**< exchange plugin in use ("singleton" without a server) */
-    const char *progress;    /**< "yield", "spin" or "block" */
+    uint64_t groups_created;   /**< groups this rank created (world included) */
+    uint64_t pmix_lookups;     /**< peer addresses fetched through the exchange plugin */
+    uint64_t endpoints;        /**< UCX endpoints currently held */
+    uint64_t messages_sent;    /**< active messages sent */
+    uint64_t messages_dropped; /**< messages nobody could take, dropped: for groups not
+                                    created here (over COHORT_ORPHAN_LIMIT), freed or revoked */
+    const char *pmix_plugin;   /**< exchange plugin in use ("singleton" without a server) */
+    const char *progress;      /**< "yield", "spin" or "block" */
 } cohort_stats_t;
 
 cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);

@@ -10,7 +10,7 @@ void cohort_pmix_log(const cohort_pmix_ctx_t *p, int level, const char *fmt, ...
 
     va_start(ap, fmt);
     if (p != NULL && p->opts.log != NULL) {
-        p->opts.log(level, fmt, ap);
+        p->opts.log(p->opts.log_arg, level, fmt, ap);
     } else if (level == 0) {
         vfprintf(stderr, fmt, ap);
         fputc('\n', stderr);
@@ -56,6 +56,12 @@ cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_
         return COHORT_ERR_NO_MEMORY;
     }
     p->opts = *opts;
+    /* The first context keeps the plain key, so peers on older builds still find it. */
+    if (opts->instance == 0) {
+        snprintf(p->key, sizeof(p->key), "%s", COHORT_PMIX_ADDR_KEY);
+    } else {
+        snprintf(p->key, sizeof(p->key), "%s.%d", COHORT_PMIX_ADDR_KEY, opts->instance);
+    }
 
     /* A launcher leaves its namespace in the environment; without one there is no server to
      * reach and we are a singleton. Asking PMIx_Init anyway would also tell us so, but only
@@ -121,10 +127,9 @@ cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, s
     val.data.bo.bytes = (char *)addr;
     val.data.bo.size = len;
     /* PMIX_GLOBAL: the address must reach peers on other nodes through their servers. */
-    rc = PMIx_Put(PMIX_GLOBAL, COHORT_PMIX_ADDR_KEY, &val);
+    rc = PMIx_Put(PMIX_GLOBAL, p->key, &val);
     if (rc != PMIX_SUCCESS) {
-        cohort_pmix_log(p, 0, "PMIx_Put(%s) failed: %s", COHORT_PMIX_ADDR_KEY,
-                        PMIx_Error_string(rc));
+        cohort_pmix_log(p, 0, "PMIx_Put(%s) failed: %s", p->key, PMIx_Error_string(rc));
         return cohort_pmix_status(rc);
     }
     rc = PMIx_Commit();
@@ -183,7 +188,7 @@ static pmix_status_t cohort_pmix_lookup_issue(cohort_pmix_lookup_t *op)
 {
     op->tries++;
     op->done = 0;
-    return PMIx_Get_nb(&op->peer, COHORT_PMIX_ADDR_KEY, &op->info, 1, cohort_pmix_lookup_cb, op);
+    return PMIx_Get_nb(&op->peer, op->p->key, &op->info, 1, cohort_pmix_lookup_cb, op);
 }
 
 cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank,
@@ -298,4 +303,113 @@ cohort_status_t cohort_pmix_fence_ranks(cohort_pmix_ctx_t *p, const int *ranks, 
         return cohort_pmix_status(rc);
     }
     return COHORT_OK;
+}
+
+/* A first-use step in flight. PMIx answers from its own thread; who frees the step depends on
+ * who comes second: the answer (the core gave up on it) or the core's test (it was answered). */
+static void cohort_pmix_prepare_free(cohort_pmix_prepare_t *op)
+{
+    for (size_t i = 0; i < op->ninfo; i++) {
+        PMIX_INFO_DESTRUCT(&op->info[i]);
+    }
+    free(op->procs);
+    free(op);
+}
+
+cohort_status_t cohort_pmix_prepare_new(cohort_pmix_ctx_t *p, const int *ranks, int nranks,
+                                        int collect, cohort_pmix_prepare_t **op_p)
+{
+    cohort_pmix_prepare_t *op = calloc(1, sizeof(*op));
+    bool yes = true;
+
+    if (op == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    op->p = p;
+    op->nprocs = ranks == NULL ? 1 : (size_t)nranks;
+    op->procs = calloc(op->nprocs, sizeof(*op->procs));
+    if (op->procs == NULL) {
+        free(op);
+        return COHORT_ERR_NO_MEMORY;
+    }
+    if (ranks == NULL) {
+        PMIX_LOAD_PROCID(&op->procs[0], p->me.nspace, PMIX_RANK_WILDCARD);
+    } else {
+        for (size_t i = 0; i < op->nprocs; i++) {
+            PMIX_LOAD_PROCID(&op->procs[i], p->me.nspace, (pmix_rank_t)ranks[i]);
+        }
+    }
+    PMIX_INFO_CONSTRUCT(&op->info[0]);
+    cohort_pmix_info_timeout(&op->info[0], p);
+    op->ninfo = 1;
+    if (collect) {
+        PMIX_INFO_CONSTRUCT(&op->info[1]);
+        PMIX_INFO_LOAD(&op->info[1], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+        op->ninfo = 2;
+    }
+    *op_p = op;
+    return COHORT_OK;
+}
+
+void cohort_pmix_prepare_answer(cohort_pmix_prepare_t *op, pmix_status_t rc)
+{
+    op->rc = rc;
+    if (__atomic_exchange_n(&op->state, COHORT_PREP_ANSWERED, __ATOMIC_ACQ_REL) ==
+        COHORT_PREP_ABANDONED) {
+        cohort_pmix_prepare_free(op);
+    }
+}
+
+static void cohort_pmix_fence_cb(pmix_status_t status, void *cbdata)
+{
+    cohort_pmix_prepare_answer(cbdata, status);
+}
+
+cohort_status_t cohort_pmix_fence_start(cohort_pmix_ctx_t *p, uint64_t gid, const int *ranks,
+                                        int nranks, cohort_pmix_prepare_t **op_p)
+{
+    cohort_pmix_prepare_t *op;
+    cohort_status_t status = cohort_pmix_prepare_new(p, ranks, nranks, 1, &op);
+    pmix_status_t rc;
+
+    if (status != COHORT_OK) {
+        return status;
+    }
+    snprintf(op->what, sizeof(op->what), "PMIx_Fence over the %d members of group 0x%016llx",
+             ranks == NULL ? -1 : nranks, (unsigned long long)gid);
+    cohort_pmix_log(p, 3, "%s", op->what);
+    rc = PMIx_Fence_nb(op->procs, op->nprocs, op->info, op->ninfo, cohort_pmix_fence_cb, op);
+    if (rc != PMIX_SUCCESS) {
+        cohort_pmix_log(p, 0, "%s failed: %s", op->what, PMIx_Error_string(rc));
+        cohort_pmix_prepare_free(op);
+        return cohort_pmix_status(rc);
+    }
+    *op_p = op;
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_pmix_prepare_test(cohort_pmix_prepare_t *op)
+{
+    cohort_status_t status;
+
+    if (__atomic_load_n(&op->state, __ATOMIC_ACQUIRE) != COHORT_PREP_ANSWERED) {
+        return COHORT_INPROGRESS;
+    }
+    status = cohort_pmix_status(op->rc);
+    if (op->rc != PMIX_SUCCESS) {
+        cohort_pmix_log(op->p, 0, "%s failed: %s", op->what, PMIx_Error_string(op->rc));
+        if (status == COHORT_OK || status == COHORT_ERR_INVALID_ARG) {
+            status = COHORT_ERR_PMIX;
+        }
+    }
+    cohort_pmix_prepare_free(op);
+    return status;
+}
+
+void cohort_pmix_prepare_abandon(cohort_pmix_prepare_t *op)
+{
+    if (__atomic_exchange_n(&op->state, COHORT_PREP_ABANDONED, __ATOMIC_ACQ_REL) ==
+        COHORT_PREP_ANSWERED) {
+        cohort_pmix_prepare_free(op);
+    }
 }

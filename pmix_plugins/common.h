@@ -10,6 +10,7 @@ struct cohort_pmix_ctx {
     pmix_proc_t me;
     cohort_pmix_opts_t opts;
     int singleton;
+    char key[64]; /* where this context's address is published */
 };
 
 #define COHORT_PMIX_ADDR_KEY "cohort.ucx.addr"
@@ -25,6 +26,29 @@ void cohort_pmix_disconnect(cohort_pmix_ctx_t *p);
 cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, size_t len);
 cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank, cohort_pmix_lookup_t **op);
 cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len);
+enum { COHORT_PREP_RUNNING, COHORT_PREP_ANSWERED, COHORT_PREP_ABANDONED };
+
+struct cohort_pmix_prepare {
+    cohort_pmix_ctx_t *p;
+    int state;
+    pmix_status_t rc;
+    pmix_proc_t *procs;
+    size_t nprocs;
+    pmix_info_t info[2];
+    size_t ninfo;
+    char what[96];
+};
+
+/* First-use steps, nonblocking. new: the step's procs (ranks NULL: the whole namespace) and a
+ * timeout info (+ PMIX_COLLECT_DATA when collect); answer: called from PMIx's callback. */
+cohort_status_t cohort_pmix_prepare_new(cohort_pmix_ctx_t *p, const int *ranks, int nranks,
+                                        int collect, cohort_pmix_prepare_t **op);
+void cohort_pmix_prepare_answer(cohort_pmix_prepare_t *op, pmix_status_t rc);
+cohort_status_t cohort_pmix_prepare_test(cohort_pmix_prepare_t *op);
+void cohort_pmix_prepare_abandon(cohort_pmix_prepare_t *op);
+/* PMIx_Fence_nb over a group's members, collecting their data. */
+cohort_status_t cohort_pmix_fence_start(cohort_pmix_ctx_t *p, uint64_t gid, const int *ranks,
+                                        int nranks, cohort_pmix_prepare_t **op);
 /* PMIx_Fence over the given ranks (NULL: the whole namespace), collecting data. */
 cohort_status_t cohort_pmix_fence_ranks(cohort_pmix_ctx_t *p, const int *ranks, int nranks);
 

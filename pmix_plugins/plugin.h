@@ -11,16 +11,20 @@
 #include <stdint.h>
 #include "cohort.h"
 
-#define COHORT_PMIX_PLUGIN_ABI    2
+#define COHORT_PMIX_PLUGIN_ABI    3
 #define COHORT_PMIX_PLUGIN_SYMBOL "cohort_pmix_plugin"
 
-typedef struct cohort_pmix_ctx cohort_pmix_ctx_t;       /* the plugin's own state */
-typedef struct cohort_pmix_lookup cohort_pmix_lookup_t; /* one lookup in flight */
+typedef struct cohort_pmix_ctx cohort_pmix_ctx_t;         /* the plugin's own state */
+typedef struct cohort_pmix_lookup cohort_pmix_lookup_t;   /* one lookup in flight */
+typedef struct cohort_pmix_prepare cohort_pmix_prepare_t; /* one first-use step in flight */
 
 /* What the core hands a plugin at init. */
 typedef struct {
     double timeout_s; /* bound for every blocking PMIx call the plugin makes (> 0) */
-    void (*log)(int level, const char *fmt, va_list ap); /* level: 0 error .. 3 debug */
+    void (*log)(void *arg, int level, const char *fmt, va_list ap); /* 0 error .. 3 debug */
+    void *log_arg;
+    /* Contexts this process made before this one: two contexts publish under two keys. */
+    int instance;
 } cohort_pmix_opts_t;
 
 /* What a plugin tells the core about the job. */
@@ -45,9 +49,14 @@ typedef struct {
      * lookup is over and freed: COHORT_OK with the address in a malloc'ed buffer the caller
      * frees with free(), or an error (logged). */
     cohort_status_t (*lookup_test)(cohort_pmix_lookup_t *op, void **addr, size_t *len);
-    /* Called once per group, at its first use, by every member; NULL when nothing to do. */
-    cohort_status_t (*group_prepare)(cohort_pmix_ctx_t *pctx, uint64_t gid, const int *ranks,
-                                     int nranks);
+    /* Start the step every member makes at a group's first use (ranks NULL: the whole job),
+     * bounded by opts.timeout_s; NULL when there is nothing to do. */
+    cohort_status_t (*group_prepare_start)(cohort_pmix_ctx_t *pctx, uint64_t gid, const int *ranks,
+                                           int nranks, cohort_pmix_prepare_t **op);
+    /* COHORT_INPROGRESS while it runs; otherwise it is over and freed (errors logged). */
+    cohort_status_t (*group_prepare_test)(cohort_pmix_prepare_t *op);
+    /* Give up on a step in flight (finalize): it frees itself when PMIx answers. */
+    void (*group_prepare_abandon)(cohort_pmix_prepare_t *op);
     void (*finalize)(cohort_pmix_ctx_t *pctx);
 } cohort_pmix_plugin_t;
 

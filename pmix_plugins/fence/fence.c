@@ -5,14 +5,6 @@
  */
 #include "pmix_plugins/common.h"
 
-static cohort_status_t cohort_pmix_fence_group_prepare(cohort_pmix_ctx_t *p, uint64_t gid,
-                                                       const int *ranks, int nranks)
-{
-    cohort_pmix_log(p, 3, "fence over the %d members of group 0x%016llx", nranks,
-                    (unsigned long long)gid);
-    return cohort_pmix_fence_ranks(p, ranks, nranks);
-}
-
 const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .abi = COHORT_PMIX_PLUGIN_ABI,
     .name = "fence",
@@ -21,6 +13,8 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .publish = cohort_pmix_put_commit,
     .lookup_start = cohort_pmix_lookup_start,
     .lookup_test = cohort_pmix_lookup_test,
-    .group_prepare = cohort_pmix_fence_group_prepare,
+    .group_prepare_start = cohort_pmix_fence_start,
+    .group_prepare_test = cohort_pmix_prepare_test,
+    .group_prepare_abandon = cohort_pmix_prepare_abandon,
     .finalize = cohort_pmix_disconnect,
 };

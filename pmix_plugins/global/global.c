@@ -23,6 +23,5 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .publish = cohort_pmix_global_publish,
     .lookup_start = cohort_pmix_lookup_start,
     .lookup_test = cohort_pmix_lookup_test,
-    .group_prepare = NULL,
     .finalize = cohort_pmix_disconnect,
 };

@@ -23,7 +23,7 @@ static cohort_status_t cohort_pmix_group_init(const cohort_pmix_opts_t *opts,
         return status;
     }
 
-    snprintf(name, sizeof(name), "cohort-probe-%u", (unsigned)p->me.rank);
+    snprintf(name, sizeof(name), "cohort-probe-%u-%d", (unsigned)p->me.rank, opts->instance);
     rc = PMIx_Group_construct(name, &p->me, 1, NULL, 0, &results, &nresults);
     if (results != NULL) {
         PMIX_INFO_FREE(results, nresults);
@@ -42,32 +42,37 @@ static cohort_status_t cohort_pmix_group_init(const cohort_pmix_opts_t *opts,
     return COHORT_OK;
 }
 
-static cohort_status_t cohort_pmix_group_prepare(cohort_pmix_ctx_t *p, uint64_t gid,
-                                                 const int *ranks, int nranks)
+static void cohort_pmix_group_cb(pmix_status_t status, pmix_info_t *info, size_t ninfo,
+                                 void *cbdata, pmix_release_cbfunc_t release_fn,
+                                 void *release_cbdata)
 {
-    pmix_proc_t *procs;
-    pmix_info_t *results = NULL;
-    size_t nresults = 0;
+    if (release_fn != NULL) {
+        release_fn(release_cbdata);
+    }
+    cohort_pmix_prepare_answer(cbdata, status);
+}
+
+static cohort_status_t cohort_pmix_group_prepare_start(cohort_pmix_ctx_t *p, uint64_t gid,
+                                                       const int *ranks, int nranks,
+                                                       cohort_pmix_prepare_t **op_p)
+{
+    cohort_pmix_prepare_t *op;
+    cohort_status_t status = cohort_pmix_prepare_new(p, ranks, nranks, 0, &op);
     char name[64];
     pmix_status_t rc;
 
-    procs = calloc((size_t)nranks, sizeof(*procs));
-    if (procs == NULL) {
-        return COHORT_ERR_NO_MEMORY;
+    if (status != COHORT_OK) {
+        return status;
     }
-    for (int i = 0; i < nranks; i++) {
-        PMIX_LOAD_PROCID(&procs[i], p->me.nspace, (pmix_rank_t)ranks[i]);
-    }
-    snprintf(name, sizeof(name), "cohort-%016llx", (unsigned long long)gid);
-    rc = PMIx_Group_construct(name, procs, (size_t)nranks, NULL, 0, &results, &nresults);
-    if (results != NULL) {
-        PMIX_INFO_FREE(results, nresults);
-    }
-    free(procs);
+    snprintf(name, sizeof(name), "cohort-%016llx-%d", (unsigned long long)gid, p->opts.instance);
+    snprintf(op->what, sizeof(op->what), "PMIx_Group_construct(%s)", name);
+    rc = PMIx_Group_construct_nb(name, op->procs, op->nprocs, op->info, op->ninfo,
+                                 cohort_pmix_group_cb, op);
     if (rc != PMIX_SUCCESS) {
-        cohort_pmix_log(p, 0, "PMIx_Group_construct(%s) failed: %s", name, PMIx_Error_string(rc));
-        return cohort_pmix_status(rc);
+        cohort_pmix_prepare_answer(op, rc); /* the test logs it */
+        return cohort_pmix_prepare_test(op);
     }
+    *op_p = op;
     return COHORT_OK;
 }
 
@@ -79,6 +84,8 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .publish = cohort_pmix_put_commit,
     .lookup_start = cohort_pmix_lookup_start,
     .lookup_test = cohort_pmix_lookup_test,
-    .group_prepare = cohort_pmix_group_prepare,
+    .group_prepare_start = cohort_pmix_group_prepare_start,
+    .group_prepare_test = cohort_pmix_prepare_test,
+    .group_prepare_abandon = cohort_pmix_prepare_abandon,
     .finalize = cohort_pmix_disconnect,
 };

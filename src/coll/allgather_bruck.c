@@ -10,7 +10,7 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "core/scratch.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 typedef enum { AG_BRUCK_POST, AG_BRUCK_SEND, AG_BRUCK_WAIT } ag_bruck_phase_t;
 
@@ -43,7 +43,7 @@ static size_t ag_bruck_state_size(const cohort_coll_args_t *args, int gsize)
 static cohort_status_t ag_bruck_start(cohort_request_t *req)
 {
     ag_bruck_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     const char *mine;
 
@@ -74,7 +74,7 @@ static cohort_status_t ag_bruck_start(cohort_request_t *req)
 static cohort_status_t ag_bruck_progress(cohort_request_t *req)
 {
     ag_bruck_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     int n = g->size, me = g->rank;
     cohort_xfer_t *recvs = s->base.xfers, *sends = s->base.xfers + s->rounds;
     cohort_status_t status;
@@ -136,6 +136,11 @@ static void ag_bruck_cleanup(cohort_request_t *req)
     s->scratch = NULL;
 }
 
+static int ag_bruck_peers(const cohort_coll_args_t *a, int n, int me, int *out, int max)
+{
+    return a->count == 0 ? 0 : cohort_coll_peers_dist(n, me, -1, out, max);
+}
+
 const cohort_coll_algo_t cohort_allgather_bruck = {
     .name = "bruck",
     .description = "ceil(log2 n) rounds, any n; rotated gather then one local rotation",
@@ -144,4 +149,5 @@ const cohort_coll_algo_t cohort_allgather_bruck = {
     .start = ag_bruck_start,
     .progress = ag_bruck_progress,
     .cleanup = ag_bruck_cleanup,
+    .peers = ag_bruck_peers,
 };

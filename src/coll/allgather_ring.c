@@ -7,7 +7,7 @@
  */
 #include <string.h>
 #include "coll/coll.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 typedef enum { AG_RING_POST, AG_RING_SEND, AG_RING_WAIT } ag_ring_phase_t;
 
@@ -27,7 +27,7 @@ static size_t ag_ring_state_size(const cohort_coll_args_t *args, int gsize)
 static cohort_status_t ag_ring_start(cohort_request_t *req)
 {
     ag_ring_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
 
     s->blk = a->count * a->esize;
@@ -43,7 +43,7 @@ static cohort_status_t ag_ring_start(cohort_request_t *req)
 static cohort_status_t ag_ring_progress(cohort_request_t *req)
 {
     ag_ring_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     int n = g->size, me = g->rank;
     int left = (me - 1 + n) % n, right = (me + 1) % n;
     char *rbuf = s->base.args.rbuf;
@@ -95,4 +95,5 @@ const cohort_coll_algo_t cohort_allgather_ring = {
     .state_size = ag_ring_state_size,
     .start = ag_ring_start,
     .progress = ag_ring_progress,
+    .peers = cohort_coll_peers_ring,
 };

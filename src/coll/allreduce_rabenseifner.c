@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "core/scratch.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 #define RAB_SEGS          16
 #define RAB_MIN_SEG_BYTES (64 * 1024)
@@ -55,11 +55,6 @@ static size_t rab_state_size(const cohort_coll_args_t *args, int gsize)
     return sizeof(rab_state_t);
 }
 
-static int rab_core_to_rank(const rab_state_t *s, int nr)
-{
-    return nr < s->r ? 2 * nr + 1 : nr + s->r;
-}
-
 /* First element of core block @a i (of p); block p is the end of the vector. */
 static size_t rab_off(const rab_state_t *s, int i)
 {
@@ -69,7 +64,7 @@ static size_t rab_off(const rab_state_t *s, int i)
 static cohort_status_t rab_start(cohort_request_t *req)
 {
     rab_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     int n = g->size, me = g->rank;
     size_t tmp_elems;
@@ -197,7 +192,7 @@ static void rab_scatter_halves(const rab_state_t *s, size_t *keep_off, size_t *k
 static cohort_status_t rab_progress(cohort_request_t *req)
 {
     rab_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     size_t esize = a->esize, keep_off, keep_len, send_off, send_len;
     int me = g->rank, nr = s->newrank;
@@ -254,7 +249,7 @@ static cohort_status_t rab_progress(cohort_request_t *req)
                 s->peer_is_lower = (nr ^ s->mask) < nr;
                 s->dst = cohort_coll_at(a->rbuf, keep_off, esize);
                 s->mine = cohort_coll_at(s->acc, keep_off, esize);
-                status = rab_exchange(req, s, rab_core_to_rank(s, nr ^ s->mask),
+                status = rab_exchange(req, s, cohort_coll_fold_rank(s->r, nr ^ s->mask),
                                       cohort_coll_at(s->acc, send_off, esize), send_len, s->tmp,
                                       keep_len);
                 if (status != COHORT_OK) {
@@ -280,7 +275,7 @@ static cohort_status_t rab_progress(cohort_request_t *req)
             }
             if (!s->waiting) {
                 s->combine = 0;
-                status = rab_exchange(req, s, rab_core_to_rank(s, peer_nr),
+                status = rab_exchange(req, s, cohort_coll_fold_rank(s->r, peer_nr),
                                       cohort_coll_at(a->rbuf, mine_off, esize),
                                       rab_off(s, mine_lo + s->mask) - mine_off,
                                       cohort_coll_at(a->rbuf, theirs_off, esize), theirs_len);
@@ -331,6 +326,11 @@ static void rab_cleanup(cohort_request_t *req)
     s->tmp = NULL;
 }
 
+static int rab_peers(const cohort_coll_args_t *a, int n, int me, int *out, int max)
+{
+    return cohort_coll_fold_peers(a, n, me, out, max);
+}
+
 const cohort_coll_algo_t cohort_allreduce_rabenseifner = {
     .name = "rabenseifner",
     .description = "recursive-halving reduce-scatter + recursive-doubling allgather",
@@ -339,4 +339,5 @@ const cohort_coll_algo_t cohort_allreduce_rabenseifner = {
     .start = rab_start,
     .progress = rab_progress,
     .cleanup = rab_cleanup,
+    .peers = rab_peers,
 };

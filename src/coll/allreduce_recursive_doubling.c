@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "core/scratch.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 typedef enum {
     RD_FOLD, /* extras hand their input over; their partners take it */
@@ -42,16 +42,10 @@ static size_t rd_state_size(const cohort_coll_args_t *args, int gsize)
     return sizeof(rd_state_t);
 }
 
-/* Group rank of core rank @a nr. */
-static int rd_core_to_rank(const rd_state_t *s, int nr)
-{
-    return nr < s->r ? 2 * nr + 1 : nr + s->r;
-}
-
 static cohort_status_t rd_start(cohort_request_t *req)
 {
     rd_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     int n = g->size, me = g->rank;
 
@@ -92,7 +86,7 @@ static void rd_combine(rd_state_t *s, int peer_is_lower)
 static cohort_status_t rd_progress(cohort_request_t *req)
 {
     rd_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     size_t bytes = a->count * a->esize;
     int me = g->rank, last_step = s->nrounds + 1;
@@ -137,7 +131,7 @@ static cohort_status_t rd_progress(cohort_request_t *req)
                 s->phase = RD_UNFOLD;
                 break;
             }
-            peer = rd_core_to_rank(s, s->newrank ^ s->mask);
+            peer = cohort_coll_fold_rank(s->r, s->newrank ^ s->mask);
             status = cohort_coll_recv(req, &s->x[1], peer, s->round, s->tmp, bytes);
             if (status != COHORT_OK) {
                 return status;
@@ -195,6 +189,11 @@ static void rd_cleanup(cohort_request_t *req)
     s->tmp = NULL;
 }
 
+static int rd_peers(const cohort_coll_args_t *a, int n, int me, int *out, int max)
+{
+    return cohort_coll_fold_peers(a, n, me, out, max);
+}
+
 const cohort_coll_algo_t cohort_allreduce_recursive_doubling = {
     .name = "recursive_doubling",
     .description = "log2(p) whole-vector swaps with rank^2^k; extra ranks folded in pairs",
@@ -203,4 +202,5 @@ const cohort_coll_algo_t cohort_allreduce_recursive_doubling = {
     .start = rd_start,
     .progress = rd_progress,
     .cleanup = rd_cleanup,
+    .peers = rd_peers,
 };

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "core/scratch.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 #define RING_SEG_BYTES (256 * 1024)
 #define RING_WINDOW    4
@@ -39,7 +39,7 @@ static size_t ring_state_size(const cohort_coll_args_t *args, int gsize)
 static cohort_status_t ring_start(cohort_request_t *req)
 {
     ring_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     int n = g->size;
 
@@ -64,7 +64,7 @@ static cohort_status_t ring_start(cohort_request_t *req)
 }
 
 /* Block index (me - t - back) mod n, and the element range of segment j of it. */
-static void ring_unit(const ring_state_t *s, const cohort_group_t *g, size_t u, int back,
+static void ring_unit(const ring_state_t *s, const cohort_comm_t *g, size_t u, int back,
                       size_t *off, size_t *len)
 {
     const cohort_coll_args_t *a = &s->base.args;
@@ -83,8 +83,8 @@ static cohort_status_t ring_post_recv(cohort_request_t *req, ring_state_t *s, si
     size_t t = u / s->nseg, off, len;
     void *dst;
 
-    ring_unit(s, req->group, u, 1, &off, &len);
-    if (t + 2 <= (size_t)req->group->size) {
+    ring_unit(s, req->comm, u, 1, &off, &len);
+    if (t + 2 <= (size_t)req->comm->size) {
         dst = s->tmp + (u % RING_WINDOW) * s->seg_elems * a->esize; /* to be reduced */
     } else {
         dst = cohort_coll_at(a->rbuf, off, a->esize); /* a finished block: straight in place */
@@ -99,7 +99,7 @@ static cohort_status_t ring_post_send(cohort_request_t *req, ring_state_t *s, si
     const void *src = u < s->nseg ? cohort_coll_input(a) : a->rbuf;
     size_t off, len;
 
-    ring_unit(s, req->group, u, 0, &off, &len);
+    ring_unit(s, req->comm, u, 0, &off, &len);
     return cohort_coll_send(req, &s->x[u % RING_WINDOW], s->right, (int)u,
                             cohort_coll_at(src, off, a->esize), len * a->esize);
 }
@@ -108,14 +108,14 @@ static cohort_status_t ring_post_send(cohort_request_t *req, ring_state_t *s, si
 static void ring_process(cohort_request_t *req, ring_state_t *s, size_t u)
 {
     const cohort_coll_args_t *a = &s->base.args;
-    int n = req->group->size;
+    int n = req->comm->size;
     size_t t = u / s->nseg, off, len;
     void *dst;
 
     if (t + 2 > (size_t)n) {
         return;
     }
-    ring_unit(s, req->group, u, 1, &off, &len);
+    ring_unit(s, req->comm, u, 1, &off, &len);
     dst = cohort_coll_at(a->rbuf, off, a->esize);
     cohort_reduce_local(dst, s->tmp + (u % RING_WINDOW) * s->seg_elems * a->esize,
                         cohort_coll_at(cohort_coll_input(a), off, a->esize), len, a->dt, a->op);
@@ -198,4 +198,5 @@ const cohort_coll_algo_t cohort_allreduce_ring = {
     .start = ring_start,
     .progress = ring_progress,
     .cleanup = ring_cleanup,
+    .peers = cohort_coll_peers_ring,
 };

@@ -11,7 +11,7 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "core/scratch.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 typedef enum { A2A_BRUCK_POST, A2A_BRUCK_SEND, A2A_BRUCK_WAIT } a2a_bruck_phase_t;
 
@@ -59,7 +59,7 @@ static size_t a2a_bruck_state_size(const cohort_coll_args_t *args, int gsize)
 static cohort_status_t a2a_bruck_start(cohort_request_t *req)
 {
     a2a_bruck_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     int n = g->size, me = g->rank;
     const char *in;
@@ -130,7 +130,7 @@ static cohort_status_t a2a_bruck_unpack_until(a2a_bruck_state_t *s, int n, int u
 static cohort_status_t a2a_bruck_progress(cohort_request_t *req)
 {
     a2a_bruck_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     int n = g->size, me = g->rank;
     cohort_xfer_t *recvs = s->base.xfers, *sends = s->base.xfers + s->rounds;
     char *rbuf = s->base.args.rbuf;
@@ -195,6 +195,11 @@ static void a2a_bruck_cleanup(cohort_request_t *req)
     s->scratch = NULL;
 }
 
+static int a2a_bruck_peers(const cohort_coll_args_t *a, int n, int me, int *out, int max)
+{
+    return a->count == 0 ? 0 : cohort_coll_peers_dist(n, me, 1, out, max);
+}
+
 const cohort_coll_algo_t cohort_alltoall_bruck = {
     .name = "bruck",
     .description = "ceil(log2 n) rounds with packing, any n; for small blocks",
@@ -203,4 +208,5 @@ const cohort_coll_algo_t cohort_alltoall_bruck = {
     .start = a2a_bruck_start,
     .progress = a2a_bruck_progress,
     .cleanup = a2a_bruck_cleanup,
+    .peers = a2a_bruck_peers,
 };

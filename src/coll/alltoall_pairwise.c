@@ -8,7 +8,7 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "core/scratch.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 #define PAIRWISE_WINDOW 4
 
@@ -32,7 +32,7 @@ static size_t a2a_pw_state_size(const cohort_coll_args_t *args, int gsize)
 static cohort_status_t a2a_pw_start(cohort_request_t *req)
 {
     a2a_pw_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     size_t my = (size_t)g->rank * a->count * a->esize;
 
@@ -61,7 +61,7 @@ static cohort_status_t a2a_pw_start(cohort_request_t *req)
 static cohort_status_t a2a_pw_progress(cohort_request_t *req)
 {
     a2a_pw_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     int n = g->size, me = g->rank;
     char *rbuf = s->base.args.rbuf;
     cohort_xfer_t *x = s->base.xfers;

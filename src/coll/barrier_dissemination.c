@@ -3,7 +3,7 @@
  * message to rank + 2^k and receives one from rank - 2^k. ceil(log2 n) rounds, any n.
  */
 #include "coll/coll.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 typedef enum { BARRIER_POST, BARRIER_WAIT } barrier_phase_t;
 
@@ -34,7 +34,7 @@ static cohort_status_t barrier_start(cohort_request_t *req)
 static cohort_status_t barrier_progress(cohort_request_t *req)
 {
     barrier_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     int n = g->size, me = g->rank;
     cohort_status_t status;
 
@@ -65,6 +65,11 @@ static cohort_status_t barrier_progress(cohort_request_t *req)
     return COHORT_OK;
 }
 
+static int barrier_peers(const cohort_coll_args_t *a, int n, int me, int *out, int max)
+{
+    return cohort_coll_peers_dist(n, me, 1, out, max);
+}
+
 const cohort_coll_algo_t cohort_barrier_dissemination = {
     .name = "dissemination",
     .description = "ceil(log2 n) rounds of zero-byte messages to rank+2^k",
@@ -72,4 +77,5 @@ const cohort_coll_algo_t cohort_barrier_dissemination = {
     .state_size = barrier_state_size,
     .start = barrier_start,
     .progress = barrier_progress,
+    .peers = barrier_peers,
 };

@@ -9,7 +9,7 @@
  * that nothing arrives unexpected (an unexpected eager message costs a copy).
  */
 #include "coll/coll.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 #define KNOMIAL_RADIX   4
 #define KNOMIAL_SEGMENT (1024 * 1024)
@@ -56,7 +56,7 @@ static size_t knomial_state_size(const cohort_coll_args_t *args, int gsize)
 static cohort_status_t knomial_start(cohort_request_t *req)
 {
     knomial_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     int n = g->size, root = s->base.args.root;
     int vr = (g->rank - root + n) % n;
     int maxc = knomial_max_children(n);

@@ -9,7 +9,7 @@
  * on as soon as it is here, so the ring needs no lockstep.
  */
 #include "coll/coll.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 typedef enum { SAG_POST, SAG_SCATTER, SAG_RING, SAG_WAIT } sag_phase_t;
 
@@ -76,13 +76,13 @@ static cohort_xfer_t *sag_ring_send(sag_state_t *s, int n, int i)
 static cohort_status_t sag_start(cohort_request_t *req)
 {
     sag_state_t *s = req->state;
-    int n = req->group->size;
+    int n = req->comm->size;
 
     s->base.xfers = (cohort_xfer_t *)(s + 1);
     s->base.nxfers = 1 + sag_log2(n) + 2 * (n - 1);
     s->bytes = s->base.args.count * s->base.args.esize;
     s->chunk = (s->bytes + (size_t)n - 1) / (size_t)n;
-    s->vr = (req->group->rank - s->base.args.root + n) % n;
+    s->vr = (req->comm->rank - s->base.args.root + n) % n;
     s->phase = SAG_POST;
     return COHORT_OK;
 }
@@ -95,7 +95,7 @@ static int sag_rank(const sag_state_t *s, int v, int n)
 static cohort_status_t sag_progress(cohort_request_t *req)
 {
     sag_state_t *s = req->state;
-    int n = req->group->size, vr = s->vr;
+    int n = req->comm->size, vr = s->vr;
     char *buf = s->base.args.rbuf;
     cohort_xfer_t *x = s->base.xfers;
     cohort_status_t status;

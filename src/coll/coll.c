@@ -4,8 +4,7 @@
 #include "core/am.h"
 #include "core/context.h"
 #include "core/log.h"
-#include "core/progress.h"
-#include "group/group.h"
+#include "core/endpoint.h"
 #include "reduce/reduce.h"
 
 cohort_status_t cohort_coll_send(cohort_request_t *req, cohort_xfer_t *x, int peer, int step,
@@ -41,6 +40,25 @@ cohort_status_t cohort_coll_xfers_status(const cohort_xfer_t *xs, int n)
     return COHORT_OK;
 }
 
+int cohort_coll_peers_ring(const cohort_coll_args_t *a, int n, int me, int *out, int max)
+{
+    if (a->count == 0 || n < 2 || max < 1) {
+        return 0;
+    }
+    out[0] = (me + 1) % n;
+    return 1;
+}
+
+int cohort_coll_peers_dist(int n, int me, int sign, int *out, int max)
+{
+    int k = 0;
+
+    for (int d = 1; d < n && k < max; d *= 2) {
+        out[k++] = ((me + sign * d) % n + n) % n;
+    }
+    return k;
+}
+
 /* Same on every member that called the same collective with the same arguments. */
 static uint32_t cohort_coll_fingerprint(const cohort_coll_args_t *a)
 {
@@ -66,7 +84,7 @@ static int cohort_coll_has_root(cohort_coll_type_t c)
     return c == COHORT_COLL_BCAST || c == COHORT_COLL_REDUCE;
 }
 
-static cohort_status_t cohort_coll_validate(cohort_group_t *g, cohort_coll_args_t *a)
+static cohort_status_t cohort_coll_validate(const cohort_comm_t *g, cohort_coll_args_t *a)
 {
     const char *name = cohort_coll_names[a->coll];
     cohort_status_t status;
@@ -74,155 +92,80 @@ static cohort_status_t cohort_coll_validate(cohort_group_t *g, cohort_coll_args_
     if (a->coll == COHORT_COLL_BARRIER) {
         return COHORT_OK;
     }
+    /* COHORT_IN_PLACE stands for "my input is in rbuf": never a buffer to write into. */
+    if (a->rbuf == COHORT_IN_PLACE) {
+        cohort_error(g->ctx, "cohort_%s: COHORT_IN_PLACE is not a %s", name,
+                     a->coll == COHORT_COLL_BCAST ? "buffer (buf)" : "receive buffer (rbuf)");
+        return COHORT_ERR_INVALID_ARG;
+    }
     a->esize = cohort_dtype_size(a->dt);
     if (a->esize == 0) {
-        cohort_error("cohort_%s: unknown dtype %d", name, (int)a->dt);
+        cohort_error(g->ctx, "cohort_%s: unknown dtype %d", name, (int)a->dt);
         return COHORT_ERR_INVALID_ARG;
     }
     if (cohort_coll_has_op(a->coll)) {
         status = cohort_reduce_check(a->dt, a->op);
         if (status != COHORT_OK) {
-            cohort_error("cohort_%s: op %d (%s) is not valid for dtype %s", name, (int)a->op,
-                         cohort_op_name(a->op), cohort_dtype_name(a->dt));
+            cohort_error(g->ctx, "cohort_%s: op %d (%s) is not valid for dtype %s", name,
+                         (int)a->op, cohort_op_name(a->op), cohort_dtype_name(a->dt));
             return status;
         }
     }
     if (cohort_coll_has_root(a->coll) && (a->root < 0 || a->root >= g->size)) {
-        cohort_error("cohort_%s: root %d is out of range for a group of %d", name, a->root,
+        cohort_error(g->ctx, "cohort_%s: root %d is out of range for a group of %d", name, a->root,
                      g->size);
         return COHORT_ERR_INVALID_ARG;
     }
     if (a->count > 0) {
         int rbuf_needed = a->coll != COHORT_COLL_REDUCE || a->root == g->rank;
         if (a->sbuf == NULL && a->coll != COHORT_COLL_BCAST) {
-            cohort_error("cohort_%s: sbuf is NULL with count %zu", name, a->count);
+            cohort_error(g->ctx, "cohort_%s: sbuf is NULL with count %zu", name, a->count);
             return COHORT_ERR_INVALID_ARG;
         }
         if (a->rbuf == NULL && rbuf_needed) {
-            cohort_error("cohort_%s: %s is NULL with count %zu", name,
+            cohort_error(g->ctx, "cohort_%s: %s is NULL with count %zu", name,
                          a->coll == COHORT_COLL_BCAST ? "buf" : "rbuf", a->count);
             return COHORT_ERR_INVALID_ARG;
         }
         if (a->sbuf == COHORT_IN_PLACE && a->coll == COHORT_COLL_REDUCE && a->root != g->rank) {
-            cohort_error("cohort_reduce: COHORT_IN_PLACE is valid at the root only");
+            cohort_error(g->ctx, "cohort_reduce: COHORT_IN_PLACE is valid at the root only");
             return COHORT_ERR_INVALID_ARG;
         }
     }
     if (a->count > SIZE_MAX / a->esize / (size_t)g->size) {
-        cohort_error("cohort_%s: count %zu overflows", name, a->count);
+        cohort_error(g->ctx, "cohort_%s: count %zu overflows", name, a->count);
         return COHORT_ERR_INVALID_ARG;
     }
     return COHORT_OK;
 }
 
-cohort_status_t cohort_coll_post(cohort_group_t *g, const cohort_coll_args_t *args,
-                                 cohort_request_t **req_p)
+static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
 {
-    const cohort_coll_algo_t *algo;
-    cohort_coll_args_t a = *args;
-    cohort_request_t *req;
-    cohort_coll_base_t *b;
-    cohort_status_t status;
+    cohort_status_t status = cohort_coll_base(req)->algo->progress(req);
 
-    status = cohort_group_check(g, "group");
-    if (status != COHORT_OK) {
-        return status;
+    /* A collective that fails has spent its number on this rank and maybe not on the others:
+     * they are out of step, and the group says so from now on. A mismatch is reported alike
+     * on every member, which stay in step. */
+    if (status != COHORT_OK && status != COHORT_INPROGRESS && status != COHORT_ERR_MISMATCH &&
+        req->comm != NULL) {
+        cohort_comm_revoke(req->comm, status, "a collective failed");
     }
-    if (req_p == NULL) {
-        cohort_error("cohort_i%s: req is NULL", cohort_coll_names[a.coll]);
-        return COHORT_ERR_INVALID_ARG;
-    }
-    if (g->revoked) {
-        return COHORT_ERR_REVOKED;
-    }
-    status = cohort_coll_validate(g, &a);
-    if (status != COHORT_OK) {
-        return status;
-    }
-    algo = cohort_coll_select(&g->ctx->cfg, &a, g->size);
-    if (algo == NULL) {
-        cohort_error("cohort_%s: no algorithm available", cohort_coll_names[a.coll]);
-        return COHORT_ERR_UNSUPPORTED;
-    }
-    req = cohort_request_alloc(g, COHORT_REQ_COLL, algo->state_size(&a, g->size));
-    if (req == NULL) {
-        return COHORT_ERR_NO_MEMORY;
-    }
-    req->algo = algo;
-    b = cohort_coll_base(req);
-    b->args = a;
-    /* Every member numbers its collectives on a group alike, so (seq, step) names one
-     * message exactly; the number is spent even by a collective that fails to start. */
-    b->seq = g->coll_seq++;
-    b->fp = cohort_coll_fingerprint(&a);
-    status = algo->start(req);
-    if (status != COHORT_OK) {
-        cohort_request_cancel(req, status);
-        cohort_request_release(req);
-        return status;
-    }
-    cohort_progress_activate(req);
-    cohort_coll_progress(req);
-    *req_p = req;
-    return COHORT_OK;
-}
-
-cohort_status_t cohort_coll_run(cohort_group_t *g, const cohort_coll_args_t *args)
-{
-    cohort_request_t *req = NULL;
-    cohort_status_t status = cohort_coll_post(g, args, &req);
-
-    if (status != COHORT_OK) {
-        return status;
-    }
-    status = cohort_request_wait_internal(req);
-    cohort_request_free(req);
     return status;
 }
 
-int cohort_coll_progress(cohort_request_t *req)
+static void cohort_coll_ops_release(cohort_request_t *req)
 {
-    cohort_status_t status;
+    const cohort_coll_algo_t *algo = cohort_coll_base(req)->algo;
 
-    if (req->done) {
-        return 0;
-    }
-    status = req->algo->progress(req);
-    if (status == COHORT_INPROGRESS) {
-        return 0;
-    }
-    if (status != COHORT_OK) {
-        /* Stop what is still posted, so nothing lands in buffers the caller now owns. */
-        cohort_coll_cancel(req, status);
-    }
-    cohort_request_complete(req, status);
-    return 1;
-}
-
-void cohort_coll_cancel(cohort_request_t *req, cohort_status_t status)
-{
-    cohort_coll_base_t *b = cohort_coll_base(req);
-
-    for (int i = 0; i < b->nxfers; i++) {
-        cohort_xfer_t *x = &b->xfers[i];
-        if (x->req == req && !x->done) {
-            cohort_xfer_cancel(x, status);
-        }
+    if (algo != NULL && algo->cleanup != NULL) {
+        algo->cleanup(req);
     }
 }
 
-void cohort_coll_release(cohort_request_t *req)
-{
-    /* The state itself lives in the request's allocation; only scratch needs freeing. */
-    if (req->algo != NULL && req->algo->cleanup != NULL) {
-        req->algo->cleanup(req);
-    }
-}
-
-void cohort_coll_describe(const cohort_request_t *req, char *buf, size_t len)
+static void cohort_coll_ops_describe(const cohort_request_t *req, char *buf, size_t len)
 {
     const cohort_coll_base_t *b = (const cohort_coll_base_t *)req->state;
-    const cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     int peer = -1;
 
     for (int i = 0; i < b->nxfers; i++) {
@@ -235,7 +178,107 @@ void cohort_coll_describe(const cohort_request_t *req, char *buf, size_t len)
     snprintf(buf, len,
              "%s (%s, collective #%u) on group 0x%016llx, step %d, peer group rank %d "
              "(world %d)",
-             cohort_coll_names[b->args.coll], req->algo->name, b->seq,
-             (unsigned long long)(g ? g->gid : 0), b->step, peer,
-             g && peer >= 0 ? g->members[peer] : -1);
+             cohort_coll_names[b->args.coll], b->algo->name, b->seq,
+             (unsigned long long)(g ? g->id : 0), b->step, peer,
+             g && peer >= 0 ? cohort_comm_world_rank(g, peer) : -1);
+}
+
+/* A collective cancelled half way leaves the other members waiting on steps this rank will
+ * never take, and their messages arriving for nothing: the group is out of step. */
+static void cohort_coll_ops_cancel(cohort_request_t *req, cohort_status_t status)
+{
+    if (req->comm != NULL && status != COHORT_ERR_MISMATCH) {
+        cohort_comm_revoke(req->comm, status, "a collective was cancelled");
+    }
+}
+
+static const cohort_request_ops_t cohort_coll_ops = {
+    .name = "collective",
+    .progress = cohort_coll_ops_progress,
+    .cancel = cohort_coll_ops_cancel,
+    .release = cohort_coll_ops_release,
+    .describe = cohort_coll_ops_describe,
+};
+
+/* Start wiring every peer the algorithm will send to, so the lookups overlap. */
+static void cohort_coll_announce(cohort_comm_t *g, const cohort_coll_args_t *a,
+                                 const cohort_coll_algo_t *algo)
+{
+    int peers[64];
+    int n;
+
+    if (algo->peers == NULL || g->state != COHORT_COMM_READY) {
+        return;
+    }
+    n = algo->peers(a, g->size, g->rank, peers, 64);
+    for (int i = 0; i < n && i < 64; i++) {
+        cohort_peer_t *peer = cohort_peer_get(g->ctx, cohort_comm_world_rank(g, peers[i]));
+        if (peer != NULL) {
+            cohort_peer_want(peer);
+        }
+    }
+}
+
+cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *args,
+                                 cohort_request_t **req_p)
+{
+    const cohort_coll_algo_t *algo;
+    cohort_coll_args_t a = *args;
+    cohort_request_t *req;
+    cohort_coll_base_t *b;
+    cohort_status_t status;
+
+    if (req_p == NULL) {
+        cohort_error(g->ctx, "cohort_i%s: req is NULL", cohort_coll_names[a.coll]);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    status = cohort_coll_validate(g, &a);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    status = cohort_comm_use(g);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    algo = cohort_coll_select(g->ctx, &a, g->size);
+    if (algo == NULL) {
+        cohort_error(g->ctx, "cohort_%s: no algorithm available", cohort_coll_names[a.coll]);
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    req = cohort_request_alloc(g, &cohort_coll_ops, algo->state_size(&a, g->size));
+    if (req == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    b = cohort_coll_base(req);
+    b->algo = algo;
+    b->args = a;
+    /* Every member numbers its collectives on a group alike, so (seq, step) names one
+     * message exactly; the number is spent even by a collective that fails to start, which
+     * therefore revokes the group. */
+    b->seq = g->coll_seq++;
+    b->fp = cohort_coll_fingerprint(&a);
+    cohort_coll_announce(g, &a, algo);
+    status = algo->start(req);
+    if (status != COHORT_OK) {
+        cohort_request_cancel(req, status);
+        cohort_comm_revoke(g, status, "a collective failed to start");
+        cohort_request_release(req);
+        return status;
+    }
+    cohort_request_progress(req);
+    *req_p = req;
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_coll_run(cohort_comm_t *g, const cohort_coll_args_t *args)
+{
+    cohort_request_t *req = NULL;
+    cohort_status_t status = cohort_coll_post(g, args, &req);
+
+    if (status != COHORT_OK) {
+        return status;
+    }
+    status = cohort_request_wait_internal(req);
+    cohort_request_free(req);
+    return status;
 }

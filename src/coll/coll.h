@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include "coll/coll_type.h"
+#include "core/comm.h"
 #include "core/config.h"
 #include "core/request.h"
 
@@ -34,10 +35,17 @@ typedef struct cohort_coll_algo {
     /* Optional: free what start allocated (scratch buffers). Called once, when the request is
      * released and no UCX operation still points into it. */
     void (*cleanup)(cohort_request_t *req);
+    /* Optional: the comm ranks this rank will send to, so their wiring starts at post and
+     * overlaps (one round trip, not one per step). Writes at most max; returns how many. */
+    int (*peers)(const cohort_coll_args_t *args, int gsize, int grank, int *out, int max);
+    /* Optional: nonzero when the algorithm cannot run this case; selection moves on to the
+     * next rule that matches. */
+    int (*decline)(const cohort_coll_args_t *args, int gsize);
 } cohort_coll_algo_t;
 
 /* Every algorithm's state begins with this. */
 typedef struct {
+    const struct cohort_coll_algo *algo;
     cohort_coll_args_t args;
     uint32_t seq; /* the group's collective number */
     uint32_t fp;  /* fingerprint checked under COHORT_CHECK=1 */
@@ -59,23 +67,23 @@ cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
 /* Returns COHORT_INPROGRESS while any of xs[0..n) is pending, else the first error or OK. */
 cohort_status_t cohort_coll_xfers_status(const cohort_xfer_t *xs, int n);
 
-/* Validate, select an algorithm, post. */
-cohort_status_t cohort_coll_post(cohort_group_t *g, const cohort_coll_args_t *args,
+/* Peers of the common shapes, for algorithms' peers(): the right neighbour of a ring; the
+ * ranks me + sign * 2^k (mod n) of dissemination and Bruck. Nothing when count is 0. */
+int cohort_coll_peers_ring(const cohort_coll_args_t *a, int n, int me, int *out, int max);
+int cohort_coll_peers_dist(int n, int me, int sign, int *out, int max);
+
+/* Validate, select an algorithm, post on a communicator. */
+cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *args,
                                  cohort_request_t **req);
 /* Post and wait: the blocking collectives. */
-cohort_status_t cohort_coll_run(cohort_group_t *g, const cohort_coll_args_t *args);
-
-/* Used by the progress engine and requests. */
-int cohort_coll_progress(cohort_request_t *req); /* 1 when the request finished */
-void cohort_coll_cancel(cohort_request_t *req, cohort_status_t status);
-void cohort_coll_release(cohort_request_t *req);
-void cohort_coll_describe(const cohort_request_t *req, char *buf, size_t len);
+cohort_status_t cohort_coll_run(cohort_comm_t *comm, const cohort_coll_args_t *args);
 
 /* Algorithm table (select.c). */
-const cohort_coll_algo_t *cohort_coll_select(const cohort_config_t *cfg,
+const cohort_coll_algo_t *cohort_coll_select(const cohort_context_t *ctx,
                                              const cohort_coll_args_t *args, int gsize);
-/* Check every COHORT_ALGO_<COLL> against the table; err lists the valid names. */
-cohort_status_t cohort_coll_config_check(const cohort_config_t *cfg, char *err, size_t errlen);
+/* Read every COHORT_ALGO_* setting into the context's selection (ctx->coll); an unknown
+ * collective or algorithm is an error naming the valid ones. */
+cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errlen);
 void cohort_coll_print_algos(FILE *f);
 
 #endif

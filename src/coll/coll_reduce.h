@@ -112,6 +112,36 @@ static inline void cohort_coll_fold(int n, int me, int *p, int *nrounds, int *r,
     *newrank = me < 2 * *r ? (me % 2 ? me / 2 : -1) : me - *r;
 }
 
+/* Group rank of core rank @a nr, after cohort_coll_fold: the folded pairs' odd ranks first. */
+static inline int cohort_coll_fold_rank(int r, int nr)
+{
+    return nr < r ? 2 * nr + 1 : nr + r;
+}
+
+/* Everyone a fold-then-rounds algorithm sends to: its fold partner, or its partners in the
+ * rounds and (for the odd rank of a pair) the even one it hands the result back to. */
+static inline int cohort_coll_fold_peers(const cohort_coll_args_t *a, int n, int me, int *out,
+                                         int max)
+{
+    int p, nrounds, r, nr, k = 0;
+
+    if (a->count == 0 || n < 2) {
+        return 0;
+    }
+    cohort_coll_fold(n, me, &p, &nrounds, &r, &nr);
+    if (nr < 0) {
+        out[k++] = me + 1;
+        return k;
+    }
+    for (int mask = 1; mask < p && k < max; mask *= 2) {
+        out[k++] = cohort_coll_fold_rank(r, nr ^ mask);
+    }
+    if (me < 2 * r && k < max) {
+        out[k++] = me - 1;
+    }
+    return k;
+}
+
 /* A group of one, or count 0 anywhere: the result is the input (copied when apart). */
 static inline void cohort_coll_copy_input(const cohort_coll_args_t *a, size_t count)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "core/scratch.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 #define KN_RADIX     4
 #define KN_SEG_BYTES (128 * 1024)
@@ -57,7 +57,7 @@ static size_t kn_state_size(const cohort_coll_args_t *args, int gsize)
 static cohort_status_t kn_start(cohort_request_t *req)
 {
     kn_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     int n = g->size, vr = (g->rank - a->root + n) % n;
     size_t seg_bytes;
@@ -173,7 +173,7 @@ static cohort_status_t kn_process(cohort_request_t *req, kn_state_t *s, size_t j
         cohort_reduce_local(dst, dst, kn_tmp(s, j, c), len, a->dt, a->op);
     }
     if (s->parent < 0) {
-        cohort_reduce_finish(dst, len, a->dt, a->op, req->group->size);
+        cohort_reduce_finish(dst, len, a->dt, a->op, req->comm->size);
         return COHORT_OK;
     }
     return cohort_coll_send(req, sx, s->parent, (int)j, dst, len * a->esize);

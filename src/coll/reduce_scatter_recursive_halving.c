@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "core/scratch.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 typedef enum {
     RH_FOLD,
@@ -44,11 +44,6 @@ static size_t rh_state_size(const cohort_coll_args_t *args, int gsize)
     return sizeof(rh_state_t);
 }
 
-static int rh_core_to_rank(const rh_state_t *s, int nr)
-{
-    return nr < s->r ? 2 * nr + 1 : nr + s->r;
-}
-
 /* First element of core block @a i; core block p is the end of the vector. */
 static size_t rh_off(const rh_state_t *s, int i)
 {
@@ -58,7 +53,7 @@ static size_t rh_off(const rh_state_t *s, int i)
 static cohort_status_t rh_start(cohort_request_t *req)
 {
     rh_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     int n = g->size, me = g->rank;
     size_t total = (size_t)n * a->count * a->esize;
@@ -89,7 +84,7 @@ static cohort_status_t rh_start(cohort_request_t *req)
 static cohort_status_t rh_progress(cohort_request_t *req)
 {
     rh_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     size_t esize = a->esize, block = a->count * esize, total = (size_t)g->size * block;
     int me = g->rank, nr = s->newrank, last_step = s->nrounds + 1;
@@ -127,7 +122,7 @@ static cohort_status_t rh_progress(cohort_request_t *req)
             s->phase = RH_ROUND;
             break;
         case RH_ROUND: {
-            int peer = rh_core_to_rank(s, nr ^ s->mask), lo = nr & ~(2 * s->mask - 1);
+            int peer = cohort_coll_fold_rank(s->r, nr ^ s->mask), lo = nr & ~(2 * s->mask - 1);
             int keep_lo = nr & s->mask ? lo + s->mask : lo;
             int send_lo = nr & s->mask ? lo : lo + s->mask;
             size_t send_off = rh_off(s, send_lo);
@@ -217,6 +212,11 @@ static void rh_cleanup(cohort_request_t *req)
     s->acc = s->tmp = NULL;
 }
 
+static int rh_peers(const cohort_coll_args_t *a, int n, int me, int *out, int max)
+{
+    return cohort_coll_fold_peers(a, n, me, out, max);
+}
+
 const cohort_coll_algo_t cohort_reduce_scatter_recursive_halving = {
     .name = "recursive_halving",
     .description = "log2(p) rounds halving the window; extra ranks folded in pairs",
@@ -225,4 +225,5 @@ const cohort_coll_algo_t cohort_reduce_scatter_recursive_halving = {
     .start = rh_start,
     .progress = rh_progress,
     .cleanup = rh_cleanup,
+    .peers = rh_peers,
 };

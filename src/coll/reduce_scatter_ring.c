@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "core/scratch.h"
-#include "group/group.h"
+#include "core/comm.h"
 
 #define RS_SEG_BYTES (128 * 1024)
 #define RS_WINDOW    4
@@ -41,7 +41,7 @@ static size_t rs_state_size(const cohort_coll_args_t *args, int gsize)
 static cohort_status_t rs_start(cohort_request_t *req)
 {
     rs_state_t *s = req->state;
-    cohort_group_t *g = req->group;
+    const cohort_comm_t *g = req->comm;
     const cohort_coll_args_t *a = &s->base.args;
     int n = g->size;
     size_t tmp_bytes;
@@ -71,7 +71,7 @@ static cohort_status_t rs_start(cohort_request_t *req)
 }
 
 /* The input's block (me - t - back) mod n, at segment j's offset. */
-static const char *rs_input(const rs_state_t *s, const cohort_group_t *g, size_t t, size_t j,
+static const char *rs_input(const rs_state_t *s, const cohort_comm_t *g, size_t t, size_t j,
                             int back)
 {
     const cohort_coll_args_t *a = &s->base.args;
@@ -92,7 +92,7 @@ static cohort_status_t rs_post_send(cohort_request_t *req, rs_state_t *s, size_t
     const char *src;
 
     if (t == 0) {
-        src = rs_input(s, req->group, 0, j, 1);
+        src = rs_input(s, req->comm, 0, j, 1);
     } else {
         src = s->acc + j * s->seg_elems * s->base.args.esize;
     }
@@ -117,9 +117,9 @@ static void rs_process(cohort_request_t *req, rs_state_t *s, size_t u)
     size_t len = cohort_coll_seg_len(a->count, s->seg_elems, j);
 
     cohort_reduce_local(dst, s->tmp + (u % RS_WINDOW) * s->seg_elems * a->esize,
-                        rs_input(s, req->group, t, j, 2), len, a->dt, a->op);
-    if (t + 2 == (size_t)req->group->size) {
-        cohort_reduce_finish(dst, len, a->dt, a->op, req->group->size);
+                        rs_input(s, req->comm, t, j, 2), len, a->dt, a->op);
+    if (t + 2 == (size_t)req->comm->size) {
+        cohort_reduce_finish(dst, len, a->dt, a->op, req->comm->size);
     }
 }
 
@@ -204,4 +204,5 @@ const cohort_coll_algo_t cohort_reduce_scatter_ring = {
     .start = rs_start,
     .progress = rs_progress,
     .cleanup = rs_cleanup,
+    .peers = cohort_coll_peers_ring,
 };

@@ -2,8 +2,15 @@
  * The algorithm table and default selection. COHORT_ALGO_<COLLECTIVE>=<name> forces one.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
+#include "core/context.h"
+
+const char *const cohort_coll_env_names[COHORT_COLL_LAST] = {
+    "BARRIER", "BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL"};
+const char *const cohort_coll_names[COHORT_COLL_LAST] = {
+    "barrier", "bcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall"};
 
 extern const cohort_coll_algo_t cohort_barrier_dissemination;
 extern const cohort_coll_algo_t cohort_bcast_knomial;
@@ -46,111 +53,253 @@ static const cohort_coll_algo_t *cohort_coll_find(cohort_coll_type_t coll, const
     return NULL;
 }
 
-/* Data movement. Thresholds measured on a 2-core machine with 2-16 oversubscribed ranks over
- * shared memory (min of two quiet runs); there, ranks share cores, so total copy work decides
- * more than per-link bandwidth does. */
-static const cohort_coll_algo_t *cohort_coll_select_bcast(size_t bytes, int gsize)
-{
-    /* The tree won or tied at every size up to 16 ranks here (16 MiB at np=8: 9.2 ms against
-     * 13.5 ms). Scatter + ring keeps the root's link to ~1x the message where the tree root
-     * sends it 3 log4(n) times, which pays on machines with a core per rank and big groups:
-     * not measurable here, hence the conservative bound. */
-    return bytes >= 1024 * 1024 && gsize > 16 ? &cohort_bcast_scatter_allgather
-                                              : &cohort_bcast_knomial;
-}
+/*
+ * Selection is data: for each collective, rules in order, the first that matches the case and
+ * whose algorithm does not decline it wins. A rule matches a group size range, optionally
+ * power-of-two sizes only (or only others), and a byte range lo <= bytes < hi, where bytes is
+ * count x dtype size as the call counts it (per rank for allgather/reduce_scatter, per pair for
+ * alltoall) or, for "total" rules, that times the group size. COHORT_ALGO_<COLL> rules come
+ * first; the defaults below catch every case they leave out.
+ */
+#define KIB      ((size_t)1024)
+#define MIB      (KIB * KIB)
+#define ANY_SIZE SIZE_MAX
 
-static const cohort_coll_algo_t *cohort_coll_select_allgather(size_t bytes, int gsize)
-{
-    /* bytes per rank. Crossover at ~64-256 KiB per rank for np=4 and 8; at n=2 both send
-     * one message each way, and the ring needs no scratch. */
-    return gsize == 2 || bytes * (size_t)gsize >= 1024 * 1024 ? &cohort_allgather_ring
-                                                              : &cohort_allgather_bruck;
-}
+typedef struct {
+    cohort_coll_type_t coll;
+    int min_n, max_n; /* group sizes, inclusive; 0: no bound */
+    int pow2;         /* -1 any size, 1 powers of two only, 0 the others only */
+    int total;        /* compare bytes x group size */
+    size_t lo, hi;    /* lo <= bytes < hi */
+    const cohort_coll_algo_t *algo;
+} cohort_coll_rule_t;
 
-static const cohort_coll_algo_t *cohort_coll_select_alltoall(size_t bytes, int gsize)
-{
-    /* bytes per pair. Pairwise (4 steps in flight) matched Bruck even at 8 B up to np=8;
-     * Bruck won 2x at np=16 up to 1 KiB per pair and lost from 4 KiB. */
-    return gsize > 4 && bytes * (size_t)gsize <= 16 * 1024 ? &cohort_alltoall_bruck
-                                                           : &cohort_alltoall_pairwise;
-}
+#define COHORT_RULES_MAX 16
 
-/* Reductions, measured the same way (2-8 ranks, float32 SUM). Whole-vector recursive doubling
- * wins while steps cost more than bytes: up to 128 KiB on 2-4 ranks, 8 KiB on 8, where its
- * log2(n) whole-vector rounds lose to halving. A group that is not a power of two pays two
- * extra whole-vector transfers in either log-step algorithm's fold; recursive doubling still
- * wins there up to 512 KiB, then the ring. From 4 MiB the ring's pipeline wins (and keeps its
- * scratch to a few segments, where rabenseifner's is half the vector). */
-static const cohort_coll_algo_t *cohort_coll_select_allreduce(size_t bytes, int gsize)
+/* What COHORT_ALGO_* said, per context. */
+typedef struct {
+    int nrules[COHORT_COLL_LAST];
+    cohort_coll_rule_t rules[COHORT_COLL_LAST][COHORT_RULES_MAX];
+} cohort_coll_selection_t;
+
+/* Thresholds measured on a 2-core machine with 2-16 oversubscribed ranks over shared memory
+ * (min of two quiet runs); there, ranks share cores, so total copy work decides more than
+ * per-link bandwidth does.
+ *
+ * bcast: the tree won or tied at every size up to 16 ranks here (16 MiB at np=8: 9.2 ms against
+ * 13.5 ms). Scatter + ring keeps the root's link to ~1x the message where the tree root sends it
+ * 3 log4(n) times, which pays on machines with a core per rank and big groups: not measurable
+ * here, hence the conservative bound.
+ * allgather (bytes per rank): crossover at ~64-256 KiB per rank for np=4 and 8; at n=2 both send
+ * one message each way, and the ring needs no scratch.
+ * alltoall (bytes per pair): pairwise (4 steps in flight) matched Bruck even at 8 B up to np=8;
+ * Bruck won 2x at np=16 up to 1 KiB per pair and lost from 4 KiB.
+ * allreduce (float32 SUM): whole-vector recursive doubling wins while steps cost more than
+ * bytes: up to 128 KiB on 2-4 ranks, 8 KiB on 8, where its log2(n) whole-vector rounds lose to
+ * halving. A group that is not a power of two pays two extra whole-vector transfers in either
+ * log-step algorithm's fold; recursive doubling still wins there up to 512 KiB, then the ring.
+ * From 4 MiB the ring's pipeline wins (and keeps its scratch to a few segments, where
+ * rabenseifner's is half the vector).
+ * reduce_scatter (bytes per rank): halving moves as many bytes as the ring in log2(n) steps,
+ * but its scratch is twice the whole input; a fold (not a power of two) costs a whole input. */
+static const cohort_coll_rule_t cohort_default_rules[] = {
+    {COHORT_COLL_BARRIER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_barrier_dissemination},
+    {COHORT_COLL_BCAST, 17, 0, -1, 0, MIB, ANY_SIZE, &cohort_bcast_scatter_allgather},
+    {COHORT_COLL_BCAST, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_bcast_knomial},
+    {COHORT_COLL_ALLGATHER, 2, 2, -1, 0, 0, ANY_SIZE, &cohort_allgather_ring},
+    {COHORT_COLL_ALLGATHER, 0, 0, -1, 1, MIB, ANY_SIZE, &cohort_allgather_ring},
+    {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_allgather_bruck},
+    {COHORT_COLL_ALLTOALL, 5, 0, -1, 1, 0, 16 * KIB + 1, &cohort_alltoall_bruck},
+    {COHORT_COLL_ALLTOALL, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_alltoall_pairwise},
+    {COHORT_COLL_ALLREDUCE, 0, 4, -1, 0, 0, 128 * KIB + 1, &cohort_allreduce_recursive_doubling},
+    {COHORT_COLL_ALLREDUCE, 5, 0, -1, 0, 0, 8 * KIB + 1, &cohort_allreduce_recursive_doubling},
+    {COHORT_COLL_ALLREDUCE, 0, 0, 0, 0, 0, 512 * KIB + 1, &cohort_allreduce_recursive_doubling},
+    {COHORT_COLL_ALLREDUCE, 0, 0, 1, 0, 0, 4 * MIB, &cohort_allreduce_rabenseifner},
+    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_allreduce_ring},
+    {COHORT_COLL_REDUCE, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_reduce_knomial},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, 1, 1, 0, MIB + 1, &cohort_reduce_scatter_recursive_halving},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, 0, 1, 0, 16 * KIB + 1,
+     &cohort_reduce_scatter_recursive_halving},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_reduce_scatter_ring},
+};
+
+static int cohort_rule_matches(const cohort_coll_rule_t *r, const cohort_coll_args_t *a, int gsize)
 {
     int pow2 = (gsize & (gsize - 1)) == 0;
+    size_t bytes = a->count * a->esize;
 
-    if (bytes <= (gsize <= 4 ? 128 * 1024 : 8 * 1024) || (!pow2 && bytes <= 512 * 1024)) {
-        return &cohort_allreduce_recursive_doubling;
+    if (r->total && gsize > 0 && bytes > SIZE_MAX / (size_t)gsize) {
+        bytes = SIZE_MAX;
+    } else if (r->total) {
+        bytes *= (size_t)gsize;
     }
-    return pow2 && bytes < 4 * 1024 * 1024 ? &cohort_allreduce_rabenseifner
-                                           : &cohort_allreduce_ring;
+    return (r->min_n == 0 || gsize >= r->min_n) && (r->max_n == 0 || gsize <= r->max_n) &&
+           (r->pow2 < 0 || r->pow2 == pow2) && bytes >= r->lo &&
+           (bytes < r->hi || r->hi == ANY_SIZE);
 }
 
-static const cohort_coll_algo_t *cohort_coll_select_reduce_scatter(size_t bytes, int gsize)
+static const cohort_coll_algo_t *cohort_rules_pick(const cohort_coll_rule_t *rules, int n,
+                                                   const cohort_coll_args_t *a, int gsize)
 {
-    /* bytes per rank. Halving moves as many bytes as the ring in log2(n) steps, but its
-     * scratch is twice the whole input; a fold (not a power of two) costs a whole input. */
-    size_t total = bytes * (size_t)gsize;
-    int pow2 = (gsize & (gsize - 1)) == 0;
-
-    return total <= (pow2 ? 1024 * 1024 : 16 * 1024) ? &cohort_reduce_scatter_recursive_halving
-                                                     : &cohort_reduce_scatter_ring;
+    for (int i = 0; i < n; i++) {
+        if (rules[i].coll == a->coll && cohort_rule_matches(&rules[i], a, gsize) &&
+            (rules[i].algo->decline == NULL || !rules[i].algo->decline(a, gsize))) {
+            return rules[i].algo;
+        }
+    }
+    return NULL;
 }
 
-const cohort_coll_algo_t *cohort_coll_select(const cohort_config_t *cfg,
+const cohort_coll_algo_t *cohort_coll_select(const cohort_context_t *ctx,
                                              const cohort_coll_args_t *args, int gsize)
 {
-    const cohort_coll_algo_t *forced;
+    const cohort_coll_selection_t *sel = ctx->coll;
+    const cohort_coll_algo_t *algo = NULL;
 
-    if (cfg->algo[args->coll][0] != '\0') {
-        forced = cohort_coll_find(args->coll, cfg->algo[args->coll]);
-        if (forced != NULL) { /* names were checked at init */
-            return forced;
-        }
+    if (sel != NULL && args->coll < COHORT_COLL_LAST) {
+        algo = cohort_rules_pick(sel->rules[args->coll], sel->nrules[args->coll], args, gsize);
     }
-    switch (args->coll) {
-    case COHORT_COLL_BARRIER:
-        return &cohort_barrier_dissemination;
-    case COHORT_COLL_BCAST:
-        return cohort_coll_select_bcast(args->count * args->esize, gsize);
-    case COHORT_COLL_ALLGATHER:
-        return cohort_coll_select_allgather(args->count * args->esize, gsize);
-    case COHORT_COLL_ALLTOALL:
-        return cohort_coll_select_alltoall(args->count * args->esize, gsize);
-    case COHORT_COLL_ALLREDUCE:
-        return cohort_coll_select_allreduce(args->count * args->esize, gsize);
-    case COHORT_COLL_REDUCE:
-        return &cohort_reduce_knomial;
-    case COHORT_COLL_REDUCE_SCATTER:
-        return cohort_coll_select_reduce_scatter(args->count * args->esize, gsize);
-    default:
-        return NULL;
+    if (algo == NULL) {
+        algo = cohort_rules_pick(
+            cohort_default_rules,
+            (int)(sizeof(cohort_default_rules) / sizeof(cohort_default_rules[0])), args, gsize);
     }
+    return algo;
 }
 
-cohort_status_t cohort_coll_config_check(const cohort_config_t *cfg, char *err, size_t errlen)
+/* "64k", "1m", "0", "inf" -> bytes; -1 on a bad size. */
+static int cohort_parse_size(const char *s, size_t len, size_t *out)
 {
-    for (int c = 0; c < COHORT_COLL_LAST; c++) {
-        size_t used;
+    char buf[32], *end;
+    unsigned long long v;
+    size_t mult = 1;
 
-        if (cfg->algo[c][0] == '\0' || cohort_coll_find(c, cfg->algo[c]) != NULL) {
-            continue;
+    if (len == 0 || len >= sizeof(buf)) {
+        return -1;
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (strcmp(buf, "inf") == 0) {
+        *out = ANY_SIZE;
+        return 0;
+    }
+    if (buf[0] < '0' || buf[0] > '9') {
+        return -1;
+    }
+    v = strtoull(buf, &end, 10);
+    switch (*end) {
+    case '\0':
+        break;
+    case 'k':
+    case 'K':
+        mult = KIB;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mult = MIB;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mult = MIB * KIB;
+        end++;
+        break;
+    default:
+        return -1;
+    }
+    if (*end != '\0' || v > SIZE_MAX / mult) {
+        return -1;
+    }
+    *out = (size_t)v * mult;
+    return 0;
+}
+
+static int cohort_coll_names_list(int c, char *err, size_t errlen, size_t used)
+{
+    for (int j = 0; cohort_algos[j] != NULL && used < errlen; j++) {
+        if ((int)cohort_algos[j]->coll == c) {
+            used += (size_t)snprintf(err + used, errlen - used, " %s", cohort_algos[j]->name);
         }
-        used = (size_t)snprintf(err, errlen, "COHORT_ALGO_%s=%s: unknown algorithm; valid:",
-                                cohort_coll_env_names[c], cfg->algo[c]);
-        for (int i = 0; cohort_algos[i] != NULL && used < errlen; i++) {
-            if ((int)cohort_algos[i]->coll == c) {
-                used += (size_t)snprintf(err + used, errlen - used, " %s", cohort_algos[i]->name);
+    }
+    return (int)used;
+}
+
+/* "name" or "lo-hi:name[,lo-hi:name...]" into rules for collective c. */
+static cohort_status_t cohort_coll_parse_rules(cohort_coll_selection_t *sel, int c,
+                                               const cohort_config_algo_t *set, char *err,
+                                               size_t errlen)
+{
+    const char *p = set->value;
+
+    while (*p != '\0') {
+        const char *comma = strchr(p, ','), *colon, *dash, *name;
+        size_t len = comma ? (size_t)(comma - p) : strlen(p), namelen;
+        cohort_coll_rule_t r = {(cohort_coll_type_t)c, 0, 0, -1, 0, 0, ANY_SIZE, NULL};
+        char algo[COHORT_CONFIG_NAME_MAX];
+
+        colon = memchr(p, ':', len);
+        name = colon ? colon + 1 : p;
+        namelen = len - (size_t)(name - p);
+        if (colon != NULL) {
+            dash = memchr(p, '-', (size_t)(colon - p));
+            if (dash == NULL || cohort_parse_size(p, (size_t)(dash - p), &r.lo) != 0 ||
+                cohort_parse_size(dash + 1, (size_t)(colon - dash - 1), &r.hi) != 0 ||
+                r.lo >= r.hi) {
+                snprintf(err, errlen,
+                         "COHORT_ALGO_%s=%s: bad size range in \"%.*s\"; expected lo-hi:name "
+                         "with sizes like 0, 64k, 4m, inf and lo < hi",
+                         set->name, set->value, (int)len, p);
+                return COHORT_ERR_INVALID_ARG;
             }
         }
-        return COHORT_ERR_INVALID_ARG;
+        snprintf(algo, sizeof(algo), "%.*s", (int)namelen, name);
+        r.algo = cohort_coll_find((cohort_coll_type_t)c, algo);
+        if (r.algo == NULL || sel->nrules[c] == COHORT_RULES_MAX) {
+            int used =
+                snprintf(err, errlen, "COHORT_ALGO_%s=%s: %s \"%s\"; valid:", set->name, set->value,
+                         r.algo == NULL ? "unknown algorithm" : "too many ranges at", algo);
+            cohort_coll_names_list(c, err, errlen, (size_t)used);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        sel->rules[c][sel->nrules[c]++] = r;
+        p += len + (comma ? 1 : 0);
     }
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errlen)
+{
+    cohort_coll_selection_t *sel = calloc(1, sizeof(*sel));
+
+    if (sel == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return COHORT_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < ctx->cfg.nalgo; i++) {
+        const cohort_config_algo_t *set = &ctx->cfg.algo[i];
+        int c;
+
+        for (c = 0; c < COHORT_COLL_LAST; c++) {
+            if (strcmp(set->name, cohort_coll_env_names[c]) == 0) {
+                break;
+            }
+        }
+        if (c == COHORT_COLL_LAST) {
+            snprintf(err, errlen,
+                     "COHORT_ALGO_%s: unknown collective; expected COHORT_ALGO_ followed by "
+                     "BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, REDUCE_SCATTER or ALLTOALL",
+                     set->name);
+            free(sel);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        if (cohort_coll_parse_rules(sel, c, set, err, errlen) != COHORT_OK) {
+            free(sel);
+            return COHORT_ERR_INVALID_ARG;
+        }
+    }
+    ctx->coll = sel;
+    ctx->coll_free = free;
     return COHORT_OK;
 }
 

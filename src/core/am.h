@@ -1,39 +1,54 @@
-/* The messaging engine: active-message send, receive matching, rendezvous. */
+/* The messaging engine: transfers, the active-message handler, matching, orphans. */
 #ifndef COHORT_AM_H
 #define COHORT_AM_H
 
+#include "core/comm.h"
 #include "core/context.h"
 #include "core/request.h"
 
-struct cohort_msg {
+typedef struct cohort_msg {
     cohort_list_t link;
     cohort_am_hdr_t hdr;
-    void *data; /* eager: our copy */
+    void *data; /* eager payload: UCX's persistent copy (ucx_data) or ours */
     size_t len;
-    void *desc; /* rendezvous: UCX data descriptor, fetched when matched */
-};
+    void *desc;    /* rendezvous: UCX data descriptor, fetched when matched */
+    int ucx_data;  /* data belongs to UCX: give it back with ucp_am_data_release */
+    size_t charge; /* what it counts against COHORT_ORPHAN_LIMIT while an orphan */
+} cohort_msg_t;
 
 cohort_status_t cohort_am_register(cohort_context_t *ctx);
 
-/* Post one transfer that belongs to @a req. P2P sends number themselves. On error the transfer
- * is not posted and nothing is logged twice: the caller reports. */
+/* Post one transfer that belongs to @a req; peers are comm ranks. P2P sends number
+ * themselves. A send to a peer not wired yet waits for it inside progress. On error nothing is
+ * posted and nothing is logged twice: the caller reports. */
 cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
                                  uint32_t seq, int32_t tag, uint32_t fp, const void *buf,
                                  size_t len);
 cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
                                  uint32_t seq, int32_t tag, uint32_t fp, void *buf, size_t len);
-/* Stop a transfer: a posted receive leaves matching; UCX operations in flight are cancelled
- * where UCX allows it (their completion is still awaited before the request is freed). */
+/* Hand a send to UCX on @a peer's endpoint (the peer is wired). */
+void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer);
+/* A send whose communicator just became ready: on to its peer. */
+void cohort_xfer_route(cohort_xfer_t *x);
+/* A UCX operation of @a x completed (send or rendezvous fetch). */
+void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x);
+/* The transfer is over with @a status (the first one sticks); wakes its request. */
+void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status);
+/* Stop a transfer: a posted receive leaves matching, a waiting send is dropped. UCX operations
+ * in flight cannot be stopped here; the request waits for them before its block is reused. */
 void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status);
 
-/* Start rendezvous fetches matched inside the receive callback. @return how many. */
-int cohort_am_start_rndv(cohort_context_t *ctx);
-/* A group was just created: deliver the messages that arrived for it before. */
-void cohort_am_adopt(cohort_group_t *group);
-/* Drop a group's queued messages (group free, finalize). */
-void cohort_am_group_cleanup(cohort_group_t *group);
+/* A communicator was just created: deliver the messages that arrived for it before. */
+void cohort_am_adopt(cohort_comm_t *comm);
+/* Drop a communicator's queued messages (revoke)... */
+void cohort_am_comm_drop(cohort_comm_t *comm);
+/* ...and remember it is gone, so later messages for it are dropped on arrival (destroy). */
+void cohort_am_comm_cleanup(cohort_comm_t *comm);
 void cohort_am_orphans_cleanup(cohort_context_t *ctx);
-/* A peer failed: fail receives that wait on it. */
-void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, const char *why);
+/* A peer failed or left: fail the receives that wait on it and can no longer match. */
+void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t status,
+                         const char *why);
+/* Finalize: tell a wired peer we leave (nothing of ours follows). */
+void cohort_am_send_bye(cohort_context_t *ctx, cohort_peer_t *peer);
 
 #endif

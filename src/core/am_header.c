@@ -36,7 +36,7 @@ int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr)
     const uint8_t *p = buf;
 
     if (buf == NULL || len != COHORT_AM_HDR_BYTES || p[0] != COHORT_AM_MAGIC ||
-        (p[1] != COHORT_MSG_P2P && p[1] != COHORT_MSG_COLL)) {
+        (p[1] != COHORT_MSG_P2P && p[1] != COHORT_MSG_COLL && p[1] != COHORT_MSG_BYE)) {
         return -1;
     }
     hdr->kind = p[1];

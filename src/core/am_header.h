@@ -10,8 +10,9 @@
 #define COHORT_AM_MAGIC     0xC0u /* first byte: catches a foreign or corrupted message */
 
 typedef enum {
-    COHORT_MSG_P2P = 1, /* cohort_send/recv: matched by (src, tag), in sending order */
-    COHORT_MSG_COLL = 2 /* collective step: matched exactly by (src, seq, step) */
+    COHORT_MSG_P2P = 1,  /* cohort_send/recv: matched by (src, tag), in sending order */
+    COHORT_MSG_COLL = 2, /* collective step: matched exactly by (src, seq, step) */
+    COHORT_MSG_BYE = 3   /* the sender finalizes: gid 0, src its world rank, nothing after */
 } cohort_msg_kind_t;
 
 typedef struct {

@@ -5,11 +5,6 @@
 #include <string.h>
 #include "core/config.h"
 
-const char *const cohort_coll_env_names[COHORT_COLL_LAST] = {
-    "BARRIER", "BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL"};
-const char *const cohort_coll_names[COHORT_COLL_LAST] = {
-    "barrier", "bcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall"};
-
 const char *cohort_progress_mode_name(cohort_progress_mode_t mode)
 {
     switch (mode) {
@@ -87,22 +82,60 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->log_level = idx;
-    } else if (strncmp(name, "COHORT_ALGO_", 12) == 0) {
-        for (int c = 0; c < COHORT_COLL_LAST; c++) {
-            if (strcmp(name + 12, cohort_coll_env_names[c]) == 0) {
-                if (value[0] == '\0' || strlen(value) >= sizeof(cfg->algo[c])) {
-                    snprintf(err, errlen, "%s=%s: expected an algorithm name", name, value);
-                    return COHORT_ERR_INVALID_ARG;
-                }
-                snprintf(cfg->algo[c], sizeof(cfg->algo[c]), "%s", value);
-                return COHORT_OK;
+    } else if (strcmp(name, "COHORT_ORPHAN_LIMIT") == 0) {
+        errno = 0;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (errno != 0 || end == value || *end != '\0' || value[0] == '-') {
+            snprintf(err, errlen, "COHORT_ORPHAN_LIMIT=%s: expected bytes >= 0", value);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        cfg->orphan_bytes = (size_t)v;
+    } else if (strcmp(name, "COHORT_FAULT") == 0) {
+        static const char *const points[] = {"none", "group_create", "send", "msg_keep", NULL};
+        const char *colon = strchr(value, ':'), *at = strchr(value, '@');
+        char point[32];
+        long n = 0, rank = -1;
+        int bad = 0;
+
+        snprintf(point, sizeof(point), "%.*s", colon ? (int)(colon - value) : 31, value);
+        idx = cohort_config_choice(point, points);
+        if (colon != NULL) {
+            errno = 0;
+            n = strtol(colon + 1, &end, 10);
+            bad = errno != 0 || end == colon + 1 || (*end != '\0' && end != at);
+            if (!bad && at != NULL) {
+                rank = strtol(at + 1, &end, 10);
+                bad = errno != 0 || end == at + 1 || *end != '\0' || rank < 0;
             }
         }
-        snprintf(err, errlen,
-                 "%s: unknown collective; expected COHORT_ALGO_ followed by BARRIER, BCAST, "
-                 "REDUCE, ALLREDUCE, ALLGATHER, REDUCE_SCATTER or ALLTOALL",
-                 name);
-        return COHORT_ERR_INVALID_ARG;
+        if (idx <= 0 || colon == NULL || bad || n < 1) {
+            snprintf(err, errlen,
+                     "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (n >= 1), point one of "
+                     "group_create, send, msg_keep",
+                     value);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        cfg->fault_point = idx;
+        cfg->fault_nth = (int)n;
+        cfg->fault_rank = (int)rank;
+    } else if (strncmp(name, "COHORT_ALGO_", 12) == 0) {
+        cohort_config_algo_t *a;
+
+        if (cfg->nalgo == COHORT_CONFIG_ALGO_MAX) {
+            snprintf(err, errlen, "%s: more than %d COHORT_ALGO_ settings", name,
+                     COHORT_CONFIG_ALGO_MAX);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        a = &cfg->algo[cfg->nalgo];
+        if (name[12] == '\0' || strlen(name + 12) >= sizeof(a->name) || value[0] == '\0' ||
+            strlen(value) >= sizeof(a->value)) {
+            snprintf(err, errlen, "%s=%s: expected an algorithm or size ranges of algorithms", name,
+                     value);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        snprintf(a->name, sizeof(a->name), "%s", name + 12);
+        snprintf(a->value, sizeof(a->value), "%s", value);
+        cfg->nalgo++;
     } else {
         *known = 0;
     }
@@ -121,6 +154,9 @@ cohort_status_t cohort_config_parse(cohort_config_t *cfg, char *const *envp, cha
     snprintf(cfg->pmix_plugin, sizeof(cfg->pmix_plugin), "dmodex");
     cfg->progress = COHORT_PROGRESS_YIELD;
     cfg->log_level = 1; /* warn */
+    /* Messages for a group this rank has not created yet are normal for a moment (a peer
+     * created it first); kept without bound they are a leak: 64 MiB holds thousands. */
+    cfg->orphan_bytes = 64u << 20;
     err[0] = '\0';
     warn[0] = '\0';
 

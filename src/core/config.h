@@ -2,8 +2,8 @@
 #ifndef COHORT_CONFIG_H
 #define COHORT_CONFIG_H
 
+#include <stddef.h>
 #include "cohort.h"
-#include "coll/coll_type.h"
 
 typedef enum {
     COHORT_PROGRESS_YIELD, /* poll; sched_yield when nothing progressed (default) */
@@ -11,17 +11,39 @@ typedef enum {
     COHORT_PROGRESS_BLOCK  /* sleep on the UCX worker's event fd */
 } cohort_progress_mode_t;
 
+/* Places where COHORT_FAULT can make an allocation fail, to test the error paths that
+ * keep members in step. */
+typedef enum {
+    COHORT_FAULT_NONE = 0,
+    COHORT_FAULT_GROUP_CREATE, /* group_create: the group's own allocations */
+    COHORT_FAULT_SEND,         /* a transfer's send, after validation */
+    COHORT_FAULT_MSG_KEEP,     /* keeping an unexpected message */
+    COHORT_FAULT_LAST
+} cohort_fault_point_t;
+
 #define COHORT_CONFIG_NAME_MAX 64
 #define COHORT_CONFIG_PATH_MAX 4096
+#define COHORT_CONFIG_ALGO_MAX 32
+
+/* A COHORT_ALGO_* setting, kept as text: the collective layer owns its meaning. */
+typedef struct {
+    char name[COHORT_CONFIG_NAME_MAX]; /* after "COHORT_ALGO_": "ALLREDUCE", "RING_SEGMENT" */
+    char value[256];
+} cohort_config_algo_t;
 
 typedef struct {
     char pmix_plugin[COHORT_CONFIG_NAME_MAX]; /* default "dmodex" */
     char plugin_path[COHORT_CONFIG_PATH_MAX]; /* colon-separated; "" when unset */
     cohort_progress_mode_t progress;
-    double timeout_s;                                    /* 0: no timeout */
-    int check;                                           /* COHORT_CHECK: 0 or 1 */
-    int log_level;                                       /* cohort_log_level_t */
-    char algo[COHORT_COLL_LAST][COHORT_CONFIG_NAME_MAX]; /* "" : automatic selection */
+    double timeout_s;    /* 0: no timeout */
+    int check;           /* COHORT_CHECK: 0 or 1 */
+    int log_level;       /* cohort_log_level_t */
+    size_t orphan_bytes; /* COHORT_ORPHAN_LIMIT: eager bytes kept for groups not created */
+    int fault_point;     /* COHORT_FAULT=<point>:<n>[@<rank>]: the n-th pass through point */
+    int fault_nth;       /* fails, on every rank or on that world rank only */
+    int fault_rank;
+    int nalgo;
+    cohort_config_algo_t algo[COHORT_CONFIG_ALGO_MAX];
 } cohort_config_t;
 
 /**
@@ -29,7 +51,7 @@ typedef struct {
  * COHORT_* variable is checked: a bad value is COHORT_ERR_INVALID_ARG with @a err naming the
  * variable and what it accepts; an unknown COHORT_* name is reported in @a warn (not an error,
  * so that a program may use its own COHORT_ variables) — both are "" when there is nothing to
- * say. Algorithm names are checked later, against the algorithm table.
+ * say. COHORT_ALGO_* values are kept as text and checked by the collective layer.
  */
 cohort_status_t cohort_config_parse(cohort_config_t *cfg, char *const *envp, char *err,
                                     size_t errlen, char *warn, size_t warnlen);

@@ -1,41 +1,128 @@
-/* cohort_init / cohort_finalize: configuration, the exchange plugin, the UCX worker. */
+/* The engine part of a context: configuration, the exchange plugin, the UCX worker. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "coll/coll.h"
 #include "core/am.h"
+#include "core/comm.h"
 #include "core/context.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "core/plugin.h"
 #include "core/progress.h"
+#include "core/request.h"
 #include "core/time.h"
-#include "group/group.h"
 
 extern char **environ;
 
 /* A lookup must be bounded even when the user set no COHORT_TIMEOUT. */
 #define COHORT_DEFAULT_PMIX_TIMEOUT_S 300.0
 
-void cohort_layout_free_all(cohort_context_t *ctx);
+/* The live contexts of this process. A context handle cannot check itself once freed, so this
+ * small set is the one thing the process shares between contexts; it says nothing about how
+ * they work, and a mutex keeps it safe for contexts on different threads. */
+static pthread_mutex_t cohort_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static cohort_map_t cohort_live_contexts;
+static int cohort_contexts_made;
 
-static void cohort_context_plugin_log(int level, const char *fmt, va_list ap)
+cohort_status_t cohort_context_check(const cohort_context_t *ctx, const char *what)
 {
-    cohort_vlog(level, fmt, ap);
+    int live;
+
+    if (ctx == NULL) {
+        cohort_error(NULL, "%s is NULL", what);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    pthread_mutex_lock(&cohort_live_lock);
+    live = cohort_map_get(&cohort_live_contexts, (uint64_t)(uintptr_t)ctx) == ctx;
+    pthread_mutex_unlock(&cohort_live_lock);
+    if (!live) {
+        cohort_error(NULL, "%s %p is not a live cohort context (finalized, or never made)", what,
+                     (const void *)ctx);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    return COHORT_OK;
+}
+
+int cohort_fault(cohort_context_t *ctx, cohort_fault_point_t point)
+{
+    if (ctx->cfg.fault_point != (int)point ||
+        (ctx->cfg.fault_rank >= 0 && ctx->cfg.fault_rank != ctx->rank)) {
+        return 0;
+    }
+    if (++ctx->fault_count != ctx->cfg.fault_nth) {
+        return 0;
+    }
+    cohort_warn(ctx, "COHORT_FAULT: failing pass %d through this point on purpose",
+                ctx->fault_count);
+    return 1;
+}
+
+double cohort_context_bound(const cohort_context_t *ctx, double fallback_s)
+{
+    return ctx->cfg.timeout_s > 0 ? ctx->cfg.timeout_s : fallback_s;
+}
+
+cohort_status_t cohort_ucs_status(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:
+        return COHORT_OK;
+    case UCS_INPROGRESS:
+        return COHORT_INPROGRESS;
+    case UCS_ERR_NO_MEMORY:
+        return COHORT_ERR_NO_MEMORY;
+    case UCS_ERR_INVALID_PARAM:
+        return COHORT_ERR_INVALID_ARG;
+    case UCS_ERR_UNSUPPORTED:
+        return COHORT_ERR_UNSUPPORTED;
+    case UCS_ERR_TIMED_OUT:
+        return COHORT_ERR_TIMEOUT;
+    case UCS_ERR_CANCELED:
+        return COHORT_ERR_REVOKED;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_REJECTED:
+        return COHORT_ERR_PEER_FAILED;
+    default:
+        return COHORT_ERR_UCX;
+    }
+}
+
+static void cohort_context_plugin_log(void *arg, int level, const char *fmt, va_list ap)
+{
+    cohort_vlog(cohort_ctx_log(arg), level, fmt, ap);
 }
 
 /* Shared-memory transports drop out of PEER error-handling mode unless told they may stay:
- * measured here, that costs 3-16x (tcp/lo instead of sysv + cma). These are transport
- * settings, which UCX 1.13 reads from the environment when it opens its interfaces:
- * ucp_config_modify() only stores them and warns "invalid configurations". So they go into
- * the environment, unless the user set them. */
-static void cohort_context_ucx_defaults(void)
+ * measured here, that costs 3-16x (tcp/lo instead of sysv). UCX 1.13 takes the setting for
+ * both (posix and sysv share the "MM_" sub-table) through ucp_config_modify as MM_ERROR_HANDLING
+ * (the POSIX_/SYSV_ spellings are environment-only there). A user's own UCX_*_ERROR_HANDLING
+ * wins. */
+static void cohort_context_ucx_defaults(cohort_context_t *ctx, ucp_config_t *config)
 {
-    static const char *const keep_shm[] = {"UCX_POSIX_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING"};
+    static const char *const shm[] = {"all", "sm", "shm", "mm", "posix", "sysv"};
+    const char *tls = getenv("UCX_TLS");
+    ucs_status_t ucs;
+    int uses_shm = tls == NULL || tls[0] == '^';
 
-    for (size_t i = 0; i < sizeof(keep_shm) / sizeof(keep_shm[0]); i++) {
-        if (setenv(keep_shm[i], "y", 0) != 0) {
-            cohort_warn("cannot set %s=y: shared memory may be unused", keep_shm[i]);
-        }
+    if (getenv("UCX_POSIX_ERROR_HANDLING") != NULL || getenv("UCX_SYSV_ERROR_HANDLING") != NULL ||
+        getenv("UCX_MM_ERROR_HANDLING") != NULL) {
+        return;
+    }
+    for (size_t i = 0; !uses_shm && i < sizeof(shm) / sizeof(shm[0]); i++) {
+        uses_shm = strstr(tls, shm[i]) != NULL;
+    }
+    if (!uses_shm) {
+        return; /* UCX would warn about a setting for transports it was told not to load */
+    }
+    ucs = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
+    if (ucs != UCS_OK) {
+        cohort_warn(ctx,
+                    "cannot keep shared memory under PEER error handling (%s): peers on "
+                    "this node may use tcp",
+                    ucs_status_string(ucs));
     }
 }
 
@@ -46,12 +133,12 @@ static cohort_status_t cohort_context_ucx_init(cohort_context_t *ctx)
     ucp_config_t *config;
     ucs_status_t ucs;
 
-    cohort_context_ucx_defaults();
     ucs = ucp_config_read(NULL, NULL, &config);
     if (ucs != UCS_OK) {
-        cohort_error("ucp_config_read failed: %s", ucs_status_string(ucs));
+        cohort_error(ctx, "ucp_config_read failed: %s", ucs_status_string(ucs));
         return cohort_ucs_status(ucs);
     }
+    cohort_context_ucx_defaults(ctx, config);
 
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
@@ -67,7 +154,7 @@ static cohort_status_t cohort_context_ucx_init(cohort_context_t *ctx)
     ucs = ucp_init(&params, config, &ctx->ucp);
     ucp_config_release(config);
     if (ucs != UCS_OK) {
-        cohort_error("ucp_init failed: %s", ucs_status_string(ucs));
+        cohort_error(ctx, "ucp_init failed: %s", ucs_status_string(ucs));
         return cohort_ucs_status(ucs);
     }
 
@@ -76,19 +163,19 @@ static cohort_status_t cohort_context_ucx_init(cohort_context_t *ctx)
     wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
     ucs = ucp_worker_create(ctx->ucp, &wparams, &ctx->worker);
     if (ucs != UCS_OK) {
-        cohort_error("ucp_worker_create failed: %s", ucs_status_string(ucs));
+        cohort_error(ctx, "ucp_worker_create failed: %s", ucs_status_string(ucs));
         goto err_cleanup;
     }
     ucs = ucp_worker_get_address(ctx->worker, &ctx->address, &ctx->address_len);
     if (ucs != UCS_OK) {
-        cohort_error("ucp_worker_get_address failed: %s", ucs_status_string(ucs));
+        cohort_error(ctx, "ucp_worker_get_address failed: %s", ucs_status_string(ucs));
         goto err_destroy_worker;
     }
     ctx->event_fd = -1;
     if (ctx->cfg.progress == COHORT_PROGRESS_BLOCK) {
         ucs = ucp_worker_get_efd(ctx->worker, &ctx->event_fd);
         if (ucs != UCS_OK) {
-            cohort_error("COHORT_PROGRESS=block: ucp_worker_get_efd failed: %s",
+            cohort_error(ctx, "COHORT_PROGRESS=block: ucp_worker_get_efd failed: %s",
                          ucs_status_string(ucs));
             goto err_release_address;
         }
@@ -124,24 +211,37 @@ static void cohort_context_ucx_cleanup(cohort_context_t *ctx)
     }
 }
 
-static cohort_status_t cohort_context_world(cohort_context_t *ctx)
+static void cohort_context_free(cohort_context_t *ctx)
 {
-    int *ranks = malloc((size_t)ctx->size * sizeof(int));
+    cohort_map_cleanup(&ctx->peers);
+    cohort_map_cleanup(&ctx->comms);
+    cohort_map_cleanup(&ctx->orphans);
+    cohort_map_cleanup(&ctx->poisoned);
+    ctx->magic = 0;
+    free(ctx);
+}
+
+static int cohort_context_register(cohort_context_t *ctx)
+{
     cohort_status_t status;
 
-    if (ranks == NULL) {
-        return COHORT_ERR_NO_MEMORY;
-    }
-    for (int i = 0; i < ctx->size; i++) {
-        ranks[i] = i;
-    }
-    status =
-        cohort_group_create_owned(ctx, "world", ranks, ctx->size, COHORT_GROUP_WORLD, &ctx->world);
-    free(ranks);
+    pthread_mutex_lock(&cohort_live_lock);
+    status = cohort_map_put(&cohort_live_contexts, (uint64_t)(uintptr_t)ctx, ctx);
+    pthread_mutex_unlock(&cohort_live_lock);
     return status;
 }
 
-cohort_status_t cohort_init(cohort_context_t **ctx_p)
+static void cohort_context_unregister(cohort_context_t *ctx)
+{
+    pthread_mutex_lock(&cohort_live_lock);
+    cohort_map_del(&cohort_live_contexts, (uint64_t)(uintptr_t)ctx);
+    if (cohort_live_contexts.count == 0) {
+        cohort_map_cleanup(&cohort_live_contexts);
+    }
+    pthread_mutex_unlock(&cohort_live_lock);
+}
+
+cohort_status_t cohort_context_create(cohort_context_t **ctx_p)
 {
     cohort_context_t *ctx;
     cohort_pmix_opts_t opts;
@@ -149,42 +249,50 @@ cohort_status_t cohort_init(cohort_context_t **ctx_p)
     cohort_status_t status;
     char err[512], warn[512];
 
-    if (ctx_p == NULL) {
-        cohort_error("cohort_init: ctx is NULL");
-        return COHORT_ERR_INVALID_ARG;
-    }
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
+    ctx->magic = COHORT_CTX_MAGIC;
+    ctx->log.level = COHORT_LOG_WARN;
+    ctx->log.rank = -1;
+    cohort_list_init(&ctx->peer_list);
+    cohort_list_init(&ctx->looking_up);
+    cohort_list_init(&ctx->comm_list);
+    cohort_list_init(&ctx->preparing);
+    cohort_list_init(&ctx->ready);
+    cohort_list_init(&ctx->requests);
+    cohort_list_init(&ctx->req_free);
     cohort_list_init(&ctx->group_list);
-    cohort_list_init(&ctx->orphans);
-    cohort_list_init(&ctx->active);
-    cohort_list_init(&ctx->rndv_ready);
-    cohort_list_init(&ctx->zombies);
+    cohort_list_init(&ctx->group_pool);
+    cohort_map_init(&ctx->group_instances);
     cohort_list_init(&ctx->layouts);
-    cohort_map_init(&ctx->groups);
-    cohort_map_init(&ctx->instances);
+    cohort_map_init(&ctx->peers);
+    cohort_map_init(&ctx->comms);
+    cohort_map_init(&ctx->orphans);
+    cohort_map_init(&ctx->poisoned);
 
     status = cohort_config_parse(&ctx->cfg, environ, err, sizeof(err), warn, sizeof(warn));
-    if (status == COHORT_OK) {
-        status = cohort_coll_config_check(&ctx->cfg, err, sizeof(err));
-    }
     if (status != COHORT_OK) {
-        cohort_error("cohort_init: %s", err);
+        cohort_error(ctx, "cohort_init: %s", err);
         goto err_free;
     }
-    cohort_log_level = ctx->cfg.log_level;
+    ctx->log.level = ctx->cfg.log_level;
     if (warn[0] != '\0') {
-        cohort_warn("ignoring unknown settings: %s", warn);
+        cohort_warn(ctx, "ignoring unknown settings: %s", warn);
     }
 
     status = cohort_plugin_load(ctx);
     if (status != COHORT_OK) {
         goto err_free;
     }
-    opts.timeout_s = ctx->cfg.timeout_s > 0 ? ctx->cfg.timeout_s : COHORT_DEFAULT_PMIX_TIMEOUT_S;
+    pthread_mutex_lock(&cohort_live_lock);
+    ctx->instance = cohort_contexts_made++;
+    pthread_mutex_unlock(&cohort_live_lock);
+    opts.timeout_s = cohort_context_bound(ctx, COHORT_DEFAULT_PMIX_TIMEOUT_S);
     opts.log = cohort_context_plugin_log;
+    opts.log_arg = ctx;
+    opts.instance = ctx->instance;
     status = ctx->plugin->init(&opts, &ctx->pmix, &job);
     if (status != COHORT_OK) {
         goto err_unload;
@@ -192,13 +300,8 @@ cohort_status_t cohort_init(cohort_context_t **ctx_p)
     ctx->rank = job.rank;
     ctx->size = job.size;
     ctx->singleton = job.singleton;
-    cohort_log_set_rank(ctx->rank);
+    ctx->log.rank = ctx->rank;
 
-    ctx->peers = calloc((size_t)ctx->size, sizeof(*ctx->peers));
-    if (ctx->peers == NULL) {
-        status = COHORT_ERR_NO_MEMORY;
-        goto err_plugin;
-    }
     status = cohort_context_ucx_init(ctx);
     if (status != COHORT_OK) {
         goto err_plugin;
@@ -209,13 +312,10 @@ cohort_status_t cohort_init(cohort_context_t **ctx_p)
             goto err_ucx;
         }
     }
-    status = cohort_context_world(ctx);
+    status = cohort_context_register(ctx);
     if (status != COHORT_OK) {
         goto err_ucx;
     }
-    cohort_info("rank %d of %d, exchange plugin %s, progress %s", ctx->rank, ctx->size,
-                ctx->singleton ? "none (singleton)" : ctx->plugin->name,
-                cohort_progress_mode_name(ctx->cfg.progress));
     *ctx_p = ctx;
     return COHORT_OK;
 
@@ -226,81 +326,48 @@ err_plugin:
 err_unload:
     cohort_plugin_unload(ctx);
 err_free:
-    free(ctx->peers);
-    cohort_map_cleanup(&ctx->groups);
-    cohort_map_cleanup(&ctx->instances);
-    free(ctx);
+    cohort_context_free(ctx);
     return status;
 }
 
-/* Let sends handed to UCX by freed requests finish, within the configured bound. */
-static void cohort_context_drain(cohort_context_t *ctx)
-{
-    double deadline = cohort_time_now() + (ctx->cfg.timeout_s > 0 ? ctx->cfg.timeout_s : 10.0);
-
-    while (!cohort_list_empty(&ctx->zombies) && cohort_time_now() < deadline) {
-        if (cohort_progress(ctx) == 0) {
-            cohort_progress_idle(ctx, 1.0, 0.01);
-        }
-    }
-    if (!cohort_list_empty(&ctx->zombies)) {
-        cohort_warn("cohort_finalize: some sends did not complete; their peers may be gone");
-    }
-}
-
-cohort_status_t cohort_finalize(cohort_context_t *ctx)
+void cohort_context_destroy(cohort_context_t *ctx)
 {
     cohort_list_t *pos, *tmp;
 
-    if (ctx == NULL) {
-        return COHORT_OK;
-    }
-    cohort_layout_free_all(ctx);
-    cohort_list_for_each(pos, tmp, &ctx->group_list)
+    ctx->finalizing = 1;
+    cohort_context_unregister(ctx);
+    cohort_list_for_each(pos, tmp, &ctx->comm_list)
     {
-        cohort_group_destroy(cohort_container_of(pos, cohort_group_t, link));
+        cohort_comm_destroy(cohort_container_of(pos, cohort_comm_t, link));
     }
-    ctx->world = NULL;
-    cohort_context_drain(ctx);
-    cohort_endpoint_close_all(ctx);
+    /* Requests the user still holds are cancelled and detached; UCX lets go of them below. */
+    cohort_request_finalize_all(ctx);
     cohort_am_orphans_cleanup(ctx);
-    cohort_scratch_cleanup(ctx);
+    cohort_endpoint_close_all(ctx);
+    /* The worker goes first: once it is destroyed UCX can no longer complete into a request. */
     cohort_context_ucx_cleanup(ctx);
+    cohort_request_pool_cleanup(ctx);
+    cohort_scratch_cleanup(ctx);
+    cohort_peer_table_cleanup(ctx);
     ctx->plugin->finalize(ctx->pmix);
     cohort_plugin_unload(ctx);
-    free(ctx->peers);
-    cohort_map_cleanup(&ctx->groups);
-    cohort_map_cleanup(&ctx->instances);
-    free(ctx);
-    return COHORT_OK;
+    if (ctx->coll_free != NULL) {
+        ctx->coll_free(ctx->coll);
+    }
+    cohort_context_free(ctx);
 }
 
 int cohort_world_rank(const cohort_context_t *ctx)
 {
-    return ctx == NULL ? -1 : ctx->rank;
+    return cohort_context_check(ctx, "cohort_world_rank: ctx") == COHORT_OK ? ctx->rank : -1;
 }
 
 int cohort_world_size(const cohort_context_t *ctx)
 {
-    return ctx == NULL ? -1 : ctx->size;
+    return cohort_context_check(ctx, "cohort_world_size: ctx") == COHORT_OK ? ctx->size : -1;
 }
 
 cohort_group_t *cohort_world(cohort_context_t *ctx)
 {
-    return ctx == NULL ? NULL : ctx->world;
-}
-
-cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
-{
-    if (ctx == NULL || stats == NULL) {
-        cohort_error("cohort_stats: %s is NULL", ctx == NULL ? "ctx" : "stats");
-        return COHORT_ERR_INVALID_ARG;
-    }
-    stats->groups_created = ctx->stat_groups;
-    stats->pmix_lookups = ctx->stat_lookups;
-    stats->endpoints = (uint64_t)cohort_wired_peers(ctx, NULL, 0);
-    stats->messages_sent = ctx->stat_msgs;
-    stats->pmix_plugin = ctx->singleton ? "singleton" : ctx->plugin->name;
-    stats->progress = cohort_progress_mode_name(ctx->cfg.progress);
-    return COHORT_OK;
+    return cohort_context_check(ctx, "cohort_world: ctx") == COHORT_OK ? ctx->world : NULL;
 }

@@ -1,33 +1,29 @@
-/* The context: one UCX worker, the exchange plugin, the endpoint table and the group map. */
+/* The context: one UCX worker, the exchange plugin, the peer table, the communicators. */
 #ifndef COHORT_CONTEXT_H
 #define COHORT_CONTEXT_H
 
 #include <ucp/api/ucp.h>
 #include "cohort.h"
+#include "core/am_header.h"
 #include "core/config.h"
 #include "core/list.h"
+#include "core/log.h"
 #include "core/map.h"
 #include "core/scratch.h"
 #include "pmix_plugins/plugin.h"
 
-typedef enum {
-    COHORT_PEER_NONE = 0, /* never wired */
-    COHORT_PEER_WIRED,    /* endpoint usable */
-    COHORT_PEER_FAILED    /* UCX reported the peer unreachable */
-} cohort_peer_state_t;
+#define COHORT_CTX_MAGIC 0xc0c0a11eu
 
-typedef struct {
-    ucp_ep_h ep;
-    uint8_t state;   /* cohort_peer_state_t */
-    uint8_t lookups; /* PMIx lookups made for this peer */
-    float wire_us;
-} cohort_peer_t;
+typedef struct cohort_orphans cohort_orphans_t;
 
 struct cohort_context {
+    uint32_t magic;
     cohort_config_t cfg;
+    cohort_log_cfg_t log;
     int rank;
     int size;
     int singleton;
+    int instance; /* contexts made before this one in this process: keys its PMIx address */
 
     const cohort_pmix_plugin_t *plugin;
     void *plugin_dl;
@@ -39,23 +35,53 @@ struct cohort_context {
     size_t address_len;
     int event_fd; /* COHORT_PROGRESS=block only */
 
-    cohort_peer_t *peers; /* [size], indexed by world rank */
-    cohort_group_t *world;
-    cohort_map_t groups;    /* gid -> cohort_group_t* (live groups) */
-    cohort_map_t instances; /* (tag, members) hash -> groups created so far */
-    cohort_list_t group_list;
-    cohort_list_t orphans;    /* messages for groups not created yet (cohort_msg_t) */
-    cohort_list_t active;     /* collective requests to progress, in posting order */
-    cohort_list_t rndv_ready; /* receives matched to a rendezvous message, to start */
-    cohort_list_t zombies;    /* requests freed by the user with UCX operations in flight */
-    cohort_list_t layouts;
+    /* Peers this rank has dealt with (world rank + 1 -> cohort_peer_t*), never one per rank of
+     * the world: a rank knows its own groups' peers only. */
+    cohort_map_t peers;
+    cohort_list_t peer_list;  /* every cohort_peer_t */
+    cohort_list_t looking_up; /* peers whose address lookup is in flight */
+    cohort_map_t comms;       /* id -> cohort_comm_t* (live communicators) */
+    cohort_list_t comm_list;
+    cohort_list_t preparing;  /* communicators whose first-use exchange is in flight */
+    cohort_map_t orphans;     /* id -> cohort_orphans_t*: messages for groups not created yet */
+    size_t orphan_bytes;      /* eager bytes held there */
+    uint64_t orphans_dropped; /* messages dropped over COHORT_ORPHAN_LIMIT */
+    cohort_map_t poisoned;    /* ids that lost an orphan: the group is revoked at creation */
+    cohort_list_t ready;      /* requests a completion woke, to progress */
+    cohort_list_t requests;   /* every request not yet released (live or user-freed) */
+    cohort_list_t req_free;   /* released request blocks, for reuse */
     cohort_scratch_cache_t scratch;
 
+    /* Lists the layers above keep here (the core never looks inside). */
+    cohort_group_t *world;
+    cohort_list_t group_list;
+    cohort_list_t group_pool;     /* freed group structs, reused oldest first */
+    cohort_map_t group_instances; /* (tag, members) key -> groups created so far */
+    cohort_list_t layouts;
+    void *coll; /* the collective layer's per-context state (its selection table) */
+    void (*coll_free)(void *coll);
+
+    uint8_t bye_hdr[COHORT_AM_HDR_BYTES]; /* the goodbye's header, read by UCX after the call */
+    int fault_count;                      /* passes through cfg.fault_point so far */
     uint64_t stat_groups;
     uint64_t stat_lookups;
-    uint64_t stat_endpoints;
     uint64_t stat_msgs;
     int in_progress; /* guards against re-entering progress from a callback */
+    int finalizing;
 };
+
+/* Create the engine part of a context: config, plugin, UCX worker, published address. */
+cohort_status_t cohort_context_create(cohort_context_t **ctx);
+/* Tear down what cohort_context_create made, after the layers above released theirs:
+ * cancels every request, says goodbye to wired peers, closes endpoints (bounded). */
+void cohort_context_destroy(cohort_context_t *ctx);
+/* INVALID_ARG (logged, naming @a what) unless @a ctx is a live context of this process. */
+cohort_status_t cohort_context_check(const cohort_context_t *ctx, const char *what);
+/* 1 when this pass through fault point @a point must fail (COHORT_FAULT). */
+int cohort_fault(cohort_context_t *ctx, cohort_fault_point_t point);
+/* The bound for engine-internal waits that must end even when COHORT_TIMEOUT is unset. */
+double cohort_context_bound(const cohort_context_t *ctx, double fallback_s);
+/* Translate a UCX status, at the boundary. */
+cohort_status_t cohort_ucs_status(ucs_status_t status);
 
 #endif

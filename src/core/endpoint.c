@@ -1,3 +1,8 @@
+/*
+ * The peer table and asynchronous wiring. A peer's address is fetched with the exchange
+ * plugin's nonblocking lookup, tested on every progress pass; sends to it wait on its pending
+ * list meanwhile. Memory grows with the peers this rank deals with, never with the world.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,186 +12,351 @@
 #include "core/progress.h"
 #include "core/time.h"
 
-cohort_status_t cohort_ucs_status(ucs_status_t status)
+/* Closing endpoints at finalize: how long to let them flush when COHORT_TIMEOUT is unset. A
+ * healthy peer acknowledges within milliseconds; one that died is forced closed. */
+#define COHORT_CLOSE_WAIT_S 5.0
+
+cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank)
 {
-    switch (status) {
-    case UCS_OK:
-        return COHORT_OK;
-    case UCS_INPROGRESS:
-        return COHORT_INPROGRESS;
-    case UCS_ERR_NO_MEMORY:
-        return COHORT_ERR_NO_MEMORY;
-    case UCS_ERR_INVALID_PARAM:
-        return COHORT_ERR_INVALID_ARG;
-    case UCS_ERR_UNSUPPORTED:
-        return COHORT_ERR_UNSUPPORTED;
-    case UCS_ERR_TIMED_OUT:
-        return COHORT_ERR_TIMEOUT;
-    case UCS_ERR_CANCELED:
-        return COHORT_ERR_REVOKED;
-    case UCS_ERR_UNREACHABLE:
-    case UCS_ERR_CONNECTION_RESET:
-    case UCS_ERR_ENDPOINT_TIMEOUT:
-    case UCS_ERR_NOT_CONNECTED:
-    case UCS_ERR_REJECTED:
-        return COHORT_ERR_PEER_FAILED;
-    default:
-        return COHORT_ERR_UCX;
+    cohort_peer_t *peer = cohort_map_get(&ctx->peers, (uint64_t)rank + 1);
+
+    if (peer != NULL) {
+        return peer;
     }
+    peer = calloc(1, sizeof(*peer));
+    if (peer == NULL) {
+        cohort_error(ctx, "out of memory adding peer %d", rank);
+        return NULL;
+    }
+    peer->ctx = ctx;
+    peer->rank = rank;
+    peer->state = COHORT_PEER_NONE;
+    cohort_list_init(&peer->pending);
+    cohort_list_init(&peer->link);
+    if (cohort_map_put(&ctx->peers, (uint64_t)rank + 1, peer) != COHORT_OK) {
+        cohort_error(ctx, "out of memory adding peer %d", rank);
+        free(peer);
+        return NULL;
+    }
+    cohort_list_push(&ctx->peer_list, &peer->all_link);
+    return peer;
 }
 
 static void cohort_endpoint_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
-    cohort_context_t *ctx = arg;
+    cohort_peer_t *peer = arg;
 
-    for (int r = 0; r < ctx->size; r++) {
-        if (ctx->peers[r].ep == ep) {
-            if (ctx->peers[r].state != COHORT_PEER_FAILED) {
-                ctx->peers[r].state = COHORT_PEER_FAILED;
-                /* Quiet when nothing waited on the peer: a peer that finalized normally
-                 * also closes its side. cohort_am_fail_peer logs when operations fail. */
-                cohort_debug("endpoint to rank %d failed: %s", r, ucs_status_string(status));
-                cohort_am_fail_peer(ctx, r, ucs_status_string(status));
-            }
-            return;
-        }
+    if (peer->ep != ep || peer->state == COHORT_PEER_FAILED) {
+        return;
     }
+    if (peer->state == COHORT_PEER_LEFT) {
+        /* It said goodbye first: its side closing is no failure. */
+        cohort_debug(peer->ctx, "endpoint to rank %d closed by its finalize (%s)", peer->rank,
+                     ucs_status_string(status));
+        return;
+    }
+    cohort_peer_fail(peer, cohort_ucs_status(status), ucs_status_string(status));
 }
 
-/* Fetch a peer's address while keeping our own worker progressing: peers wiring to us need
- * their wireup answered, and a rank blocked inside PMIx would stall them all. Only UCX is
- * progressed (not cohort's queues): this runs inside a send, maybe inside a collective. */
-static cohort_status_t cohort_endpoint_lookup(cohort_context_t *ctx, int rank, void **addr,
-                                              size_t *len)
+void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why)
 {
-    cohort_pmix_lookup_t *op;
-    cohort_status_t status = ctx->plugin->lookup_start(ctx->pmix, rank, &op);
-    double idle_since = cohort_time_now();
+    cohort_context_t *ctx = peer->ctx;
+    cohort_list_t *pos, *tmp;
 
-    while (status == COHORT_OK) {
-        status = ctx->plugin->lookup_test(op, addr, len);
-        if (status != COHORT_INPROGRESS) {
-            return status;
-        }
-        status = COHORT_OK;
-        if (ucp_worker_progress(ctx->worker) > 0) {
-            idle_since = cohort_time_now();
-        } else {
-            cohort_progress_idle(ctx, cohort_time_now() - idle_since, 0.001);
-        }
+    if (status == COHORT_OK || status == COHORT_INPROGRESS) {
+        status = COHORT_ERR_PEER_FAILED;
     }
-    return status;
+    if (peer->state == COHORT_PEER_LOOKING_UP) {
+        cohort_list_del(&peer->link);
+    }
+    peer->state = COHORT_PEER_FAILED;
+    peer->error = status;
+    /* Quiet when nothing waited on the peer; the transfers that fail say so. */
+    cohort_debug(ctx, "peer %d failed: %s", peer->rank, why);
+    cohort_list_for_each(pos, tmp, &peer->pending)
+    {
+        cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
+        cohort_list_del(&x->link);
+        x->waiting = 0;
+        cohort_error(ctx, "send to world rank %d failed: %s", peer->rank, why);
+        cohort_xfer_finish(x, status);
+    }
+    cohort_am_fail_peer(ctx, peer->rank, status, why);
 }
 
-cohort_status_t cohort_endpoint_get(cohort_context_t *ctx, int rank, ucp_ep_h *ep_p)
+static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr)
 {
-    cohort_peer_t *peer = &ctx->peers[rank];
+    cohort_context_t *ctx = peer->ctx;
     ucp_ep_params_t params;
-    void *addr = NULL;
-    size_t len = 0;
     ucs_status_t ucs;
-    cohort_status_t status;
-    double start, looked_up;
+    double t = cohort_time_now();
 
-    if (peer->state == COHORT_PEER_WIRED) {
-        *ep_p = peer->ep;
-        return COHORT_OK;
-    }
-    if (peer->state == COHORT_PEER_FAILED) {
-        return COHORT_ERR_PEER_FAILED;
-    }
-
-    start = cohort_time_now();
-    if (rank == ctx->rank) {
-        /* Our own address is at hand: no lookup for sends to self. */
-        addr = ctx->address;
-    } else {
-        status = cohort_endpoint_lookup(ctx, rank, &addr, &len);
-        peer->lookups++;
-        ctx->stat_lookups++;
-        if (status != COHORT_OK) {
-            cohort_error("cannot wire rank %d: its address lookup failed (%s)", rank,
-                         cohort_strerror(status));
-            return status;
-        }
-    }
-
-    looked_up = cohort_time_now();
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.address = addr;
     params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     params.err_handler.cb = cohort_endpoint_error_cb;
-    params.err_handler.arg = ctx;
+    params.err_handler.arg = peer; /* the callback gets its peer directly */
     ucs = ucp_ep_create(ctx->worker, &params, &peer->ep);
-    if (addr != ctx->address) {
-        free(addr);
-    }
     if (ucs != UCS_OK) {
-        cohort_error("ucp_ep_create to rank %d failed: %s", rank, ucs_status_string(ucs));
         peer->ep = NULL;
+        cohort_error(ctx, "ucp_ep_create to rank %d failed: %s", peer->rank,
+                     ucs_status_string(ucs));
         return cohort_ucs_status(ucs);
     }
     peer->state = COHORT_PEER_WIRED;
-    peer->wire_us = (float)((cohort_time_now() - start) * 1e6);
-    ctx->stat_endpoints++;
-    cohort_debug("wired rank %d in %.1f us (address lookup %.1f us, ucp_ep_create %.1f us)", rank,
-                 peer->wire_us, (looked_up - start) * 1e6, (cohort_time_now() - looked_up) * 1e6);
-    *ep_p = peer->ep;
+    peer->wire_us = (float)((cohort_time_now() - peer->start) * 1e6);
+    cohort_debug(ctx, "wired rank %d in %.1f us (address lookup %.1f us, ucp_ep_create %.1f us)",
+                 peer->rank, peer->wire_us, (t - peer->start) * 1e6, (cohort_time_now() - t) * 1e6);
     return COHORT_OK;
 }
 
-void cohort_endpoint_close_all(cohort_context_t *ctx)
+/* The endpoint exists: what waited on it goes out, in the order it was posted. */
+static void cohort_peer_flush(cohort_peer_t *peer)
 {
-    ucp_request_param_t param;
-    double deadline = cohort_time_now() + (ctx->cfg.timeout_s > 0 ? ctx->cfg.timeout_s : 10.0);
+    while (!cohort_list_empty(&peer->pending) && peer->state == COHORT_PEER_WIRED) {
+        cohort_xfer_t *x = cohort_container_of(peer->pending.next, cohort_xfer_t, link);
+        cohort_list_del(&x->link);
+        x->waiting = 0;
+        cohort_xfer_issue(x, peer);
+    }
+}
 
-    if (ctx->peers == NULL) {
+void cohort_peer_want(cohort_peer_t *peer)
+{
+    cohort_context_t *ctx = peer->ctx;
+    cohort_status_t status;
+
+    if (peer->state != COHORT_PEER_NONE) {
         return;
     }
-    for (int r = 0; r < ctx->size; r++) {
-        cohort_peer_t *peer = &ctx->peers[r];
-        void *req;
+    peer->start = cohort_time_now();
+    if (peer->rank == ctx->rank) {
+        /* Our own address is at hand: no lookup for sends to self. */
+        if (cohort_peer_connect(peer, ctx->address) != COHORT_OK) {
+            cohort_peer_fail(peer, COHORT_ERR_UCX, "cannot connect to self");
+        }
+        return;
+    }
+    peer->lookups++;
+    ctx->stat_lookups++;
+    status = ctx->plugin->lookup_start(ctx->pmix, peer->rank, &peer->lookup);
+    if (status != COHORT_OK) {
+        cohort_error(ctx, "cannot wire rank %d: its address lookup failed to start (%s)",
+                     peer->rank, cohort_strerror(status));
+        cohort_peer_fail(peer, status, "address lookup failed");
+        return;
+    }
+    peer->state = COHORT_PEER_LOOKING_UP;
+    cohort_list_push(&ctx->looking_up, &peer->link);
+}
+
+int cohort_peer_progress(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp;
+    int n = 0;
+
+    cohort_list_for_each(pos, tmp, &ctx->looking_up)
+    {
+        cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, link);
+        void *addr = NULL;
+        size_t len = 0;
+        cohort_status_t status = ctx->plugin->lookup_test(peer->lookup, &addr, &len);
+
+        if (status == COHORT_INPROGRESS) {
+            continue;
+        }
+        n++;
+        peer->lookup = NULL;
+        cohort_list_del(&peer->link);
+        peer->state = COHORT_PEER_NONE;
+        if (status == COHORT_OK) {
+            status = cohort_peer_connect(peer, addr);
+            free(addr);
+        } else {
+            cohort_error(ctx, "cannot wire rank %d: its address lookup failed (%s)", peer->rank,
+                         cohort_strerror(status));
+        }
+        if (status != COHORT_OK) {
+            cohort_peer_fail(peer, status, "cannot wire it");
+            continue;
+        }
+        cohort_peer_flush(peer);
+    }
+    return n;
+}
+
+static void *cohort_peer_close_start(cohort_peer_t *peer, int force)
+{
+    ucp_request_param_t param;
+    void *r;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    r = ucp_ep_close_nbx(peer->ep, &param);
+    peer->ep = NULL;
+    return UCS_PTR_IS_PTR(r) ? r : NULL;
+}
+
+/* Progress until every close request is done or @a bound passes; politely, not spinning. */
+static void cohort_peer_close_wait(cohort_context_t *ctx, void **reqs, int n, double bound)
+{
+    double start = cohort_time_now(), idle_since = start, t;
+    int left = n;
+
+    while (left > 0 && (t = cohort_time_now()) - start < bound) {
+        left = 0;
+        for (int i = 0; i < n; i++) {
+            if (reqs[i] != NULL && ucp_request_check_status(reqs[i]) != UCS_INPROGRESS) {
+                ucp_request_free(reqs[i]);
+                reqs[i] = NULL;
+            }
+            left += reqs[i] != NULL;
+        }
+        if (left == 0) {
+            break;
+        }
+        if (ucp_worker_progress(ctx->worker) > 0) {
+            idle_since = t;
+        } else {
+            cohort_progress_idle(ctx, t - idle_since, bound - (t - start));
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (reqs[i] != NULL) {
+            cohort_warn(ctx, "closing an endpoint did not finish in %.1f s", bound);
+            ucp_request_free(reqs[i]);
+        }
+    }
+}
+
+void cohort_peer_force_close(cohort_peer_t *peer, const char *why)
+{
+    void *r;
+
+    if (peer->ep == NULL) {
+        return;
+    }
+    cohort_warn(peer->ctx, "closing the endpoint to rank %d by force: %s", peer->rank, why);
+    r = cohort_peer_close_start(peer, 1);
+    if (peer->state == COHORT_PEER_WIRED) {
+        peer->state = COHORT_PEER_NONE;
+    }
+    cohort_peer_close_wait(peer->ctx, &r, 1, 1.0);
+}
+
+/* Sends handed to UCX that nobody will take (cancelled, to a receiver that never asks) keep an
+ * endpoint from flushing: let them finish for a moment, then close those endpoints by force. */
+#define COHORT_CLOSE_DRAIN_S 0.2
+
+void cohort_endpoint_close_all(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp;
+    double start = cohort_time_now();
+    void **reqs;
+    int n = 0, busy = 0;
+
+    cohort_list_for_each(pos, tmp, &ctx->peer_list)
+    {
+        cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
+        if (peer->state == COHORT_PEER_LOOKING_UP) {
+            /* The plugin frees an unanswered lookup when it finalizes. */
+            cohort_list_del(&peer->link);
+            peer->state = COHORT_PEER_NONE;
+        }
+        if (peer->ep != NULL) {
+            n++;
+            if (peer->state == COHORT_PEER_WIRED && peer->rank != ctx->rank) {
+                cohort_am_send_bye(ctx, peer);
+            }
+        }
+    }
+    if (n == 0) {
+        return;
+    }
+    do {
+        busy = 0;
+        ucp_worker_progress(ctx->worker);
+        cohort_list_for_each(pos, tmp, &ctx->peer_list)
+        {
+            cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
+            busy += peer->inflight > 0;
+        }
+    } while (busy > 0 && cohort_time_now() - start < COHORT_CLOSE_DRAIN_S);
+
+    reqs = calloc((size_t)n, sizeof(*reqs));
+    n = 0;
+    cohort_list_for_each(pos, tmp, &ctx->peer_list)
+    {
+        cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
+        int force;
+        void *r;
 
         if (peer->ep == NULL) {
             continue;
         }
-        memset(&param, 0, sizeof(param));
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        /* A failed peer cannot acknowledge a flush: close it by force. */
-        param.flags = peer->state == COHORT_PEER_FAILED ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-        req = ucp_ep_close_nbx(peer->ep, &param);
-        if (UCS_PTR_IS_PTR(req)) {
-            while (ucp_request_check_status(req) == UCS_INPROGRESS) {
-                ucp_worker_progress(ctx->worker);
-                if (cohort_time_now() > deadline) {
-                    cohort_warn("closing the endpoint to rank %d did not finish in time", r);
-                    break;
-                }
-            }
-            ucp_request_free(req);
+        force = peer->state != COHORT_PEER_WIRED || peer->inflight > 0;
+        r = cohort_peer_close_start(peer, force);
+        if (reqs != NULL) {
+            reqs[n++] = r;
+        } else if (r != NULL) {
+            cohort_peer_close_wait(ctx, &r, 1, cohort_context_bound(ctx, COHORT_CLOSE_WAIT_S));
         }
-        peer->ep = NULL;
-        peer->state = COHORT_PEER_NONE;
     }
+    if (reqs != NULL) {
+        cohort_peer_close_wait(ctx, reqs, n, cohort_context_bound(ctx, COHORT_CLOSE_WAIT_S));
+        free(reqs);
+    }
+}
+
+void cohort_peer_table_cleanup(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp;
+
+    cohort_list_for_each(pos, tmp, &ctx->peer_list)
+    {
+        cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
+        cohort_list_del(&peer->all_link);
+        free(peer);
+    }
+    cohort_map_cleanup(&ctx->peers);
+}
+
+static int cohort_int_cmp(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
 }
 
 int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max)
 {
-    int n = 0;
+    const cohort_list_t *pos;
+    int n = 0, *all;
 
-    if (ctx == NULL) {
+    if (cohort_context_check(ctx, "cohort_wired_peers: ctx") != COHORT_OK) {
         return 0;
     }
-    for (int r = 0; r < ctx->size; r++) {
-        if (ctx->peers[r].ep != NULL) {
-            if (world_ranks != NULL && n < max) {
-                world_ranks[n] = r;
-            }
-            n++;
+    for (pos = ctx->peer_list.next; pos != &ctx->peer_list; pos = pos->next) {
+        n += cohort_container_of(pos, cohort_peer_t, all_link)->ep != NULL;
+    }
+    if (world_ranks == NULL || max <= 0 || n == 0) {
+        return n;
+    }
+    all = malloc((size_t)n * sizeof(int));
+    if (all == NULL) {
+        return n;
+    }
+    n = 0;
+    for (pos = ctx->peer_list.next; pos != &ctx->peer_list; pos = pos->next) {
+        const cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
+        if (peer->ep != NULL) {
+            all[n++] = peer->rank;
         }
     }
+    qsort(all, (size_t)n, sizeof(int), cohort_int_cmp);
+    memcpy(world_ranks, all, (size_t)(n < max ? n : max) * sizeof(int));
+    free(all);
     return n;
 }
 
@@ -241,15 +411,39 @@ static void cohort_endpoint_transports(ucp_ep_h ep, char *out, size_t outlen)
 cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
                                  cohort_peer_info_t *info)
 {
-    if (ctx == NULL || info == NULL || world_rank < 0 || world_rank >= ctx->size ||
-        ctx->peers[world_rank].ep == NULL) {
-        cohort_error("cohort_peer_info: no endpoint to rank %d", world_rank);
+    const cohort_peer_t *peer;
+
+    if (cohort_context_check(ctx, "cohort_peer_info: ctx") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    peer = cohort_map_get(&ctx->peers, (uint64_t)world_rank + 1);
+    if (info == NULL || world_rank < 0 || world_rank >= ctx->size || peer == NULL ||
+        peer->ep == NULL) {
+        cohort_error(ctx, "cohort_peer_info: no endpoint to rank %d", world_rank);
         return COHORT_ERR_INVALID_ARG;
     }
     info->world_rank = world_rank;
-    info->wire_us = ctx->peers[world_rank].wire_us;
-    info->pmix_lookups = ctx->peers[world_rank].lookups;
-    cohort_endpoint_transports(ctx->peers[world_rank].ep, info->transports,
-                               sizeof(info->transports));
+    info->wire_us = peer->wire_us;
+    info->pmix_lookups = peer->lookups;
+    cohort_endpoint_transports(peer->ep, info->transports, sizeof(info->transports));
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
+{
+    if (cohort_context_check(ctx, "cohort_stats: ctx") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (stats == NULL) {
+        cohort_error(ctx, "cohort_stats: stats is NULL");
+        return COHORT_ERR_INVALID_ARG;
+    }
+    stats->groups_created = ctx->stat_groups;
+    stats->pmix_lookups = ctx->stat_lookups;
+    stats->endpoints = (uint64_t)cohort_wired_peers(ctx, NULL, 0);
+    stats->messages_sent = ctx->stat_msgs;
+    stats->messages_dropped = ctx->orphans_dropped;
+    stats->pmix_plugin = ctx->singleton ? "singleton" : ctx->plugin->name;
+    stats->progress = cohort_progress_mode_name(ctx->cfg.progress);
     return COHORT_OK;
 }

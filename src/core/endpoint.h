@@ -1,14 +1,51 @@
-/* The endpoint table: one UCX endpoint per peer, made on the first send to it. */
+/*
+ * The peer table: a peer is NONE -> LOOKING_UP -> WIRED, or LEFT (it finalized) or FAILED.
+ * A transfer to a peer that is not wired waits on the peer's pending list while the address
+ * lookup advances inside progress; when the address arrives the endpoint is created and the
+ * pending transfers go out. No call here blocks.
+ */
 #ifndef COHORT_ENDPOINT_H
 #define COHORT_ENDPOINT_H
 
 #include "core/context.h"
+#include "core/request.h"
 
-/* The endpoint to world rank @a rank, wiring it now if needed (one plugin lookup). */
-cohort_status_t cohort_endpoint_get(cohort_context_t *ctx, int rank, ucp_ep_h *ep);
-/* Flush and close every endpoint, bounded by the configured timeout. */
+typedef enum {
+    COHORT_PEER_NONE = 0,   /* no endpoint, no lookup */
+    COHORT_PEER_LOOKING_UP, /* address lookup in flight */
+    COHORT_PEER_WIRED,      /* endpoint usable */
+    COHORT_PEER_LEFT,       /* said goodbye: finalized normally */
+    COHORT_PEER_FAILED      /* lookup failed, or UCX reported it unreachable */
+} cohort_peer_state_t;
+
+struct cohort_peer {
+    cohort_context_t *ctx;
+    int rank; /* world rank */
+    uint8_t state;
+    uint8_t lookups; /* PMIx lookups made for this peer */
+    ucp_ep_h ep;
+    cohort_pmix_lookup_t *lookup;
+    cohort_status_t error; /* why it is FAILED */
+    double start;          /* when wiring began */
+    float wire_us;
+    int inflight;          /* UCX sends on ep not completed yet */
+    cohort_list_t pending; /* sends waiting for the endpoint (cohort_xfer_t) */
+    cohort_list_t link;    /* in ctx->looking_up */
+    cohort_list_t all_link;
+};
+
+/* The entry for world rank @a rank, made (NONE) when first named; NULL when out of memory. */
+cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank);
+/* Peers a collective will send to: start their lookups now, so they overlap. */
+void cohort_peer_want(cohort_peer_t *peer);
+/* Advance lookups in flight; wire and flush the peers whose address arrived. */
+int cohort_peer_progress(cohort_context_t *ctx);
+/* The peer is gone: fail what waits on it. */
+void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why);
+/* Close the endpoint now, cancelling what UCX still does on it; the peer may be wired again. */
+void cohort_peer_force_close(cohort_peer_t *peer, const char *why);
+/* Finalize: goodbye to every wired peer, then close all endpoints at once (bounded). */
 void cohort_endpoint_close_all(cohort_context_t *ctx);
-/* Translate a UCX status, at the boundary. */
-cohort_status_t cohort_ucs_status(ucs_status_t status);
+void cohort_peer_table_cleanup(cohort_context_t *ctx);
 
 #endif

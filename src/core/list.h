@@ -35,6 +35,19 @@ static inline void cohort_list_del(cohort_list_t *elem)
     elem->prev = elem->next = elem;
 }
 
+/* Move every element of @a from to the end of @a to; @a from ends empty. */
+static inline void cohort_list_splice(cohort_list_t *from, cohort_list_t *to)
+{
+    if (cohort_list_empty(from)) {
+        return;
+    }
+    from->next->prev = to->prev;
+    to->prev->next = from->next;
+    from->prev->next = to;
+    to->prev = from->prev;
+    cohort_list_init(from);
+}
+
 /* Safe against deleting the current element. */
 #define cohort_list_for_each(pos, tmp, head)                                                       \
     for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head);                               \

@@ -1,36 +1,44 @@
 #include <stdio.h>
+#include "core/context.h"
 #include "core/log.h"
 
-int cohort_log_level = COHORT_LOG_WARN;
-static int cohort_log_rank = -1;
+static const cohort_log_cfg_t cohort_log_defaults = {COHORT_LOG_WARN, -1};
 
-void cohort_log_set_rank(int rank)
+const cohort_log_cfg_t *cohort_ctx_log(const cohort_context_t *ctx)
 {
-    cohort_log_rank = rank;
+    return ctx != NULL ? &ctx->log : &cohort_log_defaults;
 }
 
-void cohort_vlog(int level, const char *fmt, va_list ap)
+int cohort_log_enabled(const cohort_context_t *ctx, int level)
+{
+    return level <= cohort_ctx_log(ctx)->level;
+}
+
+void cohort_vlog(const cohort_log_cfg_t *lg, int level, const char *fmt, va_list ap)
 {
     static const char *const names[] = {"error", "warn", "info", "debug"};
     char line[1024];
 
-    if (level > cohort_log_level) {
+    if (lg == NULL) {
+        lg = &cohort_log_defaults;
+    }
+    if (level > lg->level) {
         return;
     }
     /* One write per line so that lines of different ranks do not interleave. */
     vsnprintf(line, sizeof(line), fmt, ap);
-    if (cohort_log_rank >= 0) {
-        fprintf(stderr, "cohort[%d] %s: %s\n", cohort_log_rank, names[level & 3], line);
+    if (lg->rank >= 0) {
+        fprintf(stderr, "cohort[%d] %s: %s\n", lg->rank, names[level & 3], line);
     } else {
         fprintf(stderr, "cohort %s: %s\n", names[level & 3], line);
     }
 }
 
-void cohort_log(int level, const char *fmt, ...)
+void cohort_log(const cohort_log_cfg_t *lg, int level, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    cohort_vlog(level, fmt, ap);
+    cohort_vlog(lg, level, fmt, ap);
     va_end(ap);
 }

@@ -11,8 +11,8 @@
 #define COHORT_PLUGIN_DIR "/usr/local/lib/cohort"
 #endif
 
-static void *cohort_plugin_try(const char *dir, size_t dirlen, const char *name, char *tried,
-                               size_t triedlen)
+static void *cohort_plugin_try(cohort_context_t *ctx, const char *dir, size_t dirlen,
+                               const char *name, char *tried, size_t triedlen)
 {
     char path[COHORT_CONFIG_PATH_MAX + 64];
 
@@ -26,7 +26,7 @@ static void *cohort_plugin_try(const char *dir, size_t dirlen, const char *name,
     dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (dl == NULL && used < triedlen) {
         snprintf(tried + used, triedlen - used, "%s%s", used ? ", " : "", path);
-        cohort_debug("plugin %s: %s", path, dlerror());
+        cohort_debug(ctx, "plugin %s: %s", path, dlerror());
     }
     return dl;
 }
@@ -46,7 +46,7 @@ cohort_status_t cohort_plugin_load(cohort_context_t *ctx)
         const char *colon = strchr(p, ':');
         size_t len = colon ? (size_t)(colon - p) : strlen(p);
         if (len > 0) {
-            dl = cohort_plugin_try(p, len, name, tried, sizeof(tried));
+            dl = cohort_plugin_try(ctx, p, len, name, tried, sizeof(tried));
         }
         p += len + (colon ? 1 : 0);
     }
@@ -58,18 +58,19 @@ cohort_status_t cohort_plugin_load(cohort_context_t *ctx)
             size_t len = (size_t)(slash - self.dli_fname);
             char dir[COHORT_CONFIG_PATH_MAX];
             snprintf(dir, sizeof(dir), "%.*s/cohort", (int)len, self.dli_fname);
-            dl = cohort_plugin_try(dir, strlen(dir), name, tried, sizeof(tried));
+            dl = cohort_plugin_try(ctx, dir, strlen(dir), name, tried, sizeof(tried));
             if (dl == NULL) {
-                dl = cohort_plugin_try(self.dli_fname, len, name, tried, sizeof(tried));
+                dl = cohort_plugin_try(ctx, self.dli_fname, len, name, tried, sizeof(tried));
             }
         }
     }
     if (dl == NULL) {
-        dl = cohort_plugin_try(COHORT_PLUGIN_DIR, strlen(COHORT_PLUGIN_DIR), name, tried,
+        dl = cohort_plugin_try(ctx, COHORT_PLUGIN_DIR, strlen(COHORT_PLUGIN_DIR), name, tried,
                                sizeof(tried));
     }
     if (dl == NULL) {
-        cohort_error("exchange plugin '%s' not found (tried %s); set COHORT_PLUGIN_PATH to the "
+        cohort_error(ctx,
+                     "exchange plugin '%s' not found (tried %s); set COHORT_PLUGIN_PATH to the "
                      "directory holding cohort_pmix_%s.so",
                      name, tried, name);
         return COHORT_ERR_UNSUPPORTED;
@@ -77,7 +78,7 @@ cohort_status_t cohort_plugin_load(cohort_context_t *ctx)
     plugin = dlsym(dl, COHORT_PMIX_PLUGIN_SYMBOL);
     if (plugin == NULL || plugin->abi != COHORT_PMIX_PLUGIN_ABI ||
         strcmp(plugin->name, name) != 0) {
-        cohort_error("exchange plugin '%s': %s", name,
+        cohort_error(ctx, "exchange plugin '%s': %s", name,
                      plugin == NULL ? "no cohort_pmix_plugin symbol"
                                     : "built for another version of cohort");
         dlclose(dl);

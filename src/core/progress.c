@@ -1,20 +1,13 @@
 #include <poll.h>
 #include <sched.h>
 #include <time.h>
-#include "coll/coll.h"
-#include "core/am.h"
+#include "core/comm.h"
+#include "core/endpoint.h"
 #include "core/progress.h"
 #include "core/request.h"
 
-void cohort_progress_activate(cohort_request_t *req)
-{
-    req->active = 1;
-    cohort_list_push(&req->ctx->active, &req->link);
-}
-
 int cohort_progress(cohort_context_t *ctx)
 {
-    cohort_list_t *pos, *tmp;
     int n;
 
     if (ctx->in_progress) {
@@ -22,13 +15,20 @@ int cohort_progress(cohort_context_t *ctx)
     }
     ctx->in_progress = 1;
     n = (int)ucp_worker_progress(ctx->worker);
-    n += cohort_am_start_rndv(ctx);
-    cohort_list_for_each(pos, tmp, &ctx->active)
-    {
-        cohort_request_t *req = cohort_container_of(pos, cohort_request_t, link);
-        if (cohort_coll_progress(req)) {
-            n++;
-        }
+    if (!cohort_list_empty(&ctx->looking_up)) {
+        n += cohort_peer_progress(ctx);
+    }
+    if (!cohort_list_empty(&ctx->preparing)) {
+        n += cohort_comm_progress(ctx);
+    }
+    /* Only what a completion woke; a request progressed here may wake itself again (a send
+     * that completed at once), and is then taken again in this pass. */
+    while (!cohort_list_empty(&ctx->ready)) {
+        cohort_request_t *req = cohort_container_of(ctx->ready.next, cohort_request_t, ready_link);
+        cohort_list_del(&req->ready_link);
+        req->queued = 0;
+        cohort_request_progress(req);
+        n++;
     }
     ctx->in_progress = 0;
     return n;
@@ -43,7 +43,6 @@ int cohort_progress(cohort_context_t *ctx)
 void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
 {
     struct timespec nap = {0, 10000};
-
     struct pollfd pfd;
     ucs_status_t ucs;
 
@@ -59,12 +58,18 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
         }
         break;
     case COHORT_PROGRESS_BLOCK:
+        /* Lookups and first-use steps are answered by PMIx's thread, not through the worker's
+         * event fd: poll them at least every millisecond while any is in flight. */
         ucs = ucp_worker_arm(ctx->worker);
         if (ucs == UCS_OK) {
+            int ms = max_s < 0.1 ? (int)(max_s * 1000) + 1 : 100;
+            if (!cohort_list_empty(&ctx->looking_up) || !cohort_list_empty(&ctx->preparing)) {
+                ms = 1;
+            }
             pfd.fd = ctx->event_fd;
             pfd.events = POLLIN;
             pfd.revents = 0;
-            poll(&pfd, 1, max_s < 0.1 ? (int)(max_s * 1000) + 1 : 100);
+            poll(&pfd, 1, ms);
         }
         break;
     }

@@ -1,29 +1,95 @@
+/*
+ * Requests: pooled blocks with an ops table. A completion wakes only its own request (the
+ * ready list); progress never rescans requests that nothing happened to.
+ *
+ * Lifetime. A block goes back to the context's pool when the user freed it and no UCX
+ * operation points into it any more, so a freed handle still reads as freed (its magic) while
+ * the context lives. At finalize, requests the user still holds are cancelled and detached:
+ * the block stays allocated, marked, until the user frees it.
+ */
+#include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "coll/coll.h"
 #include "core/am.h"
+#include "core/comm.h"
+#include "core/endpoint.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/request.h"
 #include "core/time.h"
-#include "group/group.h"
 
-cohort_request_t *cohort_request_alloc(cohort_group_t *group, int type, size_t extra)
+#define COHORT_REQ_LIVE     0x5e9a11feu
+#define COHORT_REQ_FREED    0xdeadf5eeu
+#define COHORT_REQ_DETACHED 0xdeadc0c0u
+
+/* Inline state per block: the small-message algorithms' state fits (recursive doubling ~500 B
+ * with its two transfer slots), so a steady stream of small collectives allocates nothing. */
+#define COHORT_REQ_INLINE 1024
+
+typedef struct {
+    cohort_request_t req;
+    alignas(64) unsigned char inline_state[COHORT_REQ_INLINE];
+} cohort_req_block_t;
+
+/* How long cohort_request_free waits for UCX to let go of a request's buffers when
+ * COHORT_TIMEOUT is unset: a fetch of data a live peer offered ends in milliseconds; a send
+ * whose receiver has not asked for it yet may never end, and is then cancelled. */
+#define COHORT_FREE_WAIT_S 1.0
+
+cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request_ops_t *ops,
+                                       size_t extra)
 {
-    cohort_request_t *req = calloc(1, sizeof(*req) + extra);
+    cohort_context_t *ctx = comm->ctx;
+    cohort_req_block_t *b;
+    cohort_request_t *req;
+    void *big = NULL;
+    size_t big_cap = 0;
 
-    if (req == NULL) {
-        cohort_error("out of memory allocating a request");
-        return NULL;
+    if (!cohort_list_empty(&ctx->req_free)) {
+        req = cohort_container_of(ctx->req_free.next, cohort_request_t, free_link);
+        cohort_list_del(&req->free_link);
+        big = req->big;
+        big_cap = req->big_cap;
+        b = (cohort_req_block_t *)req;
+    } else {
+        b = malloc(sizeof(*b));
+        if (b == NULL) {
+            cohort_error(ctx, "out of memory allocating a request");
+            return NULL;
+        }
+        req = &b->req;
     }
-    req->ctx = group->ctx;
-    req->group = group;
-    req->type = type;
+    if (extra > COHORT_REQ_INLINE && extra > big_cap) {
+        free(big);
+        big = malloc(extra);
+        big_cap = big != NULL ? extra : 0;
+        if (big == NULL) {
+            cohort_error(ctx, "out of memory allocating %zu bytes of request state", extra);
+            req->big = NULL;
+            req->big_cap = 0;
+            req->magic = COHORT_REQ_FREED;
+            cohort_list_push(&ctx->req_free, &req->free_link);
+            return NULL;
+        }
+    }
+    memset(req, 0, sizeof(*req));
+    req->magic = COHORT_REQ_LIVE;
+    req->ctx = ctx;
+    req->comm = comm;
+    req->ops = ops;
     req->status = COHORT_INPROGRESS;
-    req->state = extra ? (void *)(req + 1) : NULL;
-    cohort_list_init(&req->link);
-    cohort_list_push(&group->requests, &req->group_link);
+    req->big = big;
+    req->big_cap = big_cap;
+    req->state = extra > COHORT_REQ_INLINE ? big : (extra > 0 ? b->inline_state : NULL);
+    if (extra > 0) {
+        memset(req->state, 0, extra);
+    }
+    cohort_list_init(&req->xfers);
+    cohort_list_init(&req->ready_link);
+    cohort_list_init(&req->free_link);
+    cohort_list_push(&comm->requests, &req->comm_link);
+    cohort_list_push(&ctx->requests, &req->ctx_link);
     return req;
 }
 
@@ -34,59 +100,89 @@ void cohort_request_complete(cohort_request_t *req, cohort_status_t status)
     }
     req->done = 1;
     req->status = status;
-    if (req->active) {
-        cohort_list_del(&req->link);
-        req->active = 0;
+    if (req->queued) {
+        cohort_list_del(&req->ready_link);
+        req->queued = 0;
     }
 }
 
-void cohort_request_release(cohort_request_t *req)
+void cohort_request_wake(cohort_request_t *req)
 {
-    if (req->inflight > 0) {
-        /* UCX still points into this request: free it from the last completion callback. */
-        if (!req->user_freed) {
-            req->user_freed = 1;
-            cohort_list_push(&req->ctx->zombies, &req->link);
-        }
+    if (req->done || req->queued || req->ops->progress == NULL) {
         return;
     }
-    if (req->user_freed) {
-        cohort_list_del(&req->link); /* from the zombie list */
-    }
-    if (req->type == COHORT_REQ_COLL) {
-        cohort_coll_release(req);
-    }
-    if (req->group != NULL) {
-        cohort_list_del(&req->group_link);
-    }
-    free(req);
+    req->queued = 1;
+    cohort_list_push(&req->ctx->ready, &req->ready_link);
 }
 
-void cohort_request_cancel(cohort_request_t *req, cohort_status_t status)
+void cohort_request_progress(cohort_request_t *req)
 {
-    if (req->done && req->inflight == 0) {
+    cohort_status_t status;
+
+    if (req->done) {
         return;
     }
-    if (req->type == COHORT_REQ_COLL) {
-        cohort_coll_cancel(req, status);
-    } else {
-        cohort_xfer_cancel(&req->xfer, status);
+    status = req->ops->progress(req);
+    if (status == COHORT_INPROGRESS) {
+        return;
+    }
+    if (status != COHORT_OK) {
+        /* Stop what is still posted, so nothing lands in buffers the caller now owns. */
+        cohort_request_cancel(req, status);
+        return;
     }
     cohort_request_complete(req, status);
 }
 
-void cohort_request_describe(const cohort_request_t *req, char *buf, size_t len)
+void cohort_request_cancel(cohort_request_t *req, cohort_status_t status)
 {
-    const cohort_group_t *g = req->group;
-    unsigned long long gid = g ? (unsigned long long)g->gid : 0;
+    cohort_list_t todo;
 
-    if (req->type == COHORT_REQ_COLL) {
-        cohort_coll_describe(req, buf, len);
-        return;
+    if (req->ops->cancel != NULL && !req->done) {
+        req->ops->cancel(req, status);
     }
-    snprintf(buf, len, "%s group rank %d (world %d) tag %d, %zu bytes, on group 0x%016llx",
-             req->type == COHORT_REQ_SEND ? "send to" : "receive from", req->xfer.peer,
-             g ? g->members[req->xfer.peer] : -1, req->xfer.tag, req->xfer.len, gid);
+    /* A cancelled send can revoke the communicator, which cancels this request again: work
+     * from a list of our own, putting each transfer back before it is cancelled (one UCX still
+     * holds stays there). */
+    cohort_list_init(&todo);
+    cohort_list_splice(&req->xfers, &todo);
+    while (!cohort_list_empty(&todo)) {
+        cohort_xfer_t *x = cohort_container_of(todo.next, cohort_xfer_t, req_link);
+        cohort_list_del(&x->req_link);
+        cohort_list_push(&req->xfers, &x->req_link);
+        cohort_xfer_cancel(x, status);
+    }
+    cohort_request_complete(req, status);
+}
+
+/* Back to the pool, now that nothing points into the block. */
+static void cohort_request_recycle(cohort_request_t *req)
+{
+    cohort_context_t *ctx = req->ctx;
+
+    if (req->ops->release != NULL) {
+        req->ops->release(req);
+    }
+    if (req->queued) {
+        cohort_list_del(&req->ready_link);
+        req->queued = 0;
+    }
+    if (req->comm != NULL) {
+        cohort_list_del(&req->comm_link);
+        req->comm = NULL;
+    }
+    cohort_list_del(&req->ctx_link);
+    req->magic = COHORT_REQ_FREED;
+    cohort_list_push(&ctx->req_free, &req->free_link);
+}
+
+void cohort_request_release(cohort_request_t *req)
+{
+    req->user_freed = 1;
+    if (req->inflight == 0) {
+        cohort_request_recycle(req);
+    }
+    /* else: the last UCX completion recycles it (cohort_xfer_ucx_done). */
 }
 
 cohort_status_t cohort_request_wait_internal(cohort_request_t *req)
@@ -109,8 +205,9 @@ cohort_status_t cohort_request_wait_internal(cohort_request_t *req)
         }
         if (timeout > 0 && t - start > timeout) {
             char what[256];
-            cohort_request_describe(req, what, sizeof(what));
-            cohort_error("timed out after %.1f s (COHORT_TIMEOUT) waiting for %s", timeout, what);
+            req->ops->describe(req, what, sizeof(what));
+            cohort_error(ctx, "timed out after %.1f s (COHORT_TIMEOUT) waiting for %s", timeout,
+                         what);
             return COHORT_ERR_TIMEOUT;
         }
         cohort_progress_idle(ctx, t - idle_since, timeout > 0 ? timeout - (t - start) : 1.0);
@@ -118,13 +215,38 @@ cohort_status_t cohort_request_wait_internal(cohort_request_t *req)
     return req->status;
 }
 
-cohort_status_t cohort_test(cohort_request_t *req, int *done)
+/* A user-facing handle: live, or detached by finalize; INVALID_ARG otherwise (logged). */
+static cohort_status_t cohort_request_check(const cohort_request_t *req, const char *fn)
 {
-    if (req == NULL || done == NULL) {
-        cohort_error("cohort_test: %s is NULL", req == NULL ? "req" : "done");
+    if (req == NULL) {
+        cohort_error(NULL, "%s: req is NULL", fn);
         return COHORT_ERR_INVALID_ARG;
     }
-    if (!req->done) {
+    if (req->magic == COHORT_REQ_LIVE && !req->user_freed) {
+        return COHORT_OK;
+    }
+    if (req->magic == COHORT_REQ_DETACHED) {
+        return COHORT_OK;
+    }
+    cohort_error(NULL, "%s: req %p is not a live cohort request (%s)", fn, (const void *)req,
+                 req->magic == COHORT_REQ_FREED || req->magic == COHORT_REQ_LIVE
+                     ? "already freed"
+                     : "never made by cohort");
+    return COHORT_ERR_INVALID_ARG;
+}
+
+cohort_status_t cohort_test(cohort_request_t *req, int *done)
+{
+    cohort_status_t status = cohort_request_check(req, "cohort_test");
+
+    if (status != COHORT_OK) {
+        return status;
+    }
+    if (done == NULL) {
+        cohort_error(req->ctx, "cohort_test: done is NULL");
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (!req->done && !req->detached) {
         cohort_progress(req->ctx);
     }
     *done = req->done;
@@ -133,20 +255,112 @@ cohort_status_t cohort_test(cohort_request_t *req, int *done)
 
 cohort_status_t cohort_wait(cohort_request_t *req)
 {
-    if (req == NULL) {
-        cohort_error("cohort_wait: req is NULL");
-        return COHORT_ERR_INVALID_ARG;
+    cohort_status_t status = cohort_request_check(req, "cohort_wait");
+
+    if (status != COHORT_OK) {
+        return status;
+    }
+    if (req->detached) {
+        return req->status;
     }
     return cohort_request_wait_internal(req);
 }
 
+/* Progress until UCX lets go of @a req's buffers, at most @a bound seconds. */
+static void cohort_request_drain(cohort_request_t *req, double bound)
+{
+    cohort_context_t *ctx = req->ctx;
+    double start = cohort_time_now(), idle_since = start, t;
+
+    while (req->inflight > 0 && (t = cohort_time_now()) - start < bound) {
+        if (cohort_progress(ctx) > 0) {
+            idle_since = t;
+        } else {
+            cohort_progress_idle(ctx, t - idle_since, bound - (t - start));
+        }
+    }
+}
+
 void cohort_request_free(cohort_request_t *req)
 {
-    if (req == NULL || req->user_freed) {
+    cohort_context_t *ctx;
+    cohort_list_t *pos, *tmp;
+
+    if (cohort_request_check(req, "cohort_request_free") != COHORT_OK) {
         return;
     }
+    if (req->detached) {
+        req->magic = 0;
+        free(req->big);
+        free(req);
+        return;
+    }
+    ctx = req->ctx;
     if (!req->done) {
         cohort_request_cancel(req, COHORT_ERR_REVOKED);
     }
+    if (req->inflight > 0) {
+        /* UCX may still read or write this request's buffers: wait for it, then stop it. */
+        cohort_request_drain(req, cohort_context_bound(ctx, COHORT_FREE_WAIT_S));
+        cohort_list_for_each(pos, tmp, &req->xfers)
+        {
+            cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
+            if (x->ucx_req != NULL && x->is_send && x->ucx_peer != NULL) {
+                cohort_peer_force_close(x->ucx_peer, "a request freed with a send in flight");
+            }
+        }
+        cohort_request_drain(req, 1.0);
+        if (req->inflight > 0) {
+            cohort_error(ctx, "cohort_request_free: a receive of this request is still being "
+                              "fetched by UCX, which cannot cancel it: its buffer may be written "
+                              "until the sender answers");
+        }
+    }
     cohort_request_release(req);
+}
+
+void cohort_request_finalize_all(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp;
+
+    cohort_list_for_each(pos, tmp, &ctx->requests)
+    {
+        cohort_request_t *req = cohort_container_of(pos, cohort_request_t, ctx_link);
+        if (!req->done) {
+            cohort_request_cancel(req, COHORT_ERR_REVOKED);
+        }
+    }
+}
+
+void cohort_request_pool_cleanup(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp;
+
+    /* Endpoints are closed: UCX has completed or purged every operation by now. */
+    cohort_list_for_each(pos, tmp, &ctx->requests)
+    {
+        cohort_request_t *req = cohort_container_of(pos, cohort_request_t, ctx_link);
+        if (req->ops->release != NULL) {
+            req->ops->release(req);
+        }
+        cohort_list_del(&req->ctx_link);
+        if (req->user_freed) {
+            free(req->big);
+            free(req);
+            continue;
+        }
+        req->magic = COHORT_REQ_DETACHED;
+        req->detached = 1;
+        req->inflight = 0;
+        req->ctx = NULL;
+        req->comm = NULL;
+        cohort_list_init(&req->xfers);
+    }
+    cohort_list_for_each(pos, tmp, &ctx->req_free)
+    {
+        cohort_request_t *req = cohort_container_of(pos, cohort_request_t, free_link);
+        cohort_list_del(&req->free_link);
+        free(req->big);
+        free(req);
+    }
 }

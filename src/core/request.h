@@ -1,4 +1,8 @@
-/* Requests, and the transfers (one message sent or received) they are made of. */
+/*
+ * Requests, and the transfers (one message sent or received) they are made of. A request is
+ * made by the layer that posts it and carries that layer's ops table; the engine calls only
+ * the table, so it names no algorithm. Request blocks come from a per-context pool.
+ */
 #ifndef COHORT_REQUEST_H
 #define COHORT_REQUEST_H
 
@@ -7,63 +11,89 @@
 #include "core/am_header.h"
 #include "core/list.h"
 
-typedef struct cohort_msg cohort_msg_t;
+typedef struct cohort_comm cohort_comm_t;
+typedef struct cohort_peer cohort_peer_t;
 
 /* Where a transfer's buffer lives; detected per call by the layer that posts it (host until
  * the CUDA layer lands). */
 typedef enum { COHORT_MEM_HOST = 0, COHORT_MEM_CUDA = 1 } cohort_mem_type_t;
 
 typedef struct cohort_xfer {
-    cohort_list_t link;    /* in the group's posted list, or the rndv_ready list */
-    cohort_request_t *req; /* owner */
+    cohort_list_t link;     /* posted receives; a peer's or comm's waiting sends */
+    cohort_list_t req_link; /* in req->xfers while posted or in UCX's hands */
+    cohort_request_t *req;  /* owner; NULL for a slot never posted */
     int is_send;
-    int peer;     /* group rank */
-    uint8_t kind; /* cohort_msg_kind_t */
+    int peer;         /* group rank */
+    uint8_t kind;     /* cohort_msg_kind_t */
+    uint8_t mem_type; /* cohort_mem_type_t of buf */
+    uint8_t posted;   /* recv: in comm->posted */
+    uint8_t waiting;  /* send: queued until the communicator or the peer is ready */
+    int done;
     uint32_t seq;
     int32_t tag;
     uint32_t fp;
     void *buf;
     size_t len; /* send: bytes; recv: capacity */
     size_t received;
-    uint8_t mem_type; /* cohort_mem_type_t of buf */
-    int posted;       /* recv: in the posted list */
-    int done;
     cohort_status_t status;
     void *ucx_req;                    /* UCX request while in flight */
-    void *rndv_desc;                  /* recv: rendezvous descriptor to fetch */
+    cohort_peer_t *ucx_peer;          /* whose endpoint that request uses */
     uint8_t hdr[COHORT_AM_HDR_BYTES]; /* send: the encoded header UCX may still read */
 } cohort_xfer_t;
 
-typedef enum { COHORT_REQ_SEND, COHORT_REQ_RECV, COHORT_REQ_COLL } cohort_req_type_t;
-
-struct cohort_coll_algo;
+typedef struct cohort_request_ops {
+    const char *name;
+    /* Advance after a completion woke the request: COHORT_OK when done, COHORT_INPROGRESS, or
+     * an error. NULL: the request is done when its transfer is (point-to-point). */
+    cohort_status_t (*progress)(cohort_request_t *req);
+    /* Optional: the layer's own part of a cancel (the engine cancels the transfers). */
+    void (*cancel)(cohort_request_t *req, cohort_status_t status);
+    /* Optional: free what the layer allocated; once, when no UCX operation points into the
+     * request any more. */
+    void (*release)(cohort_request_t *req);
+    /* Say what the request waits for (timeout messages). */
+    void (*describe)(const cohort_request_t *req, char *buf, size_t len);
+} cohort_request_ops_t;
 
 struct cohort_request {
-    cohort_context_t *ctx;
-    cohort_group_t *group;
-    int type; /* cohort_req_type_t */
-    int done;
+    uint32_t magic;
+    uint8_t done;
+    uint8_t user_freed;
+    uint8_t queued;   /* in ctx->ready */
+    uint8_t detached; /* its context was finalized while the user held it */
     cohort_status_t status;
-    int user_freed;
-    int inflight;                        /* UCX operations that still point into this request */
-    int active;                          /* in ctx->active */
-    cohort_list_t link;                  /* in ctx->active or ctx->zombies */
-    cohort_list_t group_link;            /* in group->requests */
-    const struct cohort_coll_algo *algo; /* COHORT_REQ_COLL */
-    void *state;                         /* COHORT_REQ_COLL: the algorithm's state */
-    cohort_xfer_t xfer;                  /* SEND / RECV */
+    cohort_context_t *ctx;
+    cohort_comm_t *comm;
+    const cohort_request_ops_t *ops;
+    int inflight;             /* UCX operations that still point into this request */
+    cohort_list_t xfers;      /* transfers posted and not finished with UCX */
+    cohort_list_t ready_link; /* in ctx->ready */
+    cohort_list_t comm_link;  /* in comm->requests */
+    cohort_list_t ctx_link;   /* in ctx->requests */
+    cohort_list_t free_link;  /* in ctx->req_free */
+    void *state;              /* the layer's state: inline, or the block's big buffer */
+    size_t big_cap;           /* capacity of big (kept across reuses of the block) */
+    void *big;
+    cohort_xfer_t xfer; /* point-to-point */
 };
 
-/* Allocate a request with @a extra bytes of algorithm state (zeroed), on @a group. */
-cohort_request_t *cohort_request_alloc(cohort_group_t *group, int type, size_t extra);
+/* A request on @a comm with @a extra bytes of layer state (zeroed), or NULL (logged). */
+cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request_ops_t *ops,
+                                       size_t extra);
 /* Mark finished with @a status; the first status set sticks. */
 void cohort_request_complete(cohort_request_t *req, cohort_status_t status);
-/* Free now, or when the last UCX operation in flight completes. */
-void cohort_request_release(cohort_request_t *req);
-/* Cancel everything the request still waits for (user free, group free, abort, finalize). */
+/* A transfer of @a req changed: progress it at the next pass. */
+void cohort_request_wake(cohort_request_t *req);
+/* Stop everything the request still waits for and finish it with @a status. */
 void cohort_request_cancel(cohort_request_t *req, cohort_status_t status);
-/* Say what a request is waiting for, for timeout messages. */
-void cohort_request_describe(const cohort_request_t *req, char *buf, size_t len);
+/* Give the block back to the pool once UCX no longer points into it. */
+void cohort_request_release(cohort_request_t *req);
+/* Progress until @a req is done, bounded by COHORT_TIMEOUT. */
 cohort_status_t cohort_request_wait_internal(cohort_request_t *req);
+/* Progress one request the ready list handed us. */
+void cohort_request_progress(cohort_request_t *req);
+/* Finalize: every request cancelled, UCX drained; user-held ones detached. */
+void cohort_request_finalize_all(cohort_context_t *ctx);
+void cohort_request_pool_cleanup(cohort_context_t *ctx);
 
 #endif

@@ -35,7 +35,7 @@ void *cohort_scratch_get(cohort_context_t *ctx, size_t bytes)
     }
     if (bytes > SIZE_MAX - COHORT_SCRATCH_HEADER ||
         posix_memalign((void **)&raw, 64, bytes + COHORT_SCRATCH_HEADER) != 0) {
-        cohort_error("out of memory allocating %zu bytes of collective scratch", bytes);
+        cohort_error(ctx, "out of memory allocating %zu bytes of collective scratch", bytes);
         return NULL;
     }
     *(size_t *)raw = bytes;

@@ -41,7 +41,7 @@ uint64_t cohort_group_key(const char *tag, const int *world_ranks, int nranks)
     h = cohort_fnv_bytes(h, tag, strlen(tag));
     h = cohort_fnv_u32(h, (uint32_t)nranks);
     for (int i = 0; i < nranks; i++) {
-        h = cohort_fnv_u32(h, (uint32_t)world_ranks[i]);
+        h = cohort_fnv_u32(h, (uint32_t)(world_ranks != NULL ? world_ranks[i] : i));
     }
     h = cohort_mix64(h);
     return h != 0 ? h : 1;

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 /* Hash of (tag, ordered members): the key under which creations of identical groups are
- * counted. Never 0. */
+ * counted. world_ranks NULL means 0..nranks-1 (the world, without an array). Never 0. */
 uint64_t cohort_group_key(const char *tag, const int *world_ranks, int nranks);
 
 /* The id of the @a instance-th group (0-based) created with key @a key. Never 0. */

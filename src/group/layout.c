@@ -35,8 +35,11 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
     char err[256], tag[32];
     int *members;
 
-    if (ctx == NULL || layout_p == NULL) {
-        cohort_error("cohort_layout_create: %s is NULL", ctx == NULL ? "ctx" : "layout");
+    if (cohort_context_check(ctx, "cohort_layout_create: ctx") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (layout_p == NULL) {
+        cohort_error(ctx, "cohort_layout_create: layout is NULL");
         return COHORT_ERR_INVALID_ARG;
     }
     layout = calloc(1, sizeof(*layout));
@@ -46,7 +49,7 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
     cohort_list_init(&layout->link);
     status = cohort_layout_parse(spec, ctx->size, &layout->spec, err, sizeof(err));
     if (status != COHORT_OK) {
-        cohort_error("cohort_layout_create: \"%s\": %s", spec ? spec : "(null)", err);
+        cohort_error(ctx, "cohort_layout_create: \"%s\": %s", spec ? spec : "(null)", err);
         free(layout);
         return status;
     }
@@ -72,7 +75,7 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
             continue; /* embd / pos-embd: not every rank has one */
         }
         if (n < 0) {
-            cohort_error("cohort_layout_create: internal error computing kind %s", kind);
+            cohort_error(ctx, "cohort_layout_create: internal error computing kind %s", kind);
             status = COHORT_ERR_INVALID_ARG;
             break;
         }
@@ -81,7 +84,7 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
         status = cohort_group_create_owned(ctx, tag, members, n, COHORT_GROUP_LAYOUT,
                                            &layout->groups[k]);
         if (status != COHORT_OK) {
-            cohort_error("cohort_layout_create: creating the %s group failed: %s", kind,
+            cohort_error(ctx, "cohort_layout_create: creating the %s group failed: %s", kind,
                          cohort_strerror(status));
             break;
         }
@@ -98,7 +101,8 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
 cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind)
 {
     if (layout == NULL || kind == NULL) {
-        cohort_error("cohort_layout_group: %s is NULL", layout == NULL ? "layout" : "kind");
+        cohort_error(layout ? layout->ctx : NULL, "cohort_layout_group: %s is NULL",
+                     layout == NULL ? "layout" : "kind");
         return NULL;
     }
     for (int k = 0; k < layout->nkinds; k++) {
@@ -106,7 +110,7 @@ cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind)
             return layout->groups[k];
         }
     }
-    cohort_error("cohort_layout_group: unknown kind \"%s\"", kind);
+    cohort_error(layout->ctx, "cohort_layout_group: unknown kind \"%s\"", kind);
     return NULL;
 }
 

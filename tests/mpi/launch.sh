@@ -29,8 +29,10 @@ echo "$runs" | while read -r np envs; do
             -x COHORT_PLUGIN_PATH -x TEST_SRCDIR -np "$np" "$prog" </dev/null || {
             rc=$?
             echo "== $name: $np $envs failed (rc $rc; 124 or 137: timed out after $limit s)"
-            # mpirun may die before its ranks: leave no rank behind to load the machine.
-            pkill -KILL -f "/tests/mpi/(\.libs/)?(lt-)?$name\$" 2>/dev/null
+            # mpirun may die before its ranks: leave no rank behind to load the machine. Only
+            # this tree's ranks: another checkout's run of the same test is not ours to kill.
+            dir=$(cd "$(dirname "$prog")" && pwd)
+            pkill -KILL -f "^$dir/(\.libs/)?(lt-)?$name\$" 2>/dev/null
             exit 1
         }
     fi

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "core/config.h"
+#include "core/context.h"
 
 static cohort_config_t cfg;
 static char err[512], warn[512];
@@ -24,9 +25,9 @@ START_TEST(test_defaults)
     ck_assert_int_eq(cfg.check, 0);
     ck_assert_int_eq(cfg.log_level, 1);
     ck_assert_str_eq(cfg.plugin_path, "");
-    for (int c = 0; c < COHORT_COLL_LAST; c++) {
-        ck_assert_str_eq(cfg.algo[c], "");
-    }
+    ck_assert_int_eq(cfg.nalgo, 0);
+    ck_assert_int_eq(cfg.fault_point, COHORT_FAULT_NONE);
+    ck_assert(cfg.orphan_bytes > 0);
     ck_assert_str_eq(err, "");
     ck_assert_str_eq(warn, "");
 }
@@ -51,9 +52,12 @@ START_TEST(test_values)
     ck_assert_int_eq(cfg.check, 1);
     ck_assert_int_eq(cfg.log_level, 3);
     ck_assert_str_eq(cfg.plugin_path, "/a:/b");
-    ck_assert_str_eq(cfg.algo[COHORT_COLL_ALLREDUCE], "ring");
-    ck_assert_str_eq(cfg.algo[COHORT_COLL_REDUCE_SCATTER], "ring");
-    ck_assert_str_eq(cfg.algo[COHORT_COLL_BCAST], "");
+    /* Kept as text for the collective layer, in order. */
+    ck_assert_int_eq(cfg.nalgo, 2);
+    ck_assert_str_eq(cfg.algo[0].name, "ALLREDUCE");
+    ck_assert_str_eq(cfg.algo[0].value, "ring");
+    ck_assert_str_eq(cfg.algo[1].name, "REDUCE_SCATTER");
+    ck_assert_str_eq(cfg.algo[1].value, "ring");
 }
 END_TEST
 
@@ -86,7 +90,11 @@ START_TEST(test_bad_values_named)
         {"COHORT_CHECK=yes", "COHORT_CHECK"},
         {"COHORT_LOG=verbose", "COHORT_LOG"},
         {"COHORT_ALGO_ALLREDUCE=", "COHORT_ALGO_ALLREDUCE"},
-        {"COHORT_ALGO_SCAN=ring", "COHORT_ALGO_SCAN"},
+        {"COHORT_ORPHAN_LIMIT=-5", "COHORT_ORPHAN_LIMIT"},
+        {"COHORT_ORPHAN_LIMIT=lots", "COHORT_ORPHAN_LIMIT"},
+        {"COHORT_FAULT=send", "COHORT_FAULT"},
+        {"COHORT_FAULT=send:0", "COHORT_FAULT"},
+        {"COHORT_FAULT=disk:1", "COHORT_FAULT"},
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -112,13 +120,25 @@ START_TEST(test_algo_names)
 {
     char *good[] = {"COHORT_ALGO_BARRIER=dissemination", NULL};
     char *bad[] = {"COHORT_ALGO_BARRIER=nope", NULL};
+    /* An unknown collective is the collective layer's to reject, at init, named. */
+    char *coll[] = {"COHORT_ALGO_SCAN=ring", NULL};
+    cohort_context_t ctx;
 
+    memset(&ctx, 0, sizeof(ctx));
     ck_assert_int_eq(parse(good), COHORT_OK);
-    ck_assert_int_eq(cohort_coll_config_check(&cfg, err, sizeof(err)), COHORT_OK);
+    ctx.cfg = cfg;
+    ck_assert_int_eq(cohort_coll_config(&ctx, err, sizeof(err)), COHORT_OK);
+    ctx.coll_free(ctx.coll);
     ck_assert_int_eq(parse(bad), COHORT_OK);
-    ck_assert_int_eq(cohort_coll_config_check(&cfg, err, sizeof(err)), COHORT_ERR_INVALID_ARG);
+    ctx.cfg = cfg;
+    ck_assert_int_eq(cohort_coll_config(&ctx, err, sizeof(err)), COHORT_ERR_INVALID_ARG);
     ck_assert_ptr_nonnull(strstr(err, "COHORT_ALGO_BARRIER=nope"));
     ck_assert_ptr_nonnull(strstr(err, "dissemination"));
+    ck_assert_int_eq(parse(coll), COHORT_OK);
+    ctx.cfg = cfg;
+    ck_assert_int_eq(cohort_coll_config(&ctx, err, sizeof(err)), COHORT_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(err, "COHORT_ALGO_SCAN"));
+    ck_assert_ptr_nonnull(strstr(err, "unknown collective"));
 }
 END_TEST
 

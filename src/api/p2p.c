@@ -1,9 +1,26 @@
 /* Point-to-point within a group: one transfer per request. */
+#include <stdio.h>
 #include "core/am.h"
 #include "core/context.h"
 #include "core/log.h"
 #include "group/group.h"
 #include "reduce/reduce.h"
+
+static void cohort_p2p_describe(const cohort_request_t *req, char *buf, size_t len)
+{
+    const cohort_comm_t *c = req->comm;
+
+    snprintf(buf, len, "%s group rank %d (world %d) tag %d, %zu bytes, on group 0x%016llx",
+             req->xfer.is_send ? "send to" : "receive from", req->xfer.peer,
+             c ? cohort_comm_world_rank(c, req->xfer.peer) : -1, req->xfer.tag, req->xfer.len,
+             (unsigned long long)(c ? c->id : 0));
+}
+
+/* Done when its one transfer is: no progress step of its own. */
+static const cohort_request_ops_t cohort_p2p_ops = {
+    .name = "p2p",
+    .describe = cohort_p2p_describe,
+};
 
 static cohort_status_t cohort_p2p_check(const char *fn, cohort_group_t *g, const void *buf,
                                         size_t count, cohort_dtype_t dt, int peer, int tag,
@@ -17,31 +34,32 @@ static cohort_status_t cohort_p2p_check(const char *fn, cohort_group_t *g, const
     }
     esize = cohort_dtype_size(dt);
     if (esize == 0) {
-        cohort_error("%s: unknown dtype %d", fn, (int)dt);
+        cohort_error(g->ctx, "%s: unknown dtype %d", fn, (int)dt);
         return COHORT_ERR_INVALID_ARG;
     }
     if (buf == NULL && count > 0) {
-        cohort_error("%s: buf is NULL with count %zu", fn, count);
+        cohort_error(g->ctx, "%s: buf is NULL with count %zu", fn, count);
         return COHORT_ERR_INVALID_ARG;
     }
     if (count > SIZE_MAX / esize) {
-        cohort_error("%s: count %zu overflows", fn, count);
+        cohort_error(g->ctx, "%s: count %zu overflows", fn, count);
         return COHORT_ERR_INVALID_ARG;
     }
-    if (peer < 0 || peer >= g->size) {
-        cohort_error("%s: peer %d is out of range for a group of %d", fn, peer, g->size);
+    if (peer < 0 || peer >= g->comm->size) {
+        cohort_error(g->ctx, "%s: peer %d is out of range for a group of %d", fn, peer,
+                     g->comm->size);
         return COHORT_ERR_INVALID_ARG;
     }
     if (tag < 0) {
-        cohort_error("%s: tag %d is negative", fn, tag);
+        cohort_error(g->ctx, "%s: tag %d is negative", fn, tag);
         return COHORT_ERR_INVALID_ARG;
     }
     if (req == NULL) {
-        cohort_error("%s: req is NULL", fn);
+        cohort_error(g->ctx, "%s: req is NULL", fn);
         return COHORT_ERR_INVALID_ARG;
     }
-    if (g->revoked) {
-        return COHORT_ERR_REVOKED;
+    if (g->comm->error != COHORT_OK) {
+        return g->comm->error;
     }
     *bytes = count * esize;
     return COHORT_OK;
@@ -59,7 +77,7 @@ static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group
     if (status != COHORT_OK) {
         return status;
     }
-    req = cohort_request_alloc(g, is_send ? COHORT_REQ_SEND : COHORT_REQ_RECV, 0);
+    req = cohort_request_alloc(g->comm, &cohort_p2p_ops, 0);
     if (req == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
@@ -69,6 +87,7 @@ static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group
         status = cohort_xfer_recv(req, &req->xfer, peer, COHORT_MSG_P2P, 0, tag, 0, buf, bytes);
     }
     if (status != COHORT_OK) {
+        cohort_request_cancel(req, status);
         cohort_request_release(req);
         return status;
     }

@@ -1,0 +1,181 @@
+/* Communicators: creation, the first-use step of the exchange plugin, revocation. */
+#include <stdlib.h>
+#include <string.h>
+#include "core/am.h"
+#include "core/comm.h"
+#include "core/log.h"
+
+cohort_status_t cohort_comm_create(cohort_context_t *ctx, uint64_t id, const int *members, int size,
+                                   int rank, const char *label, cohort_comm_t **comm_p)
+{
+    cohort_comm_t *c;
+    cohort_status_t status;
+
+    if (cohort_map_get(&ctx->comms, id) != NULL) {
+        /* 64-bit ids collide with probability ~ groups^2 / 2^65: say so rather than cross
+         * two groups' messages. */
+        cohort_error(ctx, "group '%s': id 0x%016llx collides with a live group", label,
+                     (unsigned long long)id);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    if (members != NULL) {
+        c->members = malloc((size_t)size * sizeof(int));
+        if (c->members == NULL) {
+            free(c);
+            return COHORT_ERR_NO_MEMORY;
+        }
+        memcpy(c->members, members, (size_t)size * sizeof(int));
+    }
+    c->ctx = ctx;
+    c->id = id;
+    c->size = size;
+    c->rank = rank;
+    c->label = label;
+    c->state = COHORT_COMM_NEW;
+    c->error = COHORT_OK;
+    cohort_list_init(&c->posted);
+    cohort_list_init(&c->unexpected);
+    cohort_list_init(&c->held);
+    cohort_list_init(&c->waiting);
+    cohort_list_init(&c->requests);
+    cohort_list_init(&c->prep_link);
+    status = cohort_map_put(&ctx->comms, id, c);
+    if (status != COHORT_OK) {
+        free(c->members);
+        free(c);
+        return status;
+    }
+    cohort_list_push(&ctx->comm_list, &c->link);
+    cohort_am_adopt(c);
+    *comm_p = c;
+    return COHORT_OK;
+}
+
+void cohort_comm_destroy(cohort_comm_t *c)
+{
+    cohort_context_t *ctx = c->ctx;
+
+    if (c->error == COHORT_OK) {
+        c->error = COHORT_ERR_REVOKED;
+    }
+    /* Outstanding requests stay the user's to free; they finish now, revoked. */
+    while (!cohort_list_empty(&c->requests)) {
+        cohort_request_t *req = cohort_container_of(c->requests.next, cohort_request_t, comm_link);
+        cohort_request_cancel(req, COHORT_ERR_REVOKED);
+        cohort_list_del(&req->comm_link);
+        req->comm = NULL;
+    }
+    if (c->prepare != NULL) {
+        ctx->plugin->group_prepare_abandon(c->prepare);
+        cohort_list_del(&c->prep_link);
+    }
+    cohort_am_comm_cleanup(c);
+    cohort_map_del(&ctx->comms, c->id);
+    cohort_list_del(&c->link);
+    free(c->send_seq);
+    free(c->recv_seq);
+    free(c->members);
+    free(c);
+}
+
+cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *c)
+{
+    if (c->send_seq == NULL) {
+        c->send_seq = calloc((size_t)c->size, sizeof(uint32_t));
+        c->recv_seq = calloc((size_t)c->size, sizeof(uint32_t));
+        if (c->send_seq == NULL || c->recv_seq == NULL) {
+            free(c->send_seq);
+            free(c->recv_seq);
+            c->send_seq = c->recv_seq = NULL;
+            return COHORT_ERR_NO_MEMORY;
+        }
+    }
+    return COHORT_OK;
+}
+
+void cohort_comm_revoke(cohort_comm_t *c, cohort_status_t status, const char *why)
+{
+    cohort_list_t *pos, *tmp;
+
+    if (c->error != COHORT_OK) {
+        return;
+    }
+    c->error = status;
+    cohort_debug(c->ctx, "group '%s' 0x%016llx revoked (%s): %s", c->label,
+                 (unsigned long long)c->id, cohort_strerror(status), why);
+    cohort_list_for_each(pos, tmp, &c->requests)
+    {
+        cohort_request_cancel(cohort_container_of(pos, cohort_request_t, comm_link), status);
+    }
+    cohort_am_comm_drop(c);
+}
+
+/* The first-use step is over: the sends it held go on to their peers. */
+static void cohort_comm_ready(cohort_comm_t *c, cohort_status_t status)
+{
+    c->state = COHORT_COMM_READY;
+    if (status != COHORT_OK) {
+        cohort_error(c->ctx, "group '%s' 0x%016llx: the %s plugin could not prepare it: %s",
+                     c->label, (unsigned long long)c->id, c->ctx->plugin->name,
+                     cohort_strerror(status));
+        cohort_comm_revoke(c, status, "its first-use step failed");
+    }
+    while (!cohort_list_empty(&c->waiting)) {
+        cohort_xfer_t *x = cohort_container_of(c->waiting.next, cohort_xfer_t, link);
+        cohort_list_del(&x->link);
+        x->waiting = 0;
+        if (c->error != COHORT_OK) {
+            cohort_xfer_finish(x, c->error);
+        } else {
+            cohort_xfer_route(x);
+        }
+    }
+}
+
+cohort_status_t cohort_comm_use(cohort_comm_t *c)
+{
+    cohort_context_t *ctx = c->ctx;
+    cohort_status_t status;
+
+    if (c->state == COHORT_COMM_NEW) {
+        if (ctx->singleton || ctx->plugin->group_prepare_start == NULL) {
+            c->state = COHORT_COMM_READY;
+        } else {
+            status = ctx->plugin->group_prepare_start(ctx->pmix, c->id, c->members, c->size,
+                                                      &c->prepare);
+            if (status != COHORT_OK) {
+                c->prepare = NULL;
+                cohort_comm_ready(c, status);
+            } else {
+                c->state = COHORT_COMM_PREPARING;
+                cohort_list_push(&ctx->preparing, &c->prep_link);
+            }
+        }
+    }
+    return c->error;
+}
+
+int cohort_comm_progress(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp;
+    int n = 0;
+
+    cohort_list_for_each(pos, tmp, &ctx->preparing)
+    {
+        cohort_comm_t *c = cohort_container_of(pos, cohort_comm_t, prep_link);
+        cohort_status_t status = ctx->plugin->group_prepare_test(c->prepare);
+
+        if (status == COHORT_INPROGRESS) {
+            continue;
+        }
+        c->prepare = NULL;
+        cohort_list_del(&c->prep_link);
+        cohort_comm_ready(c, status);
+        n++;
+    }
+    return n;
+}

@@ -1,0 +1,62 @@
+/*
+ * A communicator: what the engine matches on. It has an id, this rank's place, the members,
+ * the matching queues and the requests posted on it. A group (src/group) wraps one.
+ */
+#ifndef COHORT_COMM_H
+#define COHORT_COMM_H
+
+#include <stdint.h>
+#include "core/context.h"
+#include "core/request.h"
+
+typedef enum {
+    COHORT_COMM_NEW,       /* nothing posted yet */
+    COHORT_COMM_PREPARING, /* the exchange plugin's first-use step is in flight */
+    COHORT_COMM_READY
+} cohort_comm_state_t;
+
+struct cohort_comm {
+    cohort_context_t *ctx;
+    uint64_t id;
+    int rank;
+    int size;
+    int *members;          /* world ranks in comm order; NULL for the world (rank i is i) */
+    const char *label;     /* for messages: the group's tag (owned by the group) */
+    uint8_t state;         /* cohort_comm_state_t */
+    cohort_status_t error; /* COHORT_OK, or what every pending and later operation gets */
+    cohort_pmix_prepare_t *prepare;
+    uint32_t coll_seq;        /* collectives posted so far */
+    uint32_t *send_seq;       /* [size] P2P messages sent to each member (lazily allocated) */
+    uint32_t *recv_seq;       /* [size] P2P messages from each member delivered to matching */
+    cohort_list_t posted;     /* receives waiting for a message (cohort_xfer_t) */
+    cohort_list_t unexpected; /* messages waiting for a receive (cohort_msg_t) */
+    cohort_list_t held;       /* P2P messages that overtook an earlier one from their sender */
+    cohort_list_t waiting;    /* sends waiting for the first-use step */
+    cohort_list_t requests;   /* outstanding requests on this communicator */
+    cohort_list_t link;       /* in ctx->comm_list */
+    cohort_list_t prep_link;  /* in ctx->preparing */
+};
+
+/* A communicator over @a members (copied; NULL: the whole world), where this rank is
+ * @a rank. Messages that arrived for @a id before it existed are delivered now. */
+cohort_status_t cohort_comm_create(cohort_context_t *ctx, uint64_t id, const int *members, int size,
+                                   int rank, const char *label, cohort_comm_t **comm);
+/* Cancel what is pending (COHORT_ERR_REVOKED), drop queued messages, free. */
+void cohort_comm_destroy(cohort_comm_t *comm);
+
+static inline int cohort_comm_world_rank(const cohort_comm_t *c, int i)
+{
+    return c->members != NULL ? c->members[i] : i;
+}
+
+/* An operation is about to be posted: start the first-use step if this is the first one.
+ * @return COHORT_OK, or the status the communicator fails everything with. */
+cohort_status_t cohort_comm_use(cohort_comm_t *comm);
+/* The per-member point-to-point numbers, made at the first point-to-point message. */
+cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *comm);
+/* Fail every pending and later operation with @a status (the first status sticks). */
+void cohort_comm_revoke(cohort_comm_t *comm, cohort_status_t status, const char *why);
+/* Advance first-use steps in flight. @return how many finished. */
+int cohort_comm_progress(cohort_context_t *ctx);
+
+#endif

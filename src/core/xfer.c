@@ -1,0 +1,222 @@
+/*
+ * Transfers: one message sent or received on behalf of a request. A send goes out when its
+ * communicator has made its first-use step and its peer is wired; until then it waits on the
+ * communicator's or the peer's list, and progress moves it on. Nothing here blocks.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "core/am.h"
+#include "core/endpoint.h"
+#include "core/log.h"
+
+static ucs_memory_type_t cohort_xfer_ucs_mem_type(const cohort_xfer_t *x)
+{
+    return x->mem_type == COHORT_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+}
+
+void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
+{
+    cohort_request_t *req = x->req;
+
+    if (x->ucx_req == NULL) {
+        cohort_list_del(&x->req_link);
+    }
+    if (x->done) {
+        return;
+    }
+    x->done = 1;
+    x->status = status;
+    if (x->is_send && x->kind == COHORT_MSG_P2P && status != COHORT_OK && req->comm != NULL) {
+        /* Its number is spent: the receiver would hold every later message from us. */
+        cohort_comm_revoke(req->comm, status, "a point-to-point send failed");
+    }
+    if (req->ops->progress == NULL) {
+        cohort_request_complete(req, status);
+    } else {
+        cohort_request_wake(req);
+    }
+}
+
+void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
+{
+    cohort_request_t *req = x->req;
+
+    x->ucx_req = NULL;
+    ucp_request_free(ucx_req);
+    if (x->ucx_peer != NULL) {
+        x->ucx_peer->inflight--;
+        x->ucx_peer = NULL;
+    }
+    if (ucs != UCS_OK && ucs != UCS_ERR_CANCELED && !x->done) {
+        cohort_error(req->ctx, "%s rank %d of group 0x%016llx failed: %s",
+                     x->is_send ? "send to" : "fetch from", x->peer,
+                     (unsigned long long)(req->comm ? req->comm->id : 0), ucs_status_string(ucs));
+    }
+    req->inflight--;
+    cohort_xfer_finish(x, cohort_ucs_status(ucs));
+    if (req->user_freed && req->inflight == 0) {
+        cohort_request_release(req);
+    }
+}
+
+static void cohort_xfer_ucx_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
+{
+    cohort_xfer_ucx_complete(ucx_req, ucs, user_data);
+}
+
+static void cohort_xfer_init(cohort_request_t *req, cohort_xfer_t *x, int is_send, int peer,
+                             uint8_t kind, uint32_t seq, int32_t tag, uint32_t fp, void *buf,
+                             size_t len)
+{
+    memset(x, 0, sizeof(*x));
+    cohort_list_init(&x->link);
+    cohort_list_init(&x->req_link);
+    x->req = req;
+    x->is_send = is_send;
+    x->peer = peer;
+    x->kind = kind;
+    x->seq = seq;
+    x->tag = tag;
+    x->fp = fp;
+    x->buf = buf;
+    x->len = len;
+}
+
+void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer)
+{
+    cohort_request_t *req = x->req;
+    cohort_context_t *ctx = req->ctx;
+    ucp_request_param_t param;
+    void *r;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.cb.send = cohort_xfer_ucx_sent;
+    param.user_data = x;
+    param.memory_type = cohort_xfer_ucs_mem_type(x);
+    r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->buf, x->len, &param);
+    ctx->stat_msgs++;
+    if (UCS_PTR_IS_ERR(r)) {
+        cohort_error(ctx, "send of %zu bytes to rank %d of group 0x%016llx failed: %s", x->len,
+                     x->peer, (unsigned long long)(req->comm ? req->comm->id : 0),
+                     ucs_status_string(UCS_PTR_STATUS(r)));
+        cohort_xfer_finish(x, cohort_ucs_status(UCS_PTR_STATUS(r)));
+    } else if (r == NULL) {
+        cohort_xfer_finish(x, COHORT_OK);
+    } else {
+        x->ucx_req = r;
+        x->ucx_peer = peer;
+        peer->inflight++;
+        req->inflight++;
+    }
+}
+
+void cohort_xfer_route(cohort_xfer_t *x)
+{
+    cohort_request_t *req = x->req;
+    cohort_context_t *ctx = req->ctx;
+    cohort_peer_t *peer = cohort_peer_get(ctx, cohort_comm_world_rank(req->comm, x->peer));
+
+    if (peer == NULL) {
+        cohort_xfer_finish(x, COHORT_ERR_NO_MEMORY);
+        return;
+    }
+    cohort_peer_want(peer);
+    switch (peer->state) {
+    case COHORT_PEER_WIRED:
+        cohort_xfer_issue(x, peer);
+        break;
+    case COHORT_PEER_LOOKING_UP:
+        x->waiting = 1;
+        cohort_list_push(&peer->pending, &x->link);
+        break;
+    case COHORT_PEER_LEFT:
+        cohort_error(ctx,
+                     "send to rank %d (world %d) of group 0x%016llx: that peer has "
+                     "finalized",
+                     x->peer, peer->rank, (unsigned long long)req->comm->id);
+        cohort_xfer_finish(x, COHORT_ERR_PEER_FAILED);
+        break;
+    default:
+        cohort_error(ctx,
+                     "send to rank %d (world %d) of group 0x%016llx: that peer has failed "
+                     "(%s)",
+                     x->peer, peer->rank, (unsigned long long)req->comm->id,
+                     cohort_strerror(peer->error));
+        cohort_xfer_finish(x, peer->error != COHORT_OK ? peer->error : COHORT_ERR_PEER_FAILED);
+        break;
+    }
+}
+
+cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
+                                 uint32_t seq, int32_t tag, uint32_t fp, const void *buf,
+                                 size_t len)
+{
+    cohort_comm_t *c = req->comm;
+    cohort_am_hdr_t hdr;
+    cohort_status_t status;
+
+    cohort_xfer_init(req, x, 1, peer, kind, seq, tag, fp, (void *)buf, len);
+    status = cohort_comm_use(c);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    if (cohort_fault(req->ctx, COHORT_FAULT_SEND)) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    if (kind == COHORT_MSG_P2P) {
+        status = cohort_comm_p2p_seqs(c);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        /* Taken last: a send that fails before this point spends no number. */
+        x->seq = c->send_seq[peer]++;
+    }
+    hdr.gid = c->id;
+    hdr.seq = x->seq;
+    hdr.src = c->rank;
+    hdr.tag = tag;
+    hdr.fp = fp;
+    hdr.kind = kind;
+    cohort_am_hdr_encode(&hdr, x->hdr);
+    cohort_list_push(&req->xfers, &x->req_link);
+    if (c->state != COHORT_COMM_READY) {
+        x->waiting = 1;
+        cohort_list_push(&c->waiting, &x->link);
+        return COHORT_OK;
+    }
+    cohort_xfer_route(x);
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x);
+
+cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
+                                 uint32_t seq, int32_t tag, uint32_t fp, void *buf, size_t len)
+{
+    cohort_comm_t *c = req->comm;
+    cohort_status_t status;
+
+    cohort_xfer_init(req, x, 0, peer, kind, seq, tag, fp, buf, len);
+    status = cohort_comm_use(c);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    cohort_list_push(&req->xfers, &x->req_link);
+    return cohort_am_match_unexpected(c, x);
+}
+
+void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status)
+{
+    if (x->done) {
+        return;
+    }
+    if (x->posted || x->waiting) {
+        /* A receive leaves matching; a send not handed to UCX yet is dropped. */
+        cohort_list_del(&x->link);
+        x->posted = 0;
+        x->waiting = 0;
+    }
+    cohort_xfer_finish(x, status);
+}

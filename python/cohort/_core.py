@@ -505,6 +505,7 @@ class Context:
         _lib.check(lib.cohort_stats(self._handle(), ctypes.byref(s)), "cohort_stats")
         return {"groups_created": s.groups_created, "pmix_lookups": s.pmix_lookups,
                 "endpoints": s.endpoints, "messages_sent": s.messages_sent,
+                "messages_dropped": s.messages_dropped,
                 "pmix_plugin": (s.pmix_plugin or b"").decode(),
                 "progress": (s.progress or b"").decode()}
 

@@ -29,6 +29,7 @@ class Stats(ctypes.Structure):
         ("pmix_lookups", ctypes.c_uint64),
         ("endpoints", ctypes.c_uint64),
         ("messages_sent", ctypes.c_uint64),
+        ("messages_dropped", ctypes.c_uint64),
         ("pmix_plugin", ctypes.c_char_p),
         ("progress", ctypes.c_char_p),
     ]

@@ -298,7 +298,10 @@ def check_groups_and_layouts(ok, ctx):
                     grp.allreduce(one)
                     ok(one[0] == grp.size, "%s %s allreduce" % (spec, kind))
     st = ctx.stats()
-    ok(isinstance(st["pmix_plugin"], str) and st["groups_created"] >= 1, "stats")
+    # strings read through the right offsets: the ctypes struct matches cohort_stats_t
+    ok(st["pmix_plugin"] in ("dmodex", "fence", "global", "group", "singleton") and
+       st["progress"] in ("yield", "spin", "block") and st["groups_created"] >= 1,
+       "stats: %s" % st)
     peers = ctx.wired_peers()
     ok(peers == sorted(peers), "wired peers ascending")
     for p in peers[:2]:

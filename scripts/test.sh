@@ -28,6 +28,34 @@ PKG_CONFIG_PATH="$dest$prefix/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
 LD_LIBRARY_PATH="$dest$prefix/lib" COHORT_PLUGIN_PATH="$dest$prefix/lib/cohort" "$dest/example"
 rm -rf "$dest"
 
+echo "== python: tests/python under mpirun with /usr/bin/python3, then the installed package"
+missing=
+for p in python3 python3-numpy python3-torch; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "test.sh: installing$missing"
+    sudo=
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing \
+        || echo "test.sh: could not install$missing: the tests that need them will SKIP"
+fi
+tests/python/run.sh
+dest=$(mktemp -d)
+make install DESTDIR="$dest" >/dev/null
+inst=$(find "$dest" -name _install.py -path "*/cohort/*")
+[ -n "$inst" ] || { echo "make install did not install the python package"; exit 1; }
+env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 \
+    PYTHONPATH="$(dirname "$(dirname "$inst")")" COHORT_LIBRARY="$dest$prefix/lib/libcohort.so.0" \
+    COHORT_PLUGIN_PATH="$dest$prefix/lib/cohort" /usr/bin/python3 -c '
+import cohort, sys
+assert cohort.__file__.startswith(sys.argv[1]), cohort.__file__
+with cohort.init() as ctx:
+    b = bytearray([3]); ctx.world.allreduce(b); assert b[0] == 3
+print("installed package OK:", cohort.__file__)' "$dest"
+rm -rf "$dest"
+
 echo "== sanitizers (ASan + UBSan)"
 san=$(mktemp -d)
 # A copy, since autotools will not build out of a tree that is configured in place.

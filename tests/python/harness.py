@@ -1,0 +1,69 @@
+"""Shared helpers for the Python tests: checks that count, a visible SKIP, the verdict."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The package of the tree under test, unless PYTHONPATH already names one (installed copy).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+
+SKIP = 77  # automake's "skipped"
+
+
+def need(*modules):
+    """Exit with a visible SKIP line when a module is missing (numpy, torch)."""
+    missing = []
+    for m in modules:
+        try:
+            __import__(m)
+        except ImportError:
+            missing.append(m)
+    if missing:
+        if os.environ.get("PMIX_RANK", "0") == "0":
+            print("SKIP: %s: %s not installed for %s (apt-get install %s)"
+                  % (os.path.basename(sys.argv[0]), ", ".join(missing), sys.executable,
+                     " ".join("python3-" + m for m in missing)), flush=True)
+        sys.exit(SKIP)
+
+
+class Checks:
+    def __init__(self, name, rank):
+        self.name = name
+        self.rank = rank
+        self.passed = 0
+        self.failed = 0
+
+    def __call__(self, cond, what):
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL: %s: rank %d: %s" % (self.name, self.rank, what), flush=True)
+        return cond
+
+    def raises(self, exc, fn, what, status=None):
+        try:
+            fn()
+        except exc as e:
+            if status is not None and getattr(e, "status", None) != status:
+                return self(False, "%s: raised %r with status %s, wanted %s"
+                            % (what, e, getattr(e, "status", None), status))
+            return self(True, what)
+        except Exception as e:  # noqa: BLE001 - a wrong exception is a failure
+            return self(False, "%s: raised %s: %s, wanted %s" % (what, type(e).__name__, e,
+                                                                 exc.__name__))
+        return self(False, "%s: did not raise" % what)
+
+    def finish(self, world=None):
+        """Every rank's verdict: the failure count summed over world (a cohort group) when
+        given, so all ranks exit alike. Returns the exit status."""
+        failed = self.failed
+        if world is not None:
+            import array
+            a = array.array("q", [failed])
+            world.allreduce(a)
+            failed = a[0]
+        if self.rank == 0:
+            print("%s: %s (%d checks on rank 0%s)" % (
+                self.name, "PASS" if failed == 0 else "FAIL, %d failures" % failed, self.passed,
+                "" if world is None else ", %d ranks" % world.size), flush=True)
+        return 0 if failed == 0 else 1

@@ -1,0 +1,48 @@
+#!/bin/sh
+# The Python tests: each line below is one run of a test under mpirun (or alone), with
+# /usr/bin/python3 unless PYTHON says otherwise, under a timeout. A test whose module (numpy,
+# torch) is missing prints a SKIP line and counts as skipped, not failed.
+#   tests/python/run.sh            from the source tree (the package of this tree is tested)
+set -u
+cd "$(dirname "$0")"
+py=${PYTHON:-/usr/bin/python3}
+mpirun=${MPIRUN:-mpirun}
+limit=${TEST_TIMEOUT:-300}
+root=
+[ "$(id -u)" = 0 ] && root=--allow-run-as-root
+# The build tree's plugins, unless the caller chose (make check-python sets it).
+: "${COHORT_PLUGIN_PATH:=$(cd ../.. && pwd)/.libs}"
+export COHORT_PLUGIN_PATH
+pass=0 fail=0 skip=0
+while read -r np prog envs; do
+    [ -n "$np" ] || continue
+    echo "== python: $prog: $np $envs"
+    if [ "$np" = singleton ]; then
+        # shellcheck disable=SC2086
+        env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 $envs \
+            timeout -k 5 "$limit" "$py" "$prog" </dev/null
+    else
+        # shellcheck disable=SC2086
+        timeout -k 5 "$limit" env $envs "$mpirun" $root --oversubscribe --bind-to none \
+            -x COHORT_PLUGIN_PATH -np "$np" "$py" "$prog" </dev/null
+    fi
+    rc=$?
+    case $rc in
+    0) pass=$((pass + 1)) ;;
+    77) skip=$((skip + 1)) ;;
+    *)
+        echo "== python: $prog: $np $envs FAILED (rc $rc; 124 or 137: timed out after $limit s)"
+        fail=$((fail + 1))
+        ;;
+    esac
+done <<'RUNS'
+singleton test_core.py
+3 test_core.py
+4 test_core.py COHORT_CHECK=1 COHORT_PROGRESS=block
+singleton test_exit.py
+4 test_torch.py
+2 test_torch.py COHORT_CHECK=1
+3 test_train.py
+RUNS
+echo "python tests: $pass passed, $skip skipped, $fail failed"
+[ "$fail" = 0 ]

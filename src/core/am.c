@@ -25,11 +25,6 @@ struct cohort_orphans {
 #define COHORT_ID_FREED   ((void *)1) /* a communicator that existed here and was destroyed */
 #define COHORT_ID_DROPPED ((void *)2) /* an orphan of it was dropped over the limit */
 
-static ucs_memory_type_t cohort_xfer_mem(const cohort_xfer_t *x)
-{
-    return x->mem_type == COHORT_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
-}
-
 static void cohort_msg_free(cohort_context_t *ctx, cohort_msg_t *m)
 {
     if (m->desc != NULL) {
@@ -59,23 +54,14 @@ static void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x, void *des
     ucp_request_param_t param;
     void *r;
 
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask =
-        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    cohort_xfer_ucx_param(x, &param);
     param.cb.recv_am = cohort_xfer_ucx_fetched;
-    param.user_data = x;
-    param.memory_type = cohort_xfer_mem(x);
     r = ucp_am_recv_data_nbx(ctx->worker, desc, x->buf, x->received, &param);
     if (UCS_PTR_IS_ERR(r)) {
         cohort_error(ctx, "fetching %zu bytes from rank %d failed: %s", x->received, x->peer,
                      ucs_status_string(UCS_PTR_STATUS(r)));
-        cohort_xfer_finish(x, cohort_ucs_status(UCS_PTR_STATUS(r)));
-    } else if (r == NULL) {
-        cohort_xfer_finish(x, COHORT_OK);
-    } else {
-        x->ucx_req = r;
-        x->req->inflight++;
     }
+    cohort_xfer_ucx_started(x, r);
 }
 
 /* Hand message @a m to receive @a x (already out of the posted list). @a m stays the caller's,

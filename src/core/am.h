@@ -30,6 +30,11 @@ cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
 void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer);
 /* A send whose communicator just became ready: on to its peer. */
 void cohort_xfer_route(cohort_xfer_t *x);
+/* A UCX operation for @a x: its common parameters (callback left to the caller), and what
+ * its start returned (an error or immediate completion finishes @a x). @return 1 when it is
+ * in flight. */
+void cohort_xfer_ucx_param(cohort_xfer_t *x, ucp_request_param_t *param);
+int cohort_xfer_ucx_started(cohort_xfer_t *x, void *r);
 /* A UCX operation of @a x completed (send or rendezvous fetch). */
 void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x);
 /* The transfer is over with @a status (the first one sticks); wakes its request. */

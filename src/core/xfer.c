@@ -9,9 +9,29 @@
 #include "core/endpoint.h"
 #include "core/log.h"
 
-static ucs_memory_type_t cohort_xfer_ucs_mem_type(const cohort_xfer_t *x)
+void cohort_xfer_ucx_param(cohort_xfer_t *x, ucp_request_param_t *param)
 {
-    return x->mem_type == COHORT_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    memset(param, 0, sizeof(*param));
+    param->op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param->user_data = x;
+    param->memory_type =
+        x->mem_type == COHORT_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+}
+
+int cohort_xfer_ucx_started(cohort_xfer_t *x, void *r)
+{
+    if (UCS_PTR_IS_ERR(r)) {
+        cohort_xfer_finish(x, cohort_ucs_status(UCS_PTR_STATUS(r)));
+        return 0;
+    }
+    if (r == NULL) {
+        cohort_xfer_finish(x, COHORT_OK);
+        return 0;
+    }
+    x->ucx_req = r;
+    x->req->inflight++;
+    return 1;
 }
 
 void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
@@ -89,26 +109,18 @@ void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer)
     ucp_request_param_t param;
     void *r;
 
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask =
-        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    cohort_xfer_ucx_param(x, &param);
     param.cb.send = cohort_xfer_ucx_sent;
-    param.user_data = x;
-    param.memory_type = cohort_xfer_ucs_mem_type(x);
     r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->buf, x->len, &param);
     ctx->stat_msgs++;
     if (UCS_PTR_IS_ERR(r)) {
         cohort_error(ctx, "send of %zu bytes to rank %d of group 0x%016llx failed: %s", x->len,
                      x->peer, (unsigned long long)(req->comm ? req->comm->id : 0),
                      ucs_status_string(UCS_PTR_STATUS(r)));
-        cohort_xfer_finish(x, cohort_ucs_status(UCS_PTR_STATUS(r)));
-    } else if (r == NULL) {
-        cohort_xfer_finish(x, COHORT_OK);
-    } else {
-        x->ucx_req = r;
+    }
+    if (cohort_xfer_ucx_started(x, r)) {
         x->ucx_peer = peer;
         peer->inflight++;
-        req->inflight++;
     }
 }
 

@@ -55,6 +55,33 @@ launch_runs() {
     sed -n 's|.*/\* run: \(.*\) \*/.*|\1|p' "tests/mpi/$1.c" | grep -v '^singleton'
 }
 
+# Every run line of every program in LAUNCH_PROGS through "RUNNER NP ENVS PROGRAM" (a function
+# of the calling script, one bounded launch), counted into its passed/failed/skipped; WHAT says
+# how it ran, for the log. Runs with fewer than LAUNCH_MIN_RANKS (1) or more than
+# LAUNCH_MAX_RANKS ranks are skipped.
+launch_programs() {
+    local runner=$1 what=$2 prog np envs t0 min=${LAUNCH_MIN_RANKS:-1}
+    for prog in $LAUNCH_PROGS; do
+        while read -r np envs; do
+            [ -n "$np" ] || continue
+            if [ "$np" -gt "$LAUNCH_MAX_RANKS" ] || [ "$np" -lt "$min" ]; then
+                launch_log "$prog: $what -n $np $envs: skipped ($min to $LAUNCH_MAX_RANKS ranks only)"
+                skipped=$((skipped + 1))
+                continue
+            fi
+            t0=$(date +%s.%N)
+            if "$runner" "$np" "$envs" "$PWD/tests/mpi/$prog" >"$T/run.log" 2>&1; then
+                launch_log "$prog: $what -n $np $envs: ok ($(launch_since "$t0") s)"
+                passed=$((passed + 1))
+            else
+                echo "!! $prog: $what -n $np $envs failed (rc $?; 124: timed out)"
+                tail -30 "$T/run.log"
+                failed=$((failed + 1))
+            fi
+        done < <(launch_runs "$prog")
+    done
+}
+
 # PIDs of the processes whose environment holds COHL_TAG=$1 (our own shell left out).
 launch_tagged_pids() {
     local f pid

@@ -50,30 +50,13 @@ xopts() {
         printf -- '-x %s ' "$e"
     done
 }
-# wiring checks shared memory within a node and tcp across (by cohort_node_info).
-progs=$LAUNCH_PROGS
+# One mpirun over the first nh hosts, with a run line's settings passed on to every host.
+hosts_run() { # NP "ENV..." PROG
+    # shellcheck disable=SC2046,SC2086
+    hosts_mpirun "$nh" "$1" $(xopts $2) "$3"
+}
 for nh in 2 3; do
-    for prog in $progs; do
-        while read -r np envs; do
-            [ -n "$np" ] || continue
-            if [ "$np" -gt "$LAUNCH_MAX_RANKS" ]; then
-                launch_log "$prog: $np $envs on $nh hosts: skipped (more than LAUNCH_MAX_RANKS)"
-                skipped=$((skipped + 1))
-                continue
-            fi
-            t0=$(date +%s.%N)
-            # shellcheck disable=SC2046,SC2086
-            if hosts_mpirun "$nh" "$np" $(xopts $envs) "$top/tests/mpi/$prog" >"$T/run.log" 2>&1
-            then
-                launch_log "$prog: $np $envs on $nh hosts: ok ($(launch_since "$t0") s)"
-                passed=$((passed + 1))
-            else
-                echo "!! $prog: $np $envs on $nh hosts failed (rc $?; 124: timed out)"
-                tail -30 "$T/run.log"
-                failed=$((failed + 1))
-            fi
-        done < <(launch_runs "$prog")
-    done
+    launch_programs hosts_run "mpirun on $nh hosts"
 done
 
 # cohort_peers: 1 host (a baseline for the timings), 2 hosts, 3 hosts.

@@ -88,25 +88,7 @@ prte_run() { # NP "ENV..." PROG ARGS...: one prterun, bounded
 }
 
 failed=0 passed=0 skipped=0
-for prog in $LAUNCH_PROGS; do
-    while read -r np envs; do
-        [ -n "$np" ] || continue
-        if [ "$np" -gt "$LAUNCH_MAX_RANKS" ]; then
-            launch_log "$prog: $np $envs: skipped (more than LAUNCH_MAX_RANKS)"
-            skipped=$((skipped + 1))
-            continue
-        fi
-        t0=$(date +%s.%N)
-        if prte_run "$np" "$envs" "$top/tests/mpi/$prog" >"$T/run.log" 2>&1; then
-            launch_log "$prog: prterun -n $np $envs: ok ($(launch_since "$t0") s)"
-            passed=$((passed + 1))
-        else
-            echo "!! $prog: prterun -n $np $envs failed (rc $?; 124: timed out)"
-            tail -30 "$T/run.log"
-            failed=$((failed + 1))
-        fi
-    done < <(launch_runs "$prog")
-done
+launch_programs prte_run prterun
 for np in 4 8; do
     [ "$np" -gt "$LAUNCH_MAX_RANKS" ] && continue
     t0=$(date +%s.%N)

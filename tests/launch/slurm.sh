@@ -68,25 +68,7 @@ srun_run() { # NP "ENV..." PROG ARGS...: one srun, bounded; srun passes the envi
     launch_fg timeout -k 10 "$LAUNCH_TIMEOUT" env $envs srun --mpi=pmix -N 1 -n "$np" \
         --kill-on-bad-exit=1 --wait=30 "$@" </dev/null
 }
-for prog in $LAUNCH_PROGS; do
-    while read -r np envs; do
-        [ -n "$np" ] || continue
-        if [ "$np" -gt "$LAUNCH_MAX_RANKS" ]; then
-            launch_log "$prog: $np $envs: skipped (more than LAUNCH_MAX_RANKS=$LAUNCH_MAX_RANKS)"
-            skipped=$((skipped + 1))
-            continue
-        fi
-        t0=$(date +%s.%N)
-        if srun_run "$np" "$envs" "tests/mpi/$prog" >"$T/run.log" 2>&1; then
-            launch_log "$prog: srun -n $np $envs: ok ($(launch_since "$t0") s)"
-            passed=$((passed + 1))
-        else
-            echo "!! $prog: srun -n $np $envs failed (rc $?; 124: timed out)"
-            tail -30 "$T/run.log"
-            failed=$((failed + 1))
-        fi
-    done < <(launch_runs "$prog")
-done
+launch_programs srun_run srun
 
 # cohort_peers: the JSON is checked, and its wall time taken (srun's, start to exit).
 for np in 4 8; do

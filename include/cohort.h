@@ -570,6 +570,25 @@ COHORT_API int cohort_algo_param_count(int index);
  */
 COHORT_API cohort_status_t cohort_algo_param_info(int index, int param, cohort_algo_param_t *info);
 
+/** One COHORT_* environment setting the library reads (besides the algorithm parameters). */
+typedef struct {
+    const char *name;   /**< "COHORT_TIMEOUT"; COHORT_ALGO_<COLL> stands for the family */
+    const char *values; /**< what it accepts, e.g. "seconds, 0 = none" */
+    const char *default_value;
+    const char *description; /**< one line */
+} cohort_setting_t;
+
+/** @return how many settings cohort_setting_info() describes. */
+COHORT_API int cohort_setting_count(void);
+
+/**
+ * Describe setting @a index (0 <= index < cohort_setting_count()).
+ * @param [out] info  set only on success; its strings are static.
+ * @return COHORT_OK, or COHORT_ERR_INVALID_ARG for an index out of range or a NULL info.
+ * @note Needs no context; thread-safe. Values are read at cohort_init.
+ */
+COHORT_API cohort_status_t cohort_setting_info(int index, cohort_setting_t *info);
+
 /* 16-bit floats as COHORT_FLOAT16 (IEEE 754 binary16) and COHORT_BFLOAT16 hold them, as raw
  * bits. Float to 16 bits rounds to nearest, ties to even, overflows to infinity as IEEE says;
  * NaNs stay NaN (quiet). These are the conversions the reductions use. Pure; thread-safe. */

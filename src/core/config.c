@@ -18,6 +18,45 @@ const char *cohort_progress_mode_name(cohort_progress_mode_t mode)
     return "unknown";
 }
 
+/* What cohort_config_parse accepts, for people (cohort_bench config, README). The unit test
+ * check_config holds the parser to this list: every name here is known to it. */
+static const cohort_setting_t cohort_settings[] = {
+    {"COHORT_PMIX_PLUGIN", "dmodex | fence | global | group", "dmodex",
+     "how worker addresses are exchanged through PMIx"},
+    {"COHORT_PLUGIN_PATH", "directories, ':'-separated", "",
+     "where exchange plugins are looked up first"},
+    {"COHORT_PROGRESS", "yield | spin | block", "yield",
+     "how a wait waits: poll and yield (naps after 1 ms idle), poll only, or sleep on the "
+     "worker's event fd"},
+    {"COHORT_TIMEOUT", "seconds, 0 = none", "0",
+     "every wait returns COHORT_ERR_TIMEOUT after this long, naming what it waited for"},
+    {"COHORT_CHECK", "0 | 1", "0",
+     "collectives carry a fingerprint; a mismatch between members is COHORT_ERR_MISMATCH"},
+    {"COHORT_LOG", "error | warn | info | debug", "warn", "log level (stderr, per context)"},
+    {"COHORT_ORPHAN_LIMIT", "bytes", "67108864",
+     "messages kept for groups not created yet; past it they are dropped and counted"},
+    {"COHORT_FAULT", "<point>:<n>[@<rank>], point group_create | send | msg_keep", "",
+     "testing: the n-th pass through the point fails as if memory ran out"},
+    {"COHORT_ALGO_<COLL>", "an algorithm, or lo-hi:name,... size ranges", "",
+     "the algorithm of a collective (cohort_bench algorithms lists the names)"},
+    {"COHORT_ALGO_<COLL>_<ALGO>_<PARAM>", "bytes (k/m/g) or a count", "",
+     "an algorithm's tuning parameter (cohort_bench algorithms lists them)"},
+};
+
+int cohort_setting_count(void)
+{
+    return (int)(sizeof(cohort_settings) / sizeof(cohort_settings[0]));
+}
+
+cohort_status_t cohort_setting_info(int index, cohort_setting_t *info)
+{
+    if (info == NULL || index < 0 || index >= cohort_setting_count()) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    *info = cohort_settings[index];
+    return COHORT_OK;
+}
+
 /* Match value against a NULL-terminated list; returns the index or -1. */
 static int cohort_config_choice(const char *value, const char *const *choices)
 {

@@ -142,6 +142,43 @@ START_TEST(test_algo_names)
 }
 END_TEST
 
+/* The public list of settings and the parser agree: every listed name is one the parser knows
+ * (no "ignoring unknown settings" warning), and every name the parser knows is listed. */
+START_TEST(test_settings_listed)
+{
+    static const char *const parsed[] = {
+        "COHORT_PMIX_PLUGIN", "COHORT_PLUGIN_PATH", "COHORT_PROGRESS",     "COHORT_TIMEOUT",
+        "COHORT_CHECK",       "COHORT_LOG",         "COHORT_ORPHAN_LIMIT", "COHORT_FAULT"};
+    int n = cohort_setting_count(), found;
+    cohort_setting_t info;
+
+    ck_assert_int_ge(n, 8);
+    ck_assert_int_eq(cohort_setting_info(n, &info), COHORT_ERR_INVALID_ARG);
+    ck_assert_int_eq(cohort_setting_info(0, NULL), COHORT_ERR_INVALID_ARG);
+    for (int i = 0; i < n; i++) {
+        char entry[128];
+        char *env[] = {entry, NULL};
+
+        ck_assert_int_eq(cohort_setting_info(i, &info), COHORT_OK);
+        ck_assert(info.values[0] != '\0' && info.description[0] != '\0');
+        if (strchr(info.name, '<') != NULL) {
+            continue; /* a family; the collective layer checks those */
+        }
+        snprintf(entry, sizeof(entry), "%s=%s", info.name, info.default_value);
+        parse(env);
+        ck_assert_msg(strstr(warn, info.name) == NULL, "%s unknown to the parser", info.name);
+    }
+    for (size_t j = 0; j < sizeof(parsed) / sizeof(parsed[0]); j++) {
+        found = 0;
+        for (int i = 0; i < n; i++) {
+            cohort_setting_info(i, &info);
+            found |= strcmp(info.name, parsed[j]) == 0;
+        }
+        ck_assert_msg(found, "%s is parsed but not listed", parsed[j]);
+    }
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -153,6 +190,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_bad_values_named);
     tcase_add_test(tc, test_unknown_name_warns);
     tcase_add_test(tc, test_algo_names);
+    tcase_add_test(tc, test_settings_listed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -17,6 +17,7 @@ static void usage(FILE *f)
                "  MODE: allreduce bcast reduce allgather reduce_scatter alltoall barrier\n"
                "        (collective size sweep; run under mpirun; see --help of each)\n"
                "        algorithms               (the collective algorithms and their names)\n"
+               "        config                   (the COHORT_* settings, defaults, values now)\n"
                "        --version                (the library version)\n"
                "        p2p                      (latency and bandwidth, ranks 0 and 1)\n"
                "        groups [--count N]       (member-only creation of N groups per rank)\n"
@@ -40,6 +41,23 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
         printf("cohort_bench, libcohort %s (header %d.%d)\n", cohort_version(),
                COHORT_VERSION_MAJOR, COHORT_VERSION_MINOR);
+        return 0;
+    }
+    if (strcmp(argv[1], "config") == 0) {
+        cohort_setting_t set;
+
+        printf("%-34s %-10s %s\n", "setting (now)", "default", "values: meaning");
+        for (int i = 0; i < cohort_setting_count(); i++) {
+            if (cohort_setting_info(i, &set) == COHORT_OK) {
+                const char *now = strchr(set.name, '<') ? NULL : getenv(set.name);
+                printf("%-34s %-10s %s: %s\n", set.name,
+                       set.default_value[0] ? set.default_value : "-", set.values, set.description);
+                if (now != NULL) {
+                    printf("%-34s set to %s\n", "", now);
+                }
+            }
+        }
+        printf("\nalgorithm parameters: cohort_bench algorithms\n");
         return 0;
     }
     if (strcmp(argv[1], "algorithms") == 0) {

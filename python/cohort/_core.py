@@ -21,7 +21,28 @@ def _dead(what):
     return _status.InvalidArgument(_status.ERR_INVALID_ARG, "%s is no longer valid" % what)
 
 
-class Request:
+class _Released:
+    """`with` and garbage collection release the object: release() is free() or finalize()."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._release()
+
+    def __del__(self):
+        try:
+            self._release()
+        except Exception:
+            pass
+
+
+class _Freed(_Released):
+    def _release(self):
+        self.free()
+
+
+class Request(_Freed):
     """A nonblocking operation. wait() returns its result (the receive buffer, where there is
     one) or raises the CohortError it failed with; test() says whether it finished. Buffers
     stay held until the request finishes or is freed. Freeing (free(), `with`, or losing the
@@ -104,20 +125,9 @@ class Request:
     def _kill(self):  # the library is about to release it (finalize)
         self.free()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
 
-class Group:
+class Group(_Freed):
     """A cohort group. Made by Context.group() (member-only, no message), Context.world or
     Layout.group(). Collectives take buffer-protocol objects or torch CPU tensors; the element
     count and dtype come from the buffer (dtype= overrides, e.g. cohort.BFLOAT16 on a uint16
@@ -197,17 +207,6 @@ class Group:
         """Fail every pending and later operation on the group with COHORT_ERR_REVOKED."""
         _lib.check(lib.cohort_group_abort(self._handle()), "cohort_group_abort")
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
     # -- posting ---------------------------------------------------------------------------
     def _post(self, name, args, bufs, nonblocking, result, on_done=None):
@@ -389,7 +388,7 @@ class Group:
         return self.recv(buf, peer, tag, dtype, _nb=True)
 
 
-class Layout:
+class Layout(_Freed):
     """The caller's groups of a Megatron-style layout (member-only, no message)."""
 
     KINDS = ("tp", "pp", "dp", "cp", "dp-cp", "tp-pp", "tp-cp", "tp-dp", "tp-dp-cp", "embd",
@@ -439,20 +438,9 @@ class Layout:
         if self._ctx._h is not None:
             _lib.check(lib.cohort_layout_free(h), "cohort_layout_free")
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
 
-class Context:
+class Context(_Released):
     """A cohort context: cohort.init(). Use as a context manager, or call finalize(); it is
     also finalized when garbage-collected and at interpreter exit."""
 
@@ -541,17 +529,9 @@ class Context:
         _live_contexts.discard(self)
         _lib.check(lib.cohort_finalize(h), "cohort_finalize")
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
+    def _release(self):
         self.finalize()
-
-    def __del__(self):
-        try:
-            self.finalize()
-        except Exception:
-            pass
 
     def __repr__(self):
         return "<cohort.Context rank %d of %d%s>" % (self.rank, self.size,

@@ -55,6 +55,36 @@ launch_runs() {
     sed -n 's|.*/\* run: \(.*\) \*/.*|\1|p' "tests/mpi/$1.c" | grep -v '^singleton'
 }
 
+# The script's directory T, tagged: everything it starts carries COHL_TAG=T. At exit, whatever
+# happened: the script's launch_stop_own (if it defines one; it gets the exit status) stops what
+# it started by PID, tagged leftovers are killed, then its launch_after_kill (likewise) runs,
+# and T is removed (kept with COHL_KEEP=1).
+launch_begin() { # NAME
+    T=$(mktemp -d "/tmp/cohl-$1.XXXXXX")
+    chmod 755 "$T"
+    export COHL_TAG=$T
+    trap launch_end EXIT
+    trap 'exit 130' INT TERM
+}
+
+launch_end() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if declare -F launch_stop_own >/dev/null; then
+        launch_stop_own "$rc"
+    fi
+    launch_kill_tagged "$T"
+    if declare -F launch_after_kill >/dev/null; then
+        launch_after_kill "$rc"
+    fi
+    if [ "${COHL_KEEP:-0}" = 1 ]; then
+        echo "kept $T"
+    else
+        rm -rf "$T"
+    fi
+    exit "$rc"
+}
+
 # Every run line of every program in LAUNCH_PROGS through "RUNNER NP ENVS PROGRAM" (a function
 # of the calling script, one bounded launch), counted into its passed/failed/skipped; WHAT says
 # how it ran, for the log. Runs with fewer than LAUNCH_MIN_RANKS (1) or more than

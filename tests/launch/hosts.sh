@@ -21,23 +21,11 @@ launch_build
 top=$PWD
 repeat=${COHL_PEERS_REPEAT:-3}
 
-T=$(mktemp -d /tmp/cohl-hosts.XXXXXX)
-chmod 755 "$T"
-export COHL_TAG=$T COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    launch_kill_tagged "$T"
+launch_after_kill() {
     hosts_remove
-    if [ "${COHL_KEEP:-0}" = 1 ]; then
-        echo "kept $T"
-    else
-        rm -rf "$T"
-    fi
-    exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+launch_begin hosts
+export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
 
 hosts_make "$T" 3 || launch_die "could not make the hosts"
 launch_log "3 hosts up: $HOSTS_NETNS"

@@ -21,23 +21,11 @@ top=$PWD
 export LAUNCH_TIMEOUT=${LAUNCH_TIMEOUT:-180}
 export COHORT_TIMEOUT=${COHL_LINKCUT_TIMEOUT:-10}
 
-T=$(mktemp -d /tmp/cohl-linkcut.XXXXXX)
-chmod 755 "$T"
-export COHL_TAG=$T COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    launch_kill_tagged "$T"
+launch_after_kill() {
     hosts_remove
-    if [ "${COHL_KEEP:-0}" = 1 ]; then
-        echo "kept $T"
-    else
-        rm -rf "$T"
-    fi
-    exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+launch_begin linkcut
+export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
 
 cc -std=gnu11 -Wall -Wextra -Werror -Iinclude -o "$T/linkcut" tests/launch/linkcut.c \
     -L.libs -lcohort -Wl,-rpath,"$top/.libs" || launch_die "building linkcut failed"

@@ -60,21 +60,8 @@ if [ ! -x "$inst/bin/prterun" ]; then
     launch_log "OpenPMIx + PRRTE built in $(launch_since "$t0") s"
 fi
 
-T=$(mktemp -d /tmp/cohl-prrte.XXXXXX)
-export COHL_TAG=$T COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    launch_kill_tagged "$T"
-    if [ "${COHL_KEEP:-0}" = 1 ]; then
-        echo "kept $T"
-    else
-        rm -rf "$T"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+launch_begin prrte
+export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
 
 prte_run() { # NP "ENV..." PROG ARGS...: one prterun, bounded
     local np=$1 envs=$2 e xs=()

@@ -25,26 +25,15 @@ top=$PWD
 port=${COHL_SLURM_PORT:-16817}
 node=cohl-n0
 
-T=$(mktemp -d /tmp/cohl-slurm.XXXXXX)
-chmod 755 "$T"
-export COHL_TAG=$T
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    # Jobs first, then the daemons by PID, newest first; then step daemons and ranks that
-    # outlived them (they carry our tag).
+launch_stop_own() { # jobs first, then the daemons by PID, newest first
     slurm_stop
-    launch_kill_tagged "$T"
-    [ "$rc" != 0 ] && slurm_logs
-    if [ "${COHL_KEEP:-0}" = 1 ]; then
-        echo "kept $T"
-    else
-        rm -rf "$T"
-    fi
-    exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+launch_after_kill() {
+    if [ "$1" != 0 ]; then
+        slurm_logs
+    fi
+}
+launch_begin slurm
 
 for p in "$port" $((port + 1)); do
     ss -Hltn "sport = :$p" | grep -q . && launch_die "port $p is in use (COHL_SLURM_PORT)"

@@ -22,25 +22,17 @@ top=$PWD
 port=${COHL_SLURM_PORT:-16827}
 repeat=${COHL_PEERS_REPEAT:-3}
 
-T=$(mktemp -d /tmp/cohl-slurmhosts.XXXXXX)
-chmod 755 "$T"
-export COHL_TAG=$T COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
+launch_stop_own() { # jobs first, then the daemons by PID, newest first
     slurm_stop
-    launch_kill_tagged "$T"
-    [ "$rc" != 0 ] && slurm_logs
-    hosts_remove
-    if [ "${COHL_KEEP:-0}" = 1 ]; then
-        echo "kept $T"
-    else
-        rm -rf "$T"
-    fi
-    exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+launch_after_kill() {
+    if [ "$1" != 0 ]; then
+        slurm_logs
+    fi
+    hosts_remove
+}
+launch_begin slurmhosts
+export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
 
 hosts_make "$T" 2 || launch_die "could not make the hosts"
 slurm_munge_start "$T"

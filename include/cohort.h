@@ -452,13 +452,27 @@ COHORT_API cohort_status_t cohort_wait(cohort_request_t *req);
 COHORT_API void cohort_request_free(cohort_request_t *req);
 
 /**
- * Fail every pending and later operation on @a g with COHORT_ERR_REVOKED (local only). A group
- * is also revoked by the library when this rank can no longer stay in step with the other
- * members: a collective that failed or was cancelled, a point-to-point send that failed, a
- * message lost for lack of memory or over COHORT_ORPHAN_LIMIT. Messages arriving for a revoked
- * group are dropped (counted in cohort_stats_t.messages_dropped).
+ * Fail every pending and later operation on @a g with COHORT_ERR_REVOKED, here and on every
+ * other member: they are told (a REVOKE message along a tree rooted here, passed on by each
+ * member), and their pending and later operations on the group return COHORT_ERR_REVOKED.
+ * Returns at once, whether or not peers are alive; the telling goes on inside progress.
+ *
+ * A group is also revoked by the library, and its members told, when this rank can no longer
+ * stay in step with them: a collective that failed or was cancelled, a point-to-point send
+ * that failed, a message lost for lack of memory or over COHORT_ORPHAN_LIMIT; and when a member
+ * failed (COHORT_ERR_PEER_FAILED on every member, groups without that rank untouched).
+ * Messages arriving for a revoked group are dropped (counted in
+ * cohort_stats_t.messages_dropped). A revoked group stays revoked: free it and create another.
  */
 COHORT_API cohort_status_t cohort_group_abort(cohort_group_t *g);
+
+/**
+ * The world ranks this process knows to have failed (seen by UCX, or reported by a fellow
+ * member of a group), ascending. A rank that finalized normally is not among them.
+ * @return how many there are (which may exceed @a max; only @a max are written).
+ * @note Never communicates.
+ */
+COHORT_API int cohort_failed_ranks(const cohort_context_t *ctx, int *world_ranks, int max);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Introspection                                                                               */
@@ -510,14 +524,17 @@ COHORT_API cohort_status_t cohort_node_info(const cohort_context_t *ctx, int wor
 
 /** Counters of one context, for diagnostics and benchmarks. */
 typedef struct {
-    uint64_t groups_created;   /**< groups this rank created (world included) */
-    uint64_t pmix_lookups;     /**< peer addresses fetched through the exchange plugin */
-    uint64_t endpoints;        /**< UCX endpoints currently held */
-    uint64_t messages_sent;    /**< active messages sent */
-    uint64_t messages_dropped; /**< messages nobody could take, dropped: for groups not
-                                    created here (over COHORT_ORPHAN_LIMIT), freed or revoked */
-    const char *pmix_plugin;   /**< exchange plugin in use ("singleton" without a server) */
-    const char *progress;      /**< "yield", "spin" or "block" */
+    uint64_t groups_created;    /**< groups this rank created (world included) */
+    uint64_t pmix_lookups;      /**< peer addresses fetched through the exchange plugin */
+    uint64_t endpoints;         /**< UCX endpoints currently held */
+    uint64_t messages_sent;     /**< active messages sent */
+    uint64_t messages_dropped;  /**< messages nobody could take, dropped: for groups not
+                                     created here (over COHORT_ORPHAN_LIMIT), freed or revoked */
+    const char *pmix_plugin;    /**< exchange plugin in use ("singleton" without a server) */
+    const char *progress;       /**< "yield", "spin" or "block" */
+    uint64_t messages_rejected; /**< messages dropped as malformed: a bad header, or a sender
+                                     that is not a member of the group the message names */
+    uint64_t peers_failed;      /**< world ranks known failed (cohort_failed_ranks) */
 } cohort_stats_t;
 
 COHORT_API cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);

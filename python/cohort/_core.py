@@ -494,18 +494,26 @@ class Context(_Released):
         return {"groups_created": s.groups_created, "pmix_lookups": s.pmix_lookups,
                 "endpoints": s.endpoints, "messages_sent": s.messages_sent,
                 "messages_dropped": s.messages_dropped,
+                "messages_rejected": s.messages_rejected, "peers_failed": s.peers_failed,
                 "pmix_plugin": (s.pmix_plugin or b"").decode(),
                 "progress": (s.progress or b"").decode()}
 
-    def wired_peers(self):
-        """World ranks this process holds a UCX endpoint to, ascending (never communicates)."""
+    def _ranks(self, fn):
         h = self._handle()
         while True:
-            n = lib.cohort_wired_peers(h, None, 0)
+            n = fn(h, None, 0)
             arr = (ctypes.c_int * max(n, 1))()
-            m = lib.cohort_wired_peers(h, arr, n)
+            m = fn(h, arr, n)
             if m <= n:
                 return list(arr[:m])
+
+    def wired_peers(self):
+        """World ranks this process holds a UCX endpoint to, ascending (never communicates)."""
+        return self._ranks(lib.cohort_wired_peers)
+
+    def failed_ranks(self):
+        """World ranks this process knows to have failed, ascending (never communicates)."""
+        return self._ranks(lib.cohort_failed_ranks)
 
     def peer_info(self, world_rank):
         info = _lib.PeerInfo()

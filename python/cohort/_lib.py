@@ -32,6 +32,8 @@ class Stats(ctypes.Structure):
         ("messages_dropped", ctypes.c_uint64),
         ("pmix_plugin", ctypes.c_char_p),
         ("progress", ctypes.c_char_p),
+        ("messages_rejected", ctypes.c_uint64),
+        ("peers_failed", ctypes.c_uint64),
     ]
 
 
@@ -139,6 +141,7 @@ _decl("cohort_request_free", None, _vp)
 _decl("cohort_group_abort", _st, _vp)
 
 _decl("cohort_wired_peers", _i, _vp, c_int_p, _i)
+_decl("cohort_failed_ranks", _i, _vp, c_int_p, _i)
 _decl("cohort_peer_info", _st, _vp, _i, ctypes.POINTER(PeerInfo))
 _decl("cohort_stats", _st, _vp, ctypes.POINTER(Stats))
 

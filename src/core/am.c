@@ -13,6 +13,8 @@
 #include "core/am.h"
 #include "core/endpoint.h"
 #include "core/log.h"
+#include "core/notify.h"
+#include "core/time.h"
 
 struct cohort_orphans {
     cohort_list_t msgs;
@@ -180,18 +182,30 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
     cohort_list_t *pos, *tmp;
     int src = m->hdr.src, kept = 0, again;
 
-    if (c->error != COHORT_OK) {
-        /* Revoked: nothing will match it, and keeping it would leak a message per step of
-         * every collective the other members still run. */
-        c->ctx->orphans_dropped++;
+    if (src >= c->size || cohort_comm_world_rank(c, src) != m->hdr.wsrc) {
+        /* Not from the member it claims to be: a foreign or corrupted sender. Nothing of it is
+         * believed, and nothing is wired to it. */
+        c->ctx->stat_rejected++;
+        cohort_debug(c->ctx,
+                     "group 0x%016llx: message from world rank %d as group rank %d of %d "
+                     "dropped: not that member",
+                     (unsigned long long)c->id, m->hdr.wsrc, src, c->size);
         if (!lent) {
             cohort_msg_free(c->ctx, m);
         }
         return 0;
     }
-    if (src < 0 || src >= c->size) {
-        cohort_error(c->ctx, "group 0x%016llx: message from rank %d of a group of %d dropped",
-                     (unsigned long long)c->id, src, c->size);
+    if (m->hdr.kind == COHORT_MSG_REVOKE) {
+        cohort_notify_recv(c, &m->hdr);
+        if (!lent) {
+            cohort_msg_free(c->ctx, m);
+        }
+        return 0;
+    }
+    if (c->error != COHORT_OK) {
+        /* Revoked: nothing will match it, and keeping it would leak a message per step of
+         * every collective the other members still run. */
+        c->ctx->orphans_dropped++;
         if (!lent) {
             cohort_msg_free(c->ctx, m);
         }
@@ -262,6 +276,7 @@ cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
         return COHORT_ERR_PEER_FAILED;
     }
     x->posted = 1;
+    x->since = cohort_time_now();
     cohort_list_push(&c->posted, &x->link);
     return COHORT_OK;
 }
@@ -342,12 +357,14 @@ static ucs_status_t cohort_am_recv_cb(void *arg, const void *header, size_t head
     int kept;
 
     memset(&m, 0, sizeof(m));
-    if (cohort_am_hdr_decode(header, header_length, &m.hdr) != 0) {
+    if (cohort_am_hdr_decode(header, header_length, &m.hdr) != 0 || m.hdr.wsrc >= ctx->size ||
+        (m.hdr.kind == COHORT_MSG_REVOKE && length != 0)) {
+        ctx->stat_rejected++;
         cohort_error(ctx, "dropped a message with a malformed %zu-byte header", header_length);
         return UCS_OK; /* for a rendezvous message, UCX releases the descriptor */
     }
     if (m.hdr.kind == COHORT_MSG_BYE) {
-        cohort_am_bye(ctx, m.hdr.src);
+        cohort_am_bye(ctx, m.hdr.wsrc);
         return UCS_OK;
     }
     m.len = length;
@@ -487,6 +504,7 @@ void cohort_am_send_bye(cohort_context_t *ctx, cohort_peer_t *peer)
     memset(&hdr, 0, sizeof(hdr));
     hdr.kind = COHORT_MSG_BYE;
     hdr.src = ctx->rank;
+    hdr.wsrc = ctx->rank;
     /* Every goodbye carries the same header: one copy, which UCX may read later. */
     cohort_am_hdr_encode(&hdr, hdr_buf);
     memset(&param, 0, sizeof(param));

@@ -18,7 +18,7 @@ static uint64_t cohort_get_le(const uint8_t *p, int bytes)
     return v;
 }
 
-/* Layout: magic(1) kind(1) pad(2) seq(4) gid(8) src(4) tag(4) fp(4) pad(4). */
+/* Layout: magic(1) kind(1) pad(2) seq(4) gid(8) src(4) tag(4) fp(4) wsrc(4). */
 void cohort_am_hdr_encode(const cohort_am_hdr_t *hdr, uint8_t *buf)
 {
     memset(buf, 0, COHORT_AM_HDR_BYTES);
@@ -29,6 +29,7 @@ void cohort_am_hdr_encode(const cohort_am_hdr_t *hdr, uint8_t *buf)
     cohort_put_le(buf + 16, (uint32_t)hdr->src, 4);
     cohort_put_le(buf + 20, (uint32_t)hdr->tag, 4);
     cohort_put_le(buf + 24, hdr->fp, 4);
+    cohort_put_le(buf + 28, (uint32_t)hdr->wsrc, 4);
 }
 
 int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr)
@@ -36,7 +37,7 @@ int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr)
     const uint8_t *p = buf;
 
     if (buf == NULL || len != COHORT_AM_HDR_BYTES || p[0] != COHORT_AM_MAGIC ||
-        (p[1] != COHORT_MSG_P2P && p[1] != COHORT_MSG_COLL && p[1] != COHORT_MSG_BYE)) {
+        p[1] < COHORT_MSG_P2P || p[1] > COHORT_MSG_REVOKE || p[2] != 0 || p[3] != 0) {
         return -1;
     }
     hdr->kind = p[1];
@@ -45,5 +46,10 @@ int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr)
     hdr->src = (int32_t)(uint32_t)cohort_get_le(p + 16, 4);
     hdr->tag = (int32_t)(uint32_t)cohort_get_le(p + 20, 4);
     hdr->fp = (uint32_t)cohort_get_le(p + 24, 4);
+    hdr->wsrc = (int32_t)(uint32_t)cohort_get_le(p + 28, 4);
+    /* No rank is negative; a message that says otherwise was not written by cohort. */
+    if (hdr->src < 0 || hdr->wsrc < 0) {
+        return -1;
+    }
     return 0;
 }

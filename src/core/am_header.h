@@ -10,9 +10,11 @@
 #define COHORT_AM_MAGIC     0xC0u /* first byte: catches a foreign or corrupted message */
 
 typedef enum {
-    COHORT_MSG_P2P = 1,  /* cohort_send/recv: matched by (src, tag), in sending order */
-    COHORT_MSG_COLL = 2, /* collective step: matched exactly by (src, seq, step) */
-    COHORT_MSG_BYE = 3   /* the sender finalizes: gid 0, src its world rank, nothing after */
+    COHORT_MSG_P2P = 1,   /* cohort_send/recv: matched by (src, tag), in sending order */
+    COHORT_MSG_COLL = 2,  /* collective step: matched exactly by (src, seq, step) */
+    COHORT_MSG_BYE = 3,   /* the sender finalizes: gid 0, src its world rank, nothing after */
+    COHORT_MSG_REVOKE = 4 /* gid is revoked: tag the failed world rank (-1: none), fp the
+                             status, seq the group rank that started the notification tree */
 } cohort_msg_kind_t;
 
 typedef struct {
@@ -21,6 +23,7 @@ typedef struct {
     int32_t src;  /* sender's rank in the group */
     int32_t tag;  /* P2P: user tag; COLL: algorithm step */
     uint32_t fp;  /* COLL: fingerprint of (collective, dtype, op, count, root); P2P: 0 */
+    int32_t wsrc; /* sender's world rank: a message naming a group must come from its member */
     uint8_t kind; /* cohort_msg_kind_t */
 } cohort_am_hdr_t;
 

@@ -1,9 +1,11 @@
 /* Communicators: creation, the first-use step of the exchange plugin, revocation. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/notify.h"
 
 cohort_status_t cohort_comm_create(cohort_context_t *ctx, uint64_t id, const int *members, int size,
                                    int rank, const char *label, cohort_comm_t **comm_p)
@@ -37,6 +39,7 @@ cohort_status_t cohort_comm_create(cohort_context_t *ctx, uint64_t id, const int
     c->label = label;
     c->state = COHORT_COMM_NEW;
     c->error = COHORT_OK;
+    c->failed_rank = -1;
     cohort_list_init(&c->posted);
     cohort_list_init(&c->unexpected);
     cohort_list_init(&c->held);
@@ -97,21 +100,72 @@ cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *c)
     return COHORT_OK;
 }
 
-void cohort_comm_revoke(cohort_comm_t *c, cohort_status_t status, const char *why)
+int cohort_comm_revoke_local(cohort_comm_t *c, cohort_status_t status, const char *why)
 {
     cohort_list_t *pos, *tmp;
 
     if (c->error != COHORT_OK) {
-        return;
+        return 0;
     }
     c->error = status;
-    cohort_debug(c->ctx, "group '%s' 0x%016llx revoked (%s): %s", c->label,
-                 (unsigned long long)c->id, cohort_strerror(status), why);
+    if (status == COHORT_ERR_PEER_FAILED || status == COHORT_ERR_TIMEOUT) {
+        /* What the user needs to know once per group: the calls that fail say little more. */
+        cohort_warn(c->ctx, "group '%s' 0x%016llx: %s; its operations return %s", c->label,
+                    (unsigned long long)c->id, why, cohort_strerror(status));
+    } else {
+        cohort_debug(c->ctx, "group '%s' 0x%016llx revoked (%s): %s", c->label,
+                     (unsigned long long)c->id, cohort_strerror(status), why);
+    }
     cohort_list_for_each(pos, tmp, &c->requests)
     {
         cohort_request_cancel(cohort_container_of(pos, cohort_request_t, comm_link), status);
     }
     cohort_am_comm_drop(c);
+    return 1;
+}
+
+void cohort_comm_revoke(cohort_comm_t *c, cohort_status_t status, const char *why)
+{
+    if (cohort_comm_revoke_local(c, status, why)) {
+        cohort_notify_revoke(c);
+    }
+}
+
+int cohort_comm_contains(const cohort_comm_t *c, int world_rank)
+{
+    if (c->members == NULL) {
+        return world_rank >= 0 && world_rank < c->size;
+    }
+    for (int i = 0; i < c->size; i++) {
+        if (c->members[i] == world_rank) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void cohort_comm_peer_failed(cohort_context_t *ctx, int world_rank, int tell, const char *why)
+{
+    cohort_list_t *pos, *tmp;
+    char what[192];
+
+    if (ctx->finalizing) {
+        return;
+    }
+    snprintf(what, sizeof(what), "member world rank %d failed: %s", world_rank, why);
+    cohort_list_for_each(pos, tmp, &ctx->comm_list)
+    {
+        cohort_comm_t *c = cohort_container_of(pos, cohort_comm_t, link);
+        if (c->error != COHORT_OK || !cohort_comm_contains(c, world_rank)) {
+            continue;
+        }
+        c->failed_rank = world_rank;
+        if (tell) {
+            cohort_comm_revoke(c, COHORT_ERR_PEER_FAILED, what);
+        } else {
+            cohort_comm_revoke_local(c, COHORT_ERR_PEER_FAILED, what);
+        }
+    }
 }
 
 /* The first-use step is over: the sends it held go on to their peers. */

@@ -24,6 +24,7 @@ struct cohort_comm {
     const char *label;     /* for messages: the group's tag (owned by the group) */
     uint8_t state;         /* cohort_comm_state_t */
     cohort_status_t error; /* COHORT_OK, or what every pending and later operation gets */
+    int failed_rank;       /* the member (world rank) whose failure revoked it, or -1 */
     cohort_pmix_prepare_t *prepare;
     uint32_t coll_seq;        /* collectives posted so far */
     uint32_t *send_seq;       /* [size] P2P messages sent to each member (lazily allocated) */
@@ -54,8 +55,18 @@ static inline int cohort_comm_world_rank(const cohort_comm_t *c, int i)
 cohort_status_t cohort_comm_use(cohort_comm_t *comm);
 /* The per-member point-to-point numbers, made at the first point-to-point message. */
 cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *comm);
-/* Fail every pending and later operation with @a status (the first status sticks). */
+/* Fail every pending and later operation with @a status (the first status sticks), and tell
+ * the other members (notify.h). */
 void cohort_comm_revoke(cohort_comm_t *comm, cohort_status_t status, const char *why);
+/* The same, here only (the members were told by whoever started it). @return 1 when it was
+ * not revoked before. */
+int cohort_comm_revoke_local(cohort_comm_t *comm, cohort_status_t status, const char *why);
+/* World rank @a world_rank failed: revoke every communicator that contains it
+ * (COHORT_ERR_PEER_FAILED), telling their members when @a tell (this rank saw it first-hand);
+ * communicators without it are not touched. */
+void cohort_comm_peer_failed(cohort_context_t *ctx, int world_rank, int tell, const char *why);
+/* 1 when world rank @a world_rank is a member. */
+int cohort_comm_contains(const cohort_comm_t *comm, int world_rank);
 /* Advance first-use steps in flight. @return how many finished. */
 int cohort_comm_progress(cohort_context_t *ctx);
 

@@ -30,6 +30,10 @@ static const cohort_setting_t cohort_settings[] = {
      "worker's event fd"},
     {"COHORT_TIMEOUT", "seconds, 0 = none", "0",
      "every wait returns COHORT_ERR_TIMEOUT after this long, naming what it waited for"},
+    {"COHORT_KEEPALIVE_S", "seconds, 0 = UCX's own (20 s)", "1",
+     "UCX keepalive on every endpoint: a dead peer's endpoint fails within about twice this"},
+    {"COHORT_WATCH_S", "seconds, 0 = never", "1",
+     "a receive that waited this long on a peer with no endpoint wires one, so its death shows"},
     {"COHORT_CHECK", "0 | 1", "0",
      "collectives carry a fingerprint; a mismatch between members is COHORT_ERR_MISMATCH"},
     {"COHORT_LOG", "error | warn | info | debug", "warn", "log level (stderr, per context)"},
@@ -68,6 +72,23 @@ static int cohort_config_choice(const char *value, const char *const *choices)
     return -1;
 }
 
+static cohort_status_t cohort_config_seconds(const char *name, const char *value, const char *zero,
+                                             double *out, char *err, size_t errlen)
+{
+    char *end;
+    double t;
+
+    errno = 0;
+    t = strtod(value, &end);
+    /* Past a year it is a typo, and large values overflow the time arithmetic downstream. */
+    if (errno != 0 || end == value || *end != '\0' || !isfinite(t) || t < 0 || t > 3.2e7) {
+        snprintf(err, errlen, "%s=%s: expected seconds from 0 to 3.2e7 (0: %s)", name, value, zero);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    *out = t;
+    return COHORT_OK;
+}
+
 static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name, const char *value,
                                          char *err, size_t errlen, int *known)
 {
@@ -100,14 +121,11 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         }
         cfg->progress = (cohort_progress_mode_t)idx;
     } else if (strcmp(name, "COHORT_TIMEOUT") == 0) {
-        errno = 0;
-        double t = strtod(value, &end);
-        if (errno != 0 || end == value || *end != '\0' || !isfinite(t) || t < 0) {
-            snprintf(err, errlen, "COHORT_TIMEOUT=%s: expected seconds >= 0 (0: no timeout)",
-                     value);
-            return COHORT_ERR_INVALID_ARG;
-        }
-        cfg->timeout_s = t;
+        return cohort_config_seconds(name, value, "no timeout", &cfg->timeout_s, err, errlen);
+    } else if (strcmp(name, "COHORT_KEEPALIVE_S") == 0) {
+        return cohort_config_seconds(name, value, "UCX's own", &cfg->keepalive_s, err, errlen);
+    } else if (strcmp(name, "COHORT_WATCH_S") == 0) {
+        return cohort_config_seconds(name, value, "never", &cfg->watch_s, err, errlen);
     } else if (strcmp(name, "COHORT_CHECK") == 0) {
         if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
             snprintf(err, errlen, "COHORT_CHECK=%s: expected 0 or 1", value);
@@ -194,6 +212,10 @@ cohort_status_t cohort_config_parse(cohort_config_t *cfg, char *const *envp, cha
     snprintf(cfg->pmix_plugin, sizeof(cfg->pmix_plugin), "dmodex");
     cfg->progress = COHORT_PROGRESS_YIELD;
     cfg->log_level = 1; /* warn */
+    /* UCX's 20 s default let survivors wait 20-40 s for a dead peer (measured); at 1 s an
+     * endpoint's keepalive costs a few messages a second. */
+    cfg->keepalive_s = 1.0;
+    cfg->watch_s = 1.0;
     /* Messages for a group this rank has not created yet are normal for a moment (a peer
      * created it first); kept without bound they are a leak: 64 MiB holds thousands. */
     cfg->orphan_bytes = 64u << 20;

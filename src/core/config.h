@@ -36,6 +36,8 @@ typedef struct {
     char plugin_path[COHORT_CONFIG_PATH_MAX]; /* colon-separated; "" when unset */
     cohort_progress_mode_t progress;
     double timeout_s;    /* 0: no timeout */
+    double keepalive_s;  /* COHORT_KEEPALIVE_S: UCX keepalive interval; 0: UCX's own */
+    double watch_s;      /* COHORT_WATCH_S: wire a peer a receive waited this long on; 0: never */
     int check;           /* COHORT_CHECK: 0 or 1 */
     int log_level;       /* cohort_log_level_t */
     size_t orphan_bytes; /* COHORT_ORPHAN_LIMIT: eager bytes kept for groups not created */

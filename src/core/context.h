@@ -42,14 +42,18 @@ struct cohort_context {
     cohort_list_t looking_up; /* peers whose address lookup is in flight */
     cohort_map_t comms;       /* id -> cohort_comm_t* (live communicators) */
     cohort_list_t comm_list;
-    cohort_list_t preparing;  /* communicators whose first-use exchange is in flight */
-    cohort_map_t orphans;     /* id -> cohort_orphans_t*: messages for groups not created yet */
-    size_t orphan_bytes;      /* eager bytes held there */
-    uint64_t orphans_dropped; /* messages dropped over COHORT_ORPHAN_LIMIT */
-    cohort_map_t poisoned;    /* ids that lost an orphan: the group is revoked at creation */
-    cohort_list_t ready;      /* requests a completion woke, to progress */
-    cohort_list_t requests;   /* every request not yet released (live or user-freed) */
-    cohort_list_t req_free;   /* released request blocks, for reuse */
+    cohort_list_t preparing;    /* communicators whose first-use exchange is in flight */
+    cohort_map_t orphans;       /* id -> cohort_orphans_t*: messages for groups not created yet */
+    size_t orphan_bytes;        /* eager bytes held there */
+    uint64_t orphans_dropped;   /* messages dropped over COHORT_ORPHAN_LIMIT */
+    cohort_map_t poisoned;      /* ids that lost an orphan: the group is revoked at creation */
+    cohort_list_t ready;        /* requests a completion woke, to progress */
+    cohort_list_t notices;      /* revocations to tell members about (notify.c) */
+    cohort_list_t ctl_inflight; /* control messages UCX has not completed */
+    double watch_next;          /* when waits are next looked over (COHORT_WATCH_S) */
+    unsigned watch_tick;
+    cohort_list_t requests; /* every request not yet released (live or user-freed) */
+    cohort_list_t req_free; /* released request blocks, for reuse */
     cohort_scratch_cache_t scratch;
 
     /* Lists the layers above keep here (the core never looks inside). */
@@ -67,7 +71,9 @@ struct cohort_context {
     uint64_t stat_groups;
     uint64_t stat_lookups;
     uint64_t stat_msgs;
-    int in_progress; /* guards against re-entering progress from a callback */
+    uint64_t stat_rejected; /* malformed messages, or from a non-member */
+    uint64_t stat_failed;   /* peers marked failed */
+    int in_progress;        /* guards against re-entering progress from a callback */
     int finalizing;
 };
 

@@ -9,6 +9,7 @@
 #include "core/am.h"
 #include "core/endpoint.h"
 #include "core/log.h"
+#include "core/notify.h"
 #include "core/progress.h"
 #include "core/time.h"
 
@@ -32,6 +33,7 @@ cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank)
     peer->rank = rank;
     peer->state = COHORT_PEER_NONE;
     cohort_list_init(&peer->pending);
+    cohort_list_init(&peer->ctl_pending);
     cohort_list_init(&peer->link);
     if (cohort_map_put(&ctx->peers, (uint64_t)rank + 1, peer) != COHORT_OK) {
         cohort_error(ctx, "out of memory adding peer %d", rank);
@@ -58,7 +60,8 @@ static void cohort_endpoint_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status
     cohort_peer_fail(peer, cohort_ucs_status(status), ucs_status_string(status));
 }
 
-void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why)
+static void cohort_peer_fail_as(cohort_peer_t *peer, cohort_status_t status, const char *why,
+                                int tell)
 {
     cohort_context_t *ctx = peer->ctx;
     cohort_list_t *pos, *tmp;
@@ -69,7 +72,11 @@ void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *w
     if (peer->state == COHORT_PEER_LOOKING_UP) {
         cohort_list_del(&peer->link);
     }
+    if (peer->state != COHORT_PEER_FAILED) {
+        ctx->stat_failed++;
+    }
     peer->state = COHORT_PEER_FAILED;
+    cohort_ctl_drop(peer);
     peer->error = status;
     /* Quiet when nothing waited on the peer; the transfers that fail say so. */
     cohort_debug(ctx, "peer %d failed: %s", peer->rank, why);
@@ -82,6 +89,19 @@ void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *w
         cohort_xfer_finish(x, status);
     }
     cohort_am_fail_peer(ctx, peer->rank, status, why);
+    if (peer->rank != ctx->rank) {
+        cohort_comm_peer_failed(ctx, peer->rank, tell, why);
+    }
+}
+
+void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why)
+{
+    cohort_peer_fail_as(peer, status, why, 1);
+}
+
+void cohort_peer_fail_reported(cohort_peer_t *peer, const char *why)
+{
+    cohort_peer_fail_as(peer, COHORT_ERR_PEER_FAILED, why, 0);
 }
 
 static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr)
@@ -121,6 +141,7 @@ static void cohort_peer_flush(cohort_peer_t *peer)
         x->waiting = 0;
         cohort_xfer_issue(x, peer);
     }
+    cohort_ctl_flush(peer);
 }
 
 void cohort_peer_want(cohort_peer_t *peer)
@@ -319,6 +340,7 @@ void cohort_peer_table_cleanup(cohort_context_t *ctx)
     {
         cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
         cohort_list_del(&peer->all_link);
+        cohort_ctl_drop(peer);
         free(peer);
     }
     cohort_map_cleanup(&ctx->peers);
@@ -329,16 +351,25 @@ static int cohort_int_cmp(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max)
+static int cohort_peer_is_wired(const cohort_peer_t *peer)
+{
+    return peer->ep != NULL;
+}
+
+static int cohort_peer_is_failed(const cohort_peer_t *peer)
+{
+    return peer->state == COHORT_PEER_FAILED;
+}
+
+/* The world ranks of the peers @a pick selects, ascending. */
+static int cohort_peer_ranks(const cohort_context_t *ctx, int (*pick)(const cohort_peer_t *),
+                             int *world_ranks, int max)
 {
     const cohort_list_t *pos;
     int n = 0, *all;
 
-    if (cohort_context_check(ctx, "cohort_wired_peers: ctx") != COHORT_OK) {
-        return 0;
-    }
     for (pos = ctx->peer_list.next; pos != &ctx->peer_list; pos = pos->next) {
-        n += cohort_container_of(pos, cohort_peer_t, all_link)->ep != NULL;
+        n += pick(cohort_container_of(pos, cohort_peer_t, all_link));
     }
     if (world_ranks == NULL || max <= 0 || n == 0) {
         return n;
@@ -350,7 +381,7 @@ int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max)
     n = 0;
     for (pos = ctx->peer_list.next; pos != &ctx->peer_list; pos = pos->next) {
         const cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
-        if (peer->ep != NULL) {
+        if (pick(peer)) {
             all[n++] = peer->rank;
         }
     }
@@ -358,6 +389,22 @@ int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max)
     memcpy(world_ranks, all, (size_t)(n < max ? n : max) * sizeof(int));
     free(all);
     return n;
+}
+
+int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max)
+{
+    if (cohort_context_check(ctx, "cohort_wired_peers: ctx") != COHORT_OK) {
+        return 0;
+    }
+    return cohort_peer_ranks(ctx, cohort_peer_is_wired, world_ranks, max);
+}
+
+int cohort_failed_ranks(const cohort_context_t *ctx, int *world_ranks, int max)
+{
+    if (cohort_context_check(ctx, "cohort_failed_ranks: ctx") != COHORT_OK) {
+        return 0;
+    }
+    return cohort_peer_ranks(ctx, cohort_peer_is_failed, world_ranks, max);
 }
 
 /* Pull "tl/dev" names out of ucp_ep_print_info's lane lines. */
@@ -470,6 +517,8 @@ cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
     stats->endpoints = (uint64_t)cohort_wired_peers(ctx, NULL, 0);
     stats->messages_sent = ctx->stat_msgs;
     stats->messages_dropped = ctx->orphans_dropped;
+    stats->messages_rejected = ctx->stat_rejected;
+    stats->peers_failed = ctx->stat_failed;
     stats->pmix_plugin = ctx->singleton ? "singleton" : ctx->plugin->name;
     stats->progress = cohort_progress_mode_name(ctx->cfg.progress);
     return COHORT_OK;

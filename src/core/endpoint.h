@@ -28,9 +28,10 @@ struct cohort_peer {
     cohort_status_t error; /* why it is FAILED */
     double start;          /* when wiring began */
     float wire_us;
-    int inflight;          /* UCX sends on ep not completed yet */
-    cohort_list_t pending; /* sends waiting for the endpoint (cohort_xfer_t) */
-    cohort_list_t link;    /* in ctx->looking_up */
+    int inflight;              /* UCX sends on ep not completed yet */
+    cohort_list_t pending;     /* sends waiting for the endpoint (cohort_xfer_t) */
+    cohort_list_t ctl_pending; /* control messages waiting for it (notify.c) */
+    cohort_list_t link;        /* in ctx->looking_up */
     cohort_list_t all_link;
 };
 
@@ -40,8 +41,12 @@ cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank);
 void cohort_peer_want(cohort_peer_t *peer);
 /* Advance lookups in flight; wire and flush the peers whose address arrived. */
 int cohort_peer_progress(cohort_context_t *ctx);
-/* The peer is gone: fail what waits on it. */
+/* The peer is gone, seen here: fail what waits on it, revoke the communicators that contain
+ * it and tell their members. */
 void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why);
+/* The same, on another member's word: its communicators are revoked here only. */
+void cohort_peer_fail_reported(cohort_peer_t *peer, const char *why);
+
 /* Close the endpoint now, cancelling what UCX still does on it; the peer may be wired again. */
 void cohort_peer_force_close(cohort_peer_t *peer, const char *why);
 /* Finalize: goodbye to every wired peer, then close all endpoints at once (bounded). */

@@ -3,6 +3,7 @@
 #include <time.h>
 #include "core/comm.h"
 #include "core/endpoint.h"
+#include "core/notify.h"
 #include "core/progress.h"
 #include "core/request.h"
 
@@ -21,6 +22,7 @@ int cohort_progress(cohort_context_t *ctx)
     if (!cohort_list_empty(&ctx->preparing)) {
         n += cohort_comm_progress(ctx);
     }
+    n += cohort_notify_progress(ctx);
     /* Only what a completion woke; a request progressed here may wake itself again (a send
      * that completed at once), and is then taken again in this pass. */
     while (!cohort_list_empty(&ctx->ready)) {

@@ -35,6 +35,7 @@ typedef struct cohort_xfer {
     void *buf;
     size_t len; /* send: bytes; recv: capacity */
     size_t received;
+    double since; /* recv: when it was posted (COHORT_WATCH_S) */
     cohort_status_t status;
     void *ucx_req;                    /* UCX request while in flight */
     cohort_peer_t *ucx_peer;          /* whose endpoint that request uses */

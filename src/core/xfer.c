@@ -60,11 +60,12 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
 void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
 {
     cohort_request_t *req = x->req;
+    cohort_peer_t *peer = x->ucx_peer;
 
     x->ucx_req = NULL;
     ucp_request_free(ucx_req);
-    if (x->ucx_peer != NULL) {
-        x->ucx_peer->inflight--;
+    if (peer != NULL) {
+        peer->inflight--;
         x->ucx_peer = NULL;
     }
     if (ucs != UCS_OK && ucs != UCS_ERR_CANCELED && !x->done) {
@@ -74,6 +75,11 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
     }
     req->inflight--;
     cohort_xfer_finish(x, cohort_ucs_status(ucs));
+    if (peer != NULL && cohort_ucs_status(ucs) == COHORT_ERR_PEER_FAILED &&
+        peer->state == COHORT_PEER_WIRED) {
+        /* UCX may fail the send before it fails the endpoint (or never, over shared memory). */
+        cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, ucs_status_string(ucs));
+    }
     if (req->user_freed && req->inflight == 0) {
         cohort_request_release(req);
     }
@@ -121,6 +127,10 @@ void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer)
     if (cohort_xfer_ucx_started(x, r)) {
         x->ucx_peer = peer;
         peer->inflight++;
+    } else if (UCS_PTR_IS_ERR(r) &&
+               cohort_ucs_status(UCS_PTR_STATUS(r)) == COHORT_ERR_PEER_FAILED &&
+               peer->state == COHORT_PEER_WIRED) {
+        cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, ucs_status_string(UCS_PTR_STATUS(r)));
     }
 }
 
@@ -190,6 +200,7 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     hdr.src = c->rank;
     hdr.tag = tag;
     hdr.fp = fp;
+    hdr.wsrc = req->ctx->rank;
     hdr.kind = kind;
     cohort_am_hdr_encode(&hdr, x->hdr);
     cohort_list_push(&req->xfers, &x->req_link);

@@ -3,6 +3,10 @@
 #   /* run: 4 */                          4 ranks
 #   /* run: 2 COHORT_PMIX_PLUGIN=fence */  2 ranks with an environment setting
 #   /* run: singleton */                  no launcher at all
+#   /* run: 8 --enable-recovery X=1 */     words starting with -- go to mpirun
+#   /* run: 8 --expect-passed=7 ... */     7 ranks must print "rank N: rank passed" (where
+#                                          ranks may die, mpirun --enable-recovery exits 0
+#                                          whatever its ranks returned)
 # every run under a timeout, so a hang fails the test instead of stalling CI.
 prog=$1
 name=$(basename "$prog")
@@ -24,10 +28,31 @@ echo "$runs" | while read -r np envs; do
         env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 $envs \
             timeout -k 5 "$limit" "$prog" || exit 1
     else
+        opts=
+        vars=
+        expect=
+        for w in $envs; do
+            case $w in
+            --expect-passed=*) expect=${w#--expect-passed=} ;;
+            --*) opts="$opts $w" ;;
+            *) vars="$vars $w" ;;
+            esac
+        done
+        out=$(mktemp)
         # shellcheck disable=SC2086
-        timeout -k 5 "$limit" env $envs "$mpirun" $root --oversubscribe --bind-to none \
-            -x COHORT_PLUGIN_PATH -x TEST_SRCDIR -np "$np" "$prog" </dev/null || {
-            rc=$?
+        timeout -k 5 "$limit" env $vars "$mpirun" $root --oversubscribe --bind-to none $opts \
+            -x COHORT_PLUGIN_PATH -x TEST_SRCDIR -np "$np" "$prog" </dev/null >"$out" 2>&1
+        rc=$?
+        cat "$out"
+        if [ $rc = 0 ] && [ -n "$expect" ]; then
+            got=$(grep -c ': rank passed$' "$out")
+            [ "$got" = "$expect" ] || {
+                echo "== $name: $np $envs: $got ranks passed, expected $expect"
+                rc=1
+            }
+        fi
+        rm -f "$out"
+        [ $rc = 0 ] || {
             echo "== $name: $np $envs failed (rc $rc; 124 or 137: timed out after $limit s)"
             # mpirun may die before its ranks: leave no rank behind to load the machine. Only
             # this tree's ranks: another checkout's run of the same test is not ours to kill.

@@ -22,6 +22,7 @@ START_TEST(test_defaults)
     ck_assert_str_eq(cfg.pmix_plugin, "dmodex");
     ck_assert_int_eq(cfg.progress, COHORT_PROGRESS_YIELD);
     ck_assert(cfg.timeout_s == 0);
+    ck_assert(cfg.keepalive_s == 1.0 && cfg.watch_s == 1.0);
     ck_assert_int_eq(cfg.check, 0);
     ck_assert_int_eq(cfg.log_level, 1);
     ck_assert_str_eq(cfg.plugin_path, "");
@@ -38,6 +39,8 @@ START_TEST(test_values)
     char *env[] = {"COHORT_PMIX_PLUGIN=fence",
                    "COHORT_PROGRESS=block",
                    "COHORT_TIMEOUT=2.5",
+                   "COHORT_KEEPALIVE_S=0.5",
+                   "COHORT_WATCH_S=0",
                    "COHORT_CHECK=1",
                    "COHORT_LOG=debug",
                    "COHORT_PLUGIN_PATH=/a:/b",
@@ -49,6 +52,8 @@ START_TEST(test_values)
     ck_assert_str_eq(cfg.pmix_plugin, "fence");
     ck_assert_int_eq(cfg.progress, COHORT_PROGRESS_BLOCK);
     ck_assert(cfg.timeout_s == 2.5);
+    ck_assert(cfg.keepalive_s == 0.5);
+    ck_assert(cfg.watch_s == 0);
     ck_assert_int_eq(cfg.check, 1);
     ck_assert_int_eq(cfg.log_level, 3);
     ck_assert_str_eq(cfg.plugin_path, "/a:/b");
@@ -87,6 +92,10 @@ START_TEST(test_bad_values_named)
         {"COHORT_TIMEOUT=5s", "COHORT_TIMEOUT"},
         {"COHORT_TIMEOUT=", "COHORT_TIMEOUT"},
         {"COHORT_TIMEOUT=inf", "COHORT_TIMEOUT"},
+        {"COHORT_TIMEOUT=1e40", "COHORT_TIMEOUT"},
+        {"COHORT_KEEPALIVE_S=-1", "COHORT_KEEPALIVE_S"},
+        {"COHORT_KEEPALIVE_S=1s", "COHORT_KEEPALIVE_S"},
+        {"COHORT_WATCH_S=nan", "COHORT_WATCH_S"},
         {"COHORT_CHECK=yes", "COHORT_CHECK"},
         {"COHORT_LOG=verbose", "COHORT_LOG"},
         {"COHORT_ALGO_ALLREDUCE=", "COHORT_ALGO_ALLREDUCE"},
@@ -148,11 +157,12 @@ START_TEST(test_settings_listed)
 {
     static const char *const parsed[] = {
         "COHORT_PMIX_PLUGIN", "COHORT_PLUGIN_PATH", "COHORT_PROGRESS",     "COHORT_TIMEOUT",
-        "COHORT_CHECK",       "COHORT_LOG",         "COHORT_ORPHAN_LIMIT", "COHORT_FAULT"};
+        "COHORT_CHECK",       "COHORT_LOG",         "COHORT_ORPHAN_LIMIT", "COHORT_FAULT",
+        "COHORT_KEEPALIVE_S", "COHORT_WATCH_S"};
     int n = cohort_setting_count(), found;
     cohort_setting_t info;
 
-    ck_assert_int_ge(n, 8);
+    ck_assert_int_ge(n, 10);
     ck_assert_int_eq(cohort_setting_info(n, &info), COHORT_ERR_INVALID_ARG);
     ck_assert_int_eq(cohort_setting_info(0, NULL), COHORT_ERR_INVALID_ARG);
     for (int i = 0; i < n; i++) {

@@ -12,6 +12,7 @@ START_TEST(test_roundtrip)
                           .src = 12345,
                           .tag = -7,
                           .fp = 0xdeadbeefu,
+                          .wsrc = 70000,
                           .kind = COHORT_MSG_COLL};
     cohort_am_hdr_t out;
     uint8_t buf[COHORT_AM_HDR_BYTES];
@@ -24,6 +25,7 @@ START_TEST(test_roundtrip)
     ck_assert_int_eq(out.src, in.src);
     ck_assert_int_eq(out.tag, in.tag);
     ck_assert_uint_eq(out.fp, in.fp);
+    ck_assert_int_eq(out.wsrc, in.wsrc);
     ck_assert_uint_eq(out.kind, in.kind);
 }
 END_TEST
@@ -36,6 +38,7 @@ START_TEST(test_wire_layout)
                           .src = 1,
                           .tag = 2,
                           .fp = 3,
+                          .wsrc = 4,
                           .kind = COHORT_MSG_P2P};
     uint8_t buf[COHORT_AM_HDR_BYTES];
 
@@ -49,6 +52,7 @@ START_TEST(test_wire_layout)
     ck_assert_uint_eq(buf[16], 1);
     ck_assert_uint_eq(buf[20], 2);
     ck_assert_uint_eq(buf[24], 3);
+    ck_assert_uint_eq(buf[28], 4);
 }
 END_TEST
 
@@ -65,6 +69,19 @@ START_TEST(test_rejects_bad_headers)
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
     buf[0] ^= 0xff;
     buf[1] = 99;
+    ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
+    buf[1] = 0;
+    ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
+    buf[1] = COHORT_MSG_REVOKE;
+    ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), 0);
+    /* The padding must be zero, and no rank is negative. */
+    buf[2] = 1;
+    ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
+    buf[2] = 0;
+    buf[19] = 0x80;
+    ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
+    buf[19] = 0;
+    buf[31] = 0x80;
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
 }
 END_TEST

@@ -1,0 +1,265 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/am.h"
+#include "core/endpoint.h"
+#include "core/log.h"
+#include "core/notify.h"
+#include "core/time.h"
+
+/* One tree to pass on: in this rank's revoked communicator @a gid, rooted at group rank
+ * @a root. */
+typedef struct {
+    cohort_list_t link; /* in ctx->notices */
+    uint64_t gid;
+    int root;
+    int dead; /* world rank, or -1 */
+    cohort_status_t status;
+} cohort_notice_t;
+
+/* A header-only control message; UCX reads hdr until the send completes. */
+typedef struct {
+    cohort_list_t link; /* in peer->ctl_pending, or ctx->ctl_inflight */
+    cohort_peer_t *peer;
+    uint8_t hdr[COHORT_AM_HDR_BYTES];
+} cohort_ctl_t;
+
+/* How often waits are looked over for peers to watch, at most. */
+#define COHORT_WATCH_SCAN_S 0.1
+
+static void cohort_notice_queue(cohort_comm_t *c, int root)
+{
+    cohort_notice_t *n;
+
+    if (c->size < 2 || c->ctx->finalizing) {
+        return;
+    }
+    n = malloc(sizeof(*n));
+    if (n == NULL) {
+        /* The members still learn of it: from their own waits, their watch, their timeout. */
+        cohort_error(c->ctx, "out of memory telling group 0x%016llx it is revoked",
+                     (unsigned long long)c->id);
+        return;
+    }
+    n->gid = c->id;
+    n->root = root;
+    n->dead = c->failed_rank;
+    n->status = c->error;
+    cohort_list_push(&c->ctx->notices, &n->link);
+}
+
+void cohort_notify_revoke(cohort_comm_t *c)
+{
+    cohort_notice_queue(c, c->rank);
+}
+
+void cohort_notify_recv(cohort_comm_t *c, const cohort_am_hdr_t *h)
+{
+    cohort_context_t *ctx = c->ctx;
+    cohort_status_t status = (cohort_status_t)(int32_t)h->fp;
+    char why[160];
+
+    if (h->seq >= (uint32_t)c->size || h->tag < -1 || h->tag >= ctx->size) {
+        ctx->stat_rejected++;
+        cohort_debug(ctx, "group 0x%016llx: malformed revoke from rank %d dropped",
+                     (unsigned long long)c->id, h->src);
+        return;
+    }
+    if (status != COHORT_ERR_PEER_FAILED && status != COHORT_ERR_MISMATCH &&
+        status != COHORT_ERR_TIMEOUT && status != COHORT_ERR_NO_MEMORY) {
+        status = COHORT_ERR_REVOKED;
+    }
+    if (h->tag >= 0) {
+        snprintf(why, sizeof(why), "world rank %d failed (told by world rank %d)", h->tag, h->wsrc);
+    } else {
+        snprintf(why, sizeof(why), "world rank %d revoked it (%s)", h->wsrc,
+                 cohort_strerror(status));
+    }
+    if (c->error == COHORT_OK) {
+        c->failed_rank = h->tag;
+        cohort_comm_revoke_local(c, status, why);
+    }
+    cohort_notice_queue(c, (int)h->seq);
+    if (h->tag >= 0 && h->tag != ctx->rank) {
+        cohort_peer_t *peer = cohort_peer_get(ctx, h->tag);
+        if (peer != NULL && peer->state != COHORT_PEER_FAILED && peer->state != COHORT_PEER_LEFT) {
+            cohort_peer_fail_reported(peer, why);
+        }
+    }
+}
+
+static void cohort_ctl_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
+{
+    cohort_ctl_t *m = user_data;
+
+    m->peer->inflight--;
+    cohort_list_del(&m->link);
+    free(m);
+    ucp_request_free(ucx_req);
+}
+
+static void cohort_ctl_issue(cohort_ctl_t *m)
+{
+    cohort_peer_t *peer = m->peer;
+    ucp_request_param_t param;
+    void *r;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = cohort_ctl_sent;
+    param.user_data = m;
+    r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, m->hdr, sizeof(m->hdr), NULL, 0, &param);
+    peer->ctx->stat_msgs++;
+    if (UCS_PTR_IS_PTR(r)) {
+        peer->inflight++;
+        cohort_list_push(&peer->ctx->ctl_inflight, &m->link);
+        return;
+    }
+    free(m);
+}
+
+/* @return 0 when sent or queued for the endpoint; -1 when the peer cannot take it. */
+static int cohort_ctl_send(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h)
+{
+    cohort_peer_t *peer = cohort_peer_get(ctx, world_rank);
+    cohort_ctl_t *m;
+
+    if (peer == NULL || peer->state == COHORT_PEER_FAILED || peer->state == COHORT_PEER_LEFT) {
+        return -1;
+    }
+    m = malloc(sizeof(*m));
+    if (m == NULL) {
+        return -1;
+    }
+    m->peer = peer;
+    cohort_am_hdr_encode(h, m->hdr);
+    cohort_list_init(&m->link);
+    cohort_peer_want(peer);
+    if (peer->state == COHORT_PEER_WIRED) {
+        cohort_ctl_issue(m);
+    } else if (peer->state == COHORT_PEER_LOOKING_UP) {
+        cohort_list_push(&peer->ctl_pending, &m->link);
+    } else {
+        free(m);
+        return -1;
+    }
+    return 0;
+}
+
+void cohort_ctl_flush(cohort_peer_t *peer)
+{
+    while (!cohort_list_empty(&peer->ctl_pending) && peer->state == COHORT_PEER_WIRED) {
+        cohort_ctl_t *m = cohort_container_of(peer->ctl_pending.next, cohort_ctl_t, link);
+        cohort_list_del(&m->link);
+        cohort_ctl_issue(m);
+    }
+}
+
+void cohort_ctl_drop(cohort_peer_t *peer)
+{
+    while (!cohort_list_empty(&peer->ctl_pending)) {
+        cohort_ctl_t *m = cohort_container_of(peer->ctl_pending.next, cohort_ctl_t, link);
+        cohort_list_del(&m->link);
+        free(m);
+    }
+}
+
+/* Tell the children of relative rank @a rel in the tree rooted at @a root; a child that
+ * cannot be told (failed, gone) has its own children told instead. */
+static void cohort_notify_subtree(cohort_comm_t *c, const cohort_am_hdr_t *h, int root, int rel,
+                                  int dead)
+{
+    int n = c->size;
+    int low = rel == 0 ? n : (rel & -rel);
+
+    for (int mask = 1; mask < low && rel + mask < n; mask <<= 1) {
+        int child = rel + mask;
+        int w = cohort_comm_world_rank(c, (root + child) % n);
+
+        if (w == dead || cohort_ctl_send(c->ctx, w, h) != 0) {
+            cohort_notify_subtree(c, h, root, child, dead);
+        }
+    }
+}
+
+static void cohort_notice_send(cohort_context_t *ctx, const cohort_notice_t *n)
+{
+    cohort_comm_t *c = cohort_map_get(&ctx->comms, n->gid);
+    cohort_am_hdr_t h;
+
+    if (c == NULL) {
+        return; /* freed meanwhile: its members are told by the others */
+    }
+    memset(&h, 0, sizeof(h));
+    h.kind = COHORT_MSG_REVOKE;
+    h.gid = c->id;
+    h.seq = (uint32_t)n->root;
+    h.src = c->rank;
+    h.wsrc = ctx->rank;
+    h.tag = n->dead;
+    h.fp = (uint32_t)n->status;
+    cohort_notify_subtree(c, &h, n->root, (c->rank - n->root + c->size) % c->size, n->dead);
+}
+
+static void cohort_notify_watch(cohort_context_t *ctx, double now)
+{
+    cohort_list_t *cpos, *ctmp, *pos, *tmp;
+
+    cohort_list_for_each(cpos, ctmp, &ctx->comm_list)
+    {
+        cohort_comm_t *c = cohort_container_of(cpos, cohort_comm_t, link);
+        cohort_list_for_each(pos, tmp, &c->posted)
+        {
+            cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
+            cohort_peer_t *peer;
+
+            if (now - x->since < ctx->cfg.watch_s) {
+                continue;
+            }
+            peer = cohort_peer_get(ctx, cohort_comm_world_rank(c, x->peer));
+            if (peer != NULL && peer->state == COHORT_PEER_NONE) {
+                cohort_debug(ctx,
+                             "watching world rank %d: a receive from it has waited %.1f s "
+                             "(COHORT_WATCH_S)",
+                             peer->rank, now - x->since);
+                cohort_peer_want(peer);
+            }
+        }
+    }
+}
+
+int cohort_notify_progress(cohort_context_t *ctx)
+{
+    int n = 0;
+
+    while (!cohort_list_empty(&ctx->notices)) {
+        cohort_notice_t *notice = cohort_container_of(ctx->notices.next, cohort_notice_t, link);
+        cohort_list_del(&notice->link);
+        cohort_notice_send(ctx, notice);
+        free(notice);
+        n++;
+    }
+    /* The clock is read every few passes only: a pass of the small-message path is ~100 ns. */
+    if (ctx->cfg.watch_s > 0 && !ctx->finalizing && (++ctx->watch_tick & 63) == 0) {
+        double now = cohort_time_now();
+        if (now >= ctx->watch_next) {
+            ctx->watch_next = now + COHORT_WATCH_SCAN_S;
+            cohort_notify_watch(ctx, now);
+        }
+    }
+    return n;
+}
+
+void cohort_notify_cleanup(cohort_context_t *ctx)
+{
+    while (!cohort_list_empty(&ctx->notices)) {
+        cohort_notice_t *n = cohort_container_of(ctx->notices.next, cohort_notice_t, link);
+        cohort_list_del(&n->link);
+        free(n);
+    }
+    while (!cohort_list_empty(&ctx->ctl_inflight)) {
+        cohort_ctl_t *m = cohort_container_of(ctx->ctl_inflight.next, cohort_ctl_t, link);
+        cohort_list_del(&m->link);
+        free(m);
+    }
+}

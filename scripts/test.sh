@@ -2,8 +2,8 @@
 # The whole test suite: install what is missing, build with warnings as errors, run make check
 # (Check unit suites and multi-rank programs under mpirun with timeouts), check that an
 # application builds against an installed cohort with pkg-config alone, then rebuild with
-# AddressSanitizer and UndefinedBehaviorSanitizer and run the unit suites and a few
-# multi-rank programs under them; last, the launcher and multi-host tests
+# AddressSanitizer and UndefinedBehaviorSanitizer and run the whole suite again under them,
+# fuzz the parsers of outside input (scripts/fuzz.sh); last, the launcher and multi-host tests
 # (scripts/launch-tests.sh).
 set -eu
 cd "$(dirname "$0")/.."
@@ -11,12 +11,14 @@ start=$(date +%s)
 scripts/setup.sh --enable-werror
 scripts/check-layers.sh
 # Tests run one at a time: the multi-rank ones oversubscribe the cores already.
-if ! make check; then
+check_all() {
+    make check && return 0
     for f in tests/unit/*.log tests/mpi/*.log; do
         [ -f "$f" ] && grep -q "^FAIL\|failed" "$f" && { echo "==== $f"; tail -40 "$f"; }
     done
     exit 1
-fi
+}
+check_all
 grep -h "^[0-9]*%: Checks" tests/unit/*.log || true
 
 echo "== install + pkg-config link check"
@@ -28,19 +30,25 @@ PKG_CONFIG_PATH="$dest$prefix/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
 LD_LIBRARY_PATH="$dest$prefix/lib" COHORT_PLUGIN_PATH="$dest$prefix/lib/cohort" "$dest/example"
 rm -rf "$dest"
 
-echo "== python: tests/python under mpirun with /usr/bin/python3, then the installed package"
-missing=
-for p in python3 python3-numpy python3-torch; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
+# Packages only some phases need: installed when missing; a phase whose packages could not be
+# installed says so (its tests SKIP, or it fails where they are required).
+install_missing() {
+    missing=
+    for p in "$@"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+    done
+    [ -n "$missing" ] || return 0
     echo "test.sh: installing$missing"
     sudo=
     [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo apt-get update -q
+    # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing \
         || echo "test.sh: could not install$missing: the tests that need them will SKIP"
-fi
+}
+
+echo "== python: tests/python under mpirun with /usr/bin/python3, then the installed package"
+install_missing python3 python3-numpy python3-torch
 tests/python/run.sh
 dest=$(mktemp -d)
 make install DESTDIR="$dest" >/dev/null
@@ -70,15 +78,15 @@ cp -a . "$san/src"
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
     # Sanitized ranks run several times slower: a longer bound per run.
     export TEST_TIMEOUT=300
-    # The engine's lifetime tests belong here most: a freed request's buffer, handles used after
-    # free or finalize, finalize with transfers in flight.
-    make check TESTS="tests/unit/check_group_id tests/unit/check_config tests/unit/check_header \
-tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/unit/check_select \
-tests/unit/check_api_tables tests/unit/check_layout_megatron tests/mpi/p2p tests/mpi/groups \
-tests/mpi/bad_input tests/mpi/coll_reduce tests/mpi/misuse tests/mpi/free_inflight \
-tests/mpi/two_contexts tests/mpi/finalize_peer tests/mpi/faults tests/mpi/orphans"
+    # The whole suite, the engine's lifetime tests among it (a freed request's buffer, handles
+    # used after free or finalize, finalize with transfers in flight, dead peers).
+    check_all
 )
 rm -rf "$san"
+
+echo "== fuzzing (libFuzzer: header decoder, layout spec, COHORT_* settings)"
+install_missing clang
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh
 
 # Other launchers and hosts (tests/launch), on the tree built above: srun under a one-node
 # Slurm, a link cut between two network-namespace hosts; the multi-host suite only with

@@ -10,10 +10,11 @@ static void cohort_p2p_describe(const cohort_request_t *req, char *buf, size_t l
 {
     const cohort_comm_t *c = req->comm;
 
-    snprintf(buf, len, "%s group rank %d (world %d) tag %d, %zu bytes, on group 0x%016llx",
+    snprintf(buf, len, "%s group rank %d (world %d) tag %d, %zu bytes, on group '%s' 0x%016llx%s",
              req->xfer.is_send ? "send to" : "receive from", req->xfer.peer,
              c ? cohort_comm_world_rank(c, req->xfer.peer) : -1, req->xfer.tag, req->xfer.len,
-             (unsigned long long)(c ? c->id : 0));
+             c ? c->label : "?", (unsigned long long)(c ? c->id : 0),
+             req->xfer.is_send ? "" : ": not yet heard from it");
 }
 
 /* Done when its one transfer is: no progress step of its own. */

@@ -141,7 +141,19 @@ static cohort_status_t cohort_coll_validate(const cohort_comm_t *g, cohort_coll_
 
 static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
 {
-    cohort_status_t status = cohort_coll_base(req)->algo->progress(req);
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status;
+
+    if (b->check != NULL && b->check->active) {
+        status = cohort_coll_check_progress(req, b->check);
+        if (status == COHORT_OK) {
+            status = b->algo->start(req);
+        }
+        if (status != COHORT_OK) {
+            return status;
+        }
+    }
+    status = b->algo->progress(req);
 
     /* A collective that fails has spent its number on this rank and maybe not on the others:
      * they are out of step, and the group says so from now on. A mismatch is reported alike
@@ -162,25 +174,40 @@ static void cohort_coll_ops_release(cohort_request_t *req)
     }
 }
 
+/* Append the members this request's unfinished transfers of one direction wait on. */
+static size_t cohort_coll_describe_peers(const cohort_request_t *req, int sends, char *buf,
+                                         size_t len, size_t used)
+{
+    const cohort_coll_base_t *b = (const cohort_coll_base_t *)req->state;
+    const cohort_comm_t *g = req->comm;
+    int n = 0;
+
+    for (int i = 0; i < b->nxfers && used < len; i++) {
+        const cohort_xfer_t *x = &b->xfers[i];
+        if (x->req != req || x->done || x->is_send != sends) {
+            continue;
+        }
+        used += (size_t)snprintf(
+            buf + used, len - used, "%s%s group rank %d (world %d)", n == 0 ? "; " : ",",
+            n == 0 ? (sends ? "sends not finished to" : "not yet heard from") : "", x->peer,
+            g ? cohort_comm_world_rank(g, x->peer) : -1);
+        n++;
+    }
+    return used;
+}
+
 static void cohort_coll_ops_describe(const cohort_request_t *req, char *buf, size_t len)
 {
     const cohort_coll_base_t *b = (const cohort_coll_base_t *)req->state;
     const cohort_comm_t *g = req->comm;
-    int peer = -1;
+    size_t used;
 
-    for (int i = 0; i < b->nxfers; i++) {
-        const cohort_xfer_t *x = &b->xfers[i];
-        if (x->req == req && !x->done) {
-            peer = x->peer;
-            break;
-        }
-    }
-    snprintf(buf, len,
-             "%s (%s, collective #%u) on group 0x%016llx, step %d, peer group rank %d "
-             "(world %d)",
-             cohort_coll_names[b->args.coll], b->algo->name, b->seq,
-             (unsigned long long)(g ? g->id : 0), b->step, peer,
-             g && peer >= 0 ? cohort_comm_world_rank(g, peer) : -1);
+    used = (size_t)snprintf(buf, len, "%s (%s, collective #%u) on group '%s' 0x%016llx, step %d",
+                            cohort_coll_names[b->args.coll], b->algo->name, b->seq,
+                            g ? g->label : "?", (unsigned long long)(g ? g->id : 0), b->step);
+    /* The receives first: the members not heard from are the ones to look at. */
+    used = cohort_coll_describe_peers(req, 0, buf, len, used);
+    cohort_coll_describe_peers(req, 1, buf, len, used);
 }
 
 /* A collective cancelled half way leaves the other members waiting on steps this rank will
@@ -227,6 +254,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     cohort_request_t *req;
     cohort_coll_base_t *b;
     cohort_status_t status;
+    size_t size;
 
     if (req_p == NULL) {
         cohort_error(g->ctx, "cohort_i%s: req is NULL", cohort_coll_names[a.coll]);
@@ -245,11 +273,17 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         cohort_error(g->ctx, "cohort_%s: no algorithm available", cohort_coll_names[a.coll]);
         return COHORT_ERR_UNSUPPORTED;
     }
-    req = cohort_request_alloc(g, &cohort_coll_ops, algo->state_size(&a, g->size));
+    /* Under COHORT_CHECK the agreement's state follows the algorithm's, aligned. */
+    size = (algo->state_size(&a, g->size) + 63) & ~(size_t)63;
+    req = cohort_request_alloc(g, &cohort_coll_ops,
+                               size + (g->ctx->cfg.check ? cohort_coll_check_size() : 0));
     if (req == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
     b = cohort_coll_base(req);
+    if (g->ctx->cfg.check) {
+        b->check = (cohort_coll_check_t *)((char *)req->state + size);
+    }
     b->algo = algo;
     b->args = a;
     /* Every member numbers its collectives on a group alike, so (seq, step) names one
@@ -258,7 +292,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     b->seq = g->coll_seq++;
     b->fp = cohort_coll_fingerprint(&a);
     cohort_coll_announce(g, &a, algo);
-    status = algo->start(req);
+    status = b->check != NULL ? cohort_coll_check_start(req, b->check) : algo->start(req);
     if (status != COHORT_OK) {
         cohort_request_cancel(req, status);
         cohort_comm_revoke(g, status, "a collective failed to start");

@@ -55,6 +55,21 @@ typedef struct cohort_coll_algo {
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
 } cohort_coll_algo_t;
 
+/* COHORT_CHECK=1: the members' agreement on a collective's arguments (check.c). */
+#define COHORT_CHECK_FIELDS 5
+typedef struct {
+    int64_t lo[COHORT_CHECK_FIELDS], hi[COHORT_CHECK_FIELDS];
+} cohort_coll_check_vals_t;
+
+typedef struct {
+    int active; /* the agreement is under way; the algorithm has not started */
+    int round, dist;
+    uint32_t fp; /* the collective's fingerprint, set aside while the agreement runs */
+    int64_t mine[COHORT_CHECK_FIELDS];
+    cohort_coll_check_vals_t acc, in, out;
+    cohort_xfer_t x[2];
+} cohort_coll_check_t;
+
 /* Every algorithm's state begins with this. */
 typedef struct {
     const struct cohort_coll_algo *algo;
@@ -63,7 +78,8 @@ typedef struct {
     uint32_t fp;  /* fingerprint checked under COHORT_CHECK=1 */
     int step;     /* the algorithm's current step, for timeout messages */
     int nxfers;
-    cohort_xfer_t *xfers; /* every transfer the algorithm may post, for cancel/describe */
+    cohort_xfer_t *xfers;       /* every transfer the algorithm may post, for cancel/describe */
+    cohort_coll_check_t *check; /* COHORT_CHECK=1 only: after the algorithm's state */
 } cohort_coll_base_t;
 
 static inline cohort_coll_base_t *cohort_coll_base(cohort_request_t *req)
@@ -83,6 +99,13 @@ cohort_status_t cohort_coll_xfers_status(const cohort_xfer_t *xs, int n);
  * ranks me + sign * 2^k (mod n) of dissemination and Bruck. Nothing when count is 0. */
 int cohort_coll_peers_ring(const cohort_coll_args_t *a, int n, int me, int *out, int max);
 int cohort_coll_peers_dist(int n, int me, int sign, int *out, int max);
+
+size_t cohort_coll_check_size(void);
+/* Start the agreement (the algorithm starts once it is over). */
+cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *check);
+/* COHORT_INPROGRESS, COHORT_OK (agreed: the algorithm may start), COHORT_ERR_MISMATCH on
+ * every member (logged, naming the field), or a transfer's error. */
+cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_check_t *check);
 
 /* Validate, select an algorithm, post on a communicator. */
 cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *args,

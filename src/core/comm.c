@@ -109,9 +109,20 @@ int cohort_comm_revoke_local(cohort_comm_t *c, cohort_status_t status, const cha
     }
     c->error = status;
     if (status == COHORT_ERR_PEER_FAILED || status == COHORT_ERR_TIMEOUT) {
-        /* What the user needs to know once per group: the calls that fail say little more. */
+        int shown = 0;
+        /* What the user needs to know once per group, and what was waiting here. */
         cohort_warn(c->ctx, "group '%s' 0x%016llx: %s; its operations return %s", c->label,
                     (unsigned long long)c->id, why, cohort_strerror(status));
+        cohort_list_for_each(pos, tmp, &c->requests)
+        {
+            cohort_request_t *req = cohort_container_of(pos, cohort_request_t, comm_link);
+            char what[512];
+            if (req->done || req->user_freed || shown++ == 4) {
+                continue;
+            }
+            req->ops->describe(req, what, sizeof(what));
+            cohort_warn(c->ctx, "  it fails %s", what);
+        }
     } else {
         cohort_debug(c->ctx, "group '%s' 0x%016llx revoked (%s): %s", c->label,
                      (unsigned long long)c->id, cohort_strerror(status), why);

@@ -291,6 +291,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_list_init(&ctx->preparing);
     cohort_list_init(&ctx->ready);
     cohort_list_init(&ctx->notices);
+    cohort_list_init(&ctx->to_close);
     cohort_list_init(&ctx->ctl_inflight);
     cohort_list_init(&ctx->requests);
     cohort_list_init(&ctx->req_free);

@@ -40,6 +40,7 @@ struct cohort_context {
     cohort_map_t peers;
     cohort_list_t peer_list;  /* every cohort_peer_t */
     cohort_list_t looking_up; /* peers whose address lookup is in flight */
+    cohort_list_t to_close;   /* failed peers whose endpoint is still open */
     cohort_map_t comms;       /* id -> cohort_comm_t* (live communicators) */
     cohort_list_t comm_list;
     cohort_list_t preparing;    /* communicators whose first-use exchange is in flight */

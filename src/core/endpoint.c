@@ -35,6 +35,7 @@ cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank)
     cohort_list_init(&peer->pending);
     cohort_list_init(&peer->ctl_pending);
     cohort_list_init(&peer->link);
+    cohort_list_init(&peer->close_link);
     if (cohort_map_put(&ctx->peers, (uint64_t)rank + 1, peer) != COHORT_OK) {
         cohort_error(ctx, "out of memory adding peer %d", rank);
         free(peer);
@@ -77,6 +78,11 @@ static void cohort_peer_fail_as(cohort_peer_t *peer, cohort_status_t status, con
     }
     peer->state = COHORT_PEER_FAILED;
     cohort_ctl_drop(peer);
+    if (peer->ep != NULL && cohort_list_empty(&peer->close_link) && peer->rank != ctx->rank) {
+        /* Its resources go at the next progress pass: a rebuilt job must not keep one
+         * endpoint per rank that ever died. */
+        cohort_list_push(&ctx->to_close, &peer->close_link);
+    }
     peer->error = status;
     /* Quiet when nothing waited on the peer; the transfers that fail say so. */
     cohort_debug(ctx, "peer %d failed: %s", peer->rank, why);
@@ -253,7 +259,37 @@ static void cohort_peer_close_wait(cohort_context_t *ctx, void **reqs, int n, do
     }
 }
 
-void cohort_peer_force_close(cohort_peer_t *peer, const char *why)
+static void cohort_peer_closed(void *ucx_req, ucs_status_t ucs, void *user_data)
+{
+    ucp_request_free(ucx_req);
+}
+
+int cohort_peer_close_failed(cohort_context_t *ctx)
+{
+    int n = 0;
+
+    while (!cohort_list_empty(&ctx->to_close)) {
+        cohort_peer_t *peer = cohort_container_of(ctx->to_close.next, cohort_peer_t, close_link);
+        ucp_request_param_t param;
+
+        cohort_list_del(&peer->close_link);
+        cohort_list_init(&peer->close_link);
+        if (peer->ep == NULL || peer->state != COHORT_PEER_FAILED) {
+            continue;
+        }
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK;
+        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        param.cb.send = cohort_peer_closed;
+        /* A request it returns frees itself in the callback. */
+        (void)ucp_ep_close_nbx(peer->ep, &param);
+        peer->ep = NULL;
+        n++;
+    }
+    return n;
+}
+
+void cohort_peer_force_close(cohort_peer_t *peer, const char *why, double bound)
 {
     void *r;
 
@@ -261,11 +297,12 @@ void cohort_peer_force_close(cohort_peer_t *peer, const char *why)
         return;
     }
     cohort_warn(peer->ctx, "closing the endpoint to rank %d by force: %s", peer->rank, why);
-    r = cohort_peer_close_start(peer, 1);
+    /* NONE first: UCX may cancel what is in flight on it from inside the close call. */
     if (peer->state == COHORT_PEER_WIRED) {
         peer->state = COHORT_PEER_NONE;
     }
-    cohort_peer_close_wait(peer->ctx, &r, 1, 1.0);
+    r = cohort_peer_close_start(peer, 1);
+    cohort_peer_close_wait(peer->ctx, &r, 1, bound);
 }
 
 /* Sends handed to UCX that nobody will take (cancelled, to a receiver that never asks) keep an
@@ -279,6 +316,8 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
     void **reqs;
     int n = 0, busy = 0;
 
+    /* Failed endpoints not closed yet are closed below with the rest. */
+    cohort_list_init(&ctx->to_close);
     cohort_list_for_each(pos, tmp, &ctx->peer_list)
     {
         cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);

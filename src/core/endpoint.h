@@ -32,6 +32,7 @@ struct cohort_peer {
     cohort_list_t pending;     /* sends waiting for the endpoint (cohort_xfer_t) */
     cohort_list_t ctl_pending; /* control messages waiting for it (notify.c) */
     cohort_list_t link;        /* in ctx->looking_up */
+    cohort_list_t close_link;  /* in ctx->to_close while its failed endpoint waits to close */
     cohort_list_t all_link;
 };
 
@@ -48,7 +49,9 @@ void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *w
 void cohort_peer_fail_reported(cohort_peer_t *peer, const char *why);
 
 /* Close the endpoint now, cancelling what UCX still does on it; the peer may be wired again. */
-void cohort_peer_force_close(cohort_peer_t *peer, const char *why);
+void cohort_peer_force_close(cohort_peer_t *peer, const char *why, double bound);
+/* Close the endpoints of peers that failed (outside UCX's callbacks). @return how many. */
+int cohort_peer_close_failed(cohort_context_t *ctx);
 /* Finalize: goodbye to every wired peer, then close all endpoints at once (bounded). */
 void cohort_endpoint_close_all(cohort_context_t *ctx);
 void cohort_peer_table_cleanup(cohort_context_t *ctx);

@@ -91,11 +91,21 @@ void cohort_notify_recv(cohort_comm_t *c, const cohort_am_hdr_t *h)
 static void cohort_ctl_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
 {
     cohort_ctl_t *m = user_data;
+    cohort_peer_t *peer = m->peer;
 
-    m->peer->inflight--;
+    peer->inflight--;
     cohort_list_del(&m->link);
-    free(m);
     ucp_request_free(ucx_req);
+    if (ucs == UCS_ERR_CANCELED && !peer->ctx->finalizing && peer->state == COHORT_PEER_NONE) {
+        /* Its endpoint was closed by force under it (a request freed with a send in flight
+         * to that peer): the peer still has to be told, over a new endpoint. */
+        cohort_peer_want(peer);
+        if (peer->state == COHORT_PEER_LOOKING_UP) {
+            cohort_list_push(&peer->ctl_pending, &m->link);
+            return;
+        }
+    }
+    free(m);
 }
 
 static void cohort_ctl_issue(cohort_ctl_t *m)

@@ -23,6 +23,9 @@ int cohort_progress(cohort_context_t *ctx)
         n += cohort_comm_progress(ctx);
     }
     n += cohort_notify_progress(ctx);
+    if (!cohort_list_empty(&ctx->to_close)) {
+        n += cohort_peer_close_failed(ctx);
+    }
     /* Only what a completion woke; a request progressed here may wake itself again (a send
      * that completed at once), and is then taken again in this pass. */
     while (!cohort_list_empty(&ctx->ready)) {

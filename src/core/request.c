@@ -35,7 +35,8 @@ typedef struct {
 /* How long cohort_request_free waits for UCX to let go of a request's buffers when
  * COHORT_TIMEOUT is unset: a fetch of data a live peer offered ends in milliseconds; a send
  * whose receiver has not asked for it yet may never end, and is then cancelled. */
-#define COHORT_FREE_WAIT_S 1.0
+#define COHORT_FREE_WAIT_S           1.0
+#define COHORT_FREE_WAIT_TIMED_OUT_S 0.1
 
 cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request_ops_t *ops,
                                        size_t extra)
@@ -204,10 +205,11 @@ cohort_status_t cohort_request_wait_internal(cohort_request_t *req)
             idle_since = t;
         }
         if (timeout > 0 && t - start > timeout) {
-            char what[256];
+            char what[512];
             req->ops->describe(req, what, sizeof(what));
             cohort_error(ctx, "timed out after %.1f s (COHORT_TIMEOUT) waiting for %s", timeout,
                          what);
+            req->timed_out = 1;
             return COHORT_ERR_TIMEOUT;
         }
         cohort_progress_idle(ctx, t - idle_since, timeout > 0 ? timeout - (t - start) : 1.0);
@@ -297,20 +299,29 @@ void cohort_request_free(cohort_request_t *req)
     }
     ctx = req->ctx;
     if (!req->done) {
-        cohort_request_cancel(req, COHORT_ERR_REVOKED);
+        /* The other members learn why their group was revoked: this rank gave up waiting. */
+        cohort_request_cancel(req, req->timed_out ? COHORT_ERR_TIMEOUT : COHORT_ERR_REVOKED);
     }
     if (req->inflight > 0) {
+        /* Its group revoked, or it waited COHORT_TIMEOUT already: no peer will take what it
+         * still sends. */
+        int hopeless = req->timed_out || (req->comm != NULL && req->comm->error != COHORT_OK);
+        double after_close = hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S : 1.0;
         /* UCX may still read or write this request's buffers: wait for it, then stop it. */
-        cohort_request_drain(req, cohort_context_bound(ctx, COHORT_FREE_WAIT_S));
+        /* A request that already waited COHORT_TIMEOUT gets no second one: what its peers
+         * did not take by then they will not take in the next moment either. */
+        cohort_request_drain(req, hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S
+                                           : cohort_context_bound(ctx, COHORT_FREE_WAIT_S));
         cohort_list_for_each(pos, tmp, &req->xfers)
         {
             cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
             if (x->ucx_req != NULL && x->is_send && x->ucx_peer != NULL) {
-                cohort_peer_force_close(x->ucx_peer, "a request freed with a send in flight");
+                cohort_peer_force_close(x->ucx_peer, "a request freed with a send in flight",
+                                        after_close);
             }
         }
-        cohort_request_drain(req, 1.0);
-        if (req->inflight > 0) {
+        cohort_request_drain(req, after_close);
+        if (req->inflight > 0 && !hopeless) {
             cohort_error(ctx, "cohort_request_free: a receive of this request is still being "
                               "fetched by UCX, which cannot cancel it: its buffer may be written "
                               "until the sender answers");

@@ -60,8 +60,9 @@ struct cohort_request {
     uint32_t magic;
     uint8_t done;
     uint8_t user_freed;
-    uint8_t queued;   /* in ctx->ready */
-    uint8_t detached; /* its context was finalized while the user held it */
+    uint8_t queued;    /* in ctx->ready */
+    uint8_t detached;  /* its context was finalized while the user held it */
+    uint8_t timed_out; /* a wait on it hit COHORT_TIMEOUT: freeing it revokes with TIMEOUT */
     cohort_status_t status;
     cohort_context_t *ctx;
     cohort_comm_t *comm;

@@ -39,6 +39,21 @@ static inline cohort_context_t *test_init(void)
     return ctx;
 }
 
+/* A barrier that may outlast COHORT_TIMEOUT: the same request is waited on again. */
+static inline void test_patient_barrier(cohort_group_t *g)
+{
+    cohort_request_t *r;
+    cohort_status_t st;
+    int timeouts = 0;
+
+    CHECK_OK(cohort_ibarrier(g, &r));
+    while ((st = cohort_wait(r)) == COHORT_ERR_TIMEOUT) {
+        CHECK(++timeouts < 30);
+    }
+    CHECK_OK(st);
+    cohort_request_free(r);
+}
+
 static inline void test_finish(cohort_context_t *ctx, const char *name)
 {
     int rank = cohort_world_rank(ctx);

@@ -18,21 +18,6 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* A barrier that outlasts COHORT_TIMEOUT: the same request is waited on again. */
-static void patient_barrier(cohort_group_t *g)
-{
-    cohort_request_t *r;
-    cohort_status_t st;
-    int timeouts = 0;
-
-    CHECK_OK(cohort_ibarrier(g, &r));
-    while ((st = cohort_wait(r)) == COHORT_ERR_TIMEOUT) {
-        CHECK(++timeouts < 30);
-    }
-    CHECK_OK(st);
-    cohort_request_free(r);
-}
-
 int main(void)
 {
     cohort_context_t *ctx = test_init();
@@ -59,7 +44,7 @@ int main(void)
         cohort_request_free(r);
         CHECK(v == -1);
     }
-    patient_barrier(w);
+    test_patient_barrier(w);
     if (me == 1) {
         int v = 99;
         CHECK_OK(cohort_send(w, &v, 1, COHORT_INT32, 0, 40));
@@ -81,7 +66,7 @@ int main(void)
     if (pair != NULL) {
         CHECK_OK(cohort_group_free(pair));
     }
-    patient_barrier(w);
+    test_patient_barrier(w);
     test_finish(ctx, "timeout");
     return 0;
 }

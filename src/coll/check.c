@@ -1,0 +1,139 @@
+/*
+ * COHORT_CHECK=1: before a collective moves any data its members agree on what it is. Each
+ * contributes (collective, dtype, op, count, root); a dissemination exchange (ceil(log2 n)
+ * rounds to rank + 2^k, any n) spreads the lowest and highest value of each field, so every
+ * member ends with the same two vectors. Where they differ, every member returns
+ * COHORT_ERR_MISMATCH naming the field, and no member runs the algorithm: the group stays in
+ * step for the next collective. Checking per message instead (the fingerprint in each header)
+ * tells only the members that happen to receive an odd message; the others would return
+ * success or hang.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "coll/coll.h"
+#include "core/comm.h"
+#include "core/dtype.h"
+#include "core/log.h"
+
+static const char *const cohort_check_fields[COHORT_CHECK_FIELDS] = {"collective", "dtype", "op",
+                                                                     "count", "root"};
+
+static cohort_status_t cohort_check_post(cohort_request_t *req, cohort_coll_check_t *c)
+{
+    const cohort_comm_t *g = req->comm;
+    int n = g->size, me = g->rank;
+    cohort_status_t status;
+
+    /* Negative steps: never those of an algorithm. */
+    status = cohort_coll_recv(req, &c->x[1], (me - c->dist + n) % n, -1 - c->round, &c->in,
+                              sizeof(c->in));
+    if (status == COHORT_OK) {
+        c->out = c->acc;
+        status = cohort_coll_send(req, &c->x[0], (me + c->dist) % n, -1 - c->round, &c->out,
+                                  sizeof(c->out));
+    }
+    return status;
+}
+
+size_t cohort_coll_check_size(void)
+{
+    return sizeof(cohort_coll_check_t);
+}
+
+cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *c)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    const cohort_coll_args_t *a = &b->args;
+    int has_op = a->coll == COHORT_COLL_REDUCE || a->coll == COHORT_COLL_ALLREDUCE ||
+                 a->coll == COHORT_COLL_REDUCE_SCATTER;
+    int has_root = a->coll == COHORT_COLL_BCAST || a->coll == COHORT_COLL_REDUCE;
+    int64_t mine[COHORT_CHECK_FIELDS] = {
+        a->coll, a->coll == COHORT_COLL_BARRIER ? -1 : (int64_t)a->dt, has_op ? (int64_t)a->op : -1,
+        a->coll == COHORT_COLL_BARRIER ? 0 : (int64_t)a->count, has_root ? a->root : -1};
+
+    memset(c, 0, sizeof(*c));
+    memcpy(c->acc.lo, mine, sizeof(mine));
+    memcpy(c->acc.hi, mine, sizeof(mine));
+    memcpy(c->mine, mine, sizeof(mine));
+    c->active = 1;
+    c->dist = 1;
+    /* The agreement's messages carry no fingerprint: they must match whatever was called. */
+    c->fp = b->fp;
+    b->fp = 0;
+    b->xfers = c->x;
+    b->nxfers = 2;
+    if (req->comm->size == 1) {
+        return COHORT_OK;
+    }
+    return cohort_check_post(req, c);
+}
+
+/* A field's value as people read it: names for the collective, the dtype and the op. */
+static const char *cohort_check_value(int f, int64_t v, char *buf, size_t len)
+{
+    if (v < 0) {
+        return "none";
+    }
+    if (f == 0) {
+        return v < COHORT_COLL_LAST ? cohort_coll_names[v] : "unknown";
+    }
+    if (f == 1) {
+        return cohort_dtype_name((cohort_dtype_t)v);
+    }
+    if (f == 2) {
+        return cohort_op_name((cohort_op_t)v);
+    }
+    snprintf(buf, len, "%lld", (long long)v);
+    return buf;
+}
+
+static cohort_status_t cohort_check_verdict(cohort_request_t *req, cohort_coll_check_t *c)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    const cohort_comm_t *g = req->comm;
+
+    for (int f = 0; f < COHORT_CHECK_FIELDS; f++) {
+        if (c->acc.lo[f] != c->acc.hi[f]) {
+            char lo[24], hi[24], mine[24];
+            cohort_error(req->ctx,
+                         "group '%s' 0x%016llx, collective #%u: members called it with different "
+                         "%s (%s on some, %s on others; %s here, in cohort_%s): "
+                         "COHORT_ERR_MISMATCH on every member",
+                         g->label, (unsigned long long)g->id, b->seq, cohort_check_fields[f],
+                         cohort_check_value(f, c->acc.lo[f], lo, sizeof(lo)),
+                         cohort_check_value(f, c->acc.hi[f], hi, sizeof(hi)),
+                         cohort_check_value(f, c->mine[f], mine, sizeof(mine)),
+                         cohort_coll_names[b->args.coll]);
+            return COHORT_ERR_MISMATCH;
+        }
+    }
+    b->fp = c->fp;
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_check_t *c)
+{
+    int n = req->comm->size;
+    cohort_status_t status;
+
+    while (c->dist < n) {
+        status = cohort_coll_xfers_status(c->x, 2);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        for (int f = 0; f < COHORT_CHECK_FIELDS; f++) {
+            c->acc.lo[f] = c->in.lo[f] < c->acc.lo[f] ? c->in.lo[f] : c->acc.lo[f];
+            c->acc.hi[f] = c->in.hi[f] > c->acc.hi[f] ? c->in.hi[f] : c->acc.hi[f];
+        }
+        c->round++;
+        c->dist *= 2;
+        if (c->dist < n) {
+            status = cohort_check_post(req, c);
+            if (status != COHORT_OK) {
+                return status;
+            }
+        }
+    }
+    c->active = 0;
+    return cohort_check_verdict(req, c);
+}

@@ -1,0 +1,113 @@
+/* run: 4 COHORT_TIMEOUT=2 */
+/* run: 5 COHORT_TIMEOUT=2 */
+/*
+ * A member that never calls. In a group of four, the last member does not join an allreduce:
+ * the others get COHORT_ERR_TIMEOUT within COHORT_TIMEOUT + 2 s, and the message names the
+ * absent member among the ones not heard from (and no other, for the three of them that wait
+ * on it directly: in recursive doubling with four members everyone's first step is a pair).
+ * They free the request and go on in a group without it. The absent member, when it comes,
+ * finds the group revoked: the others told it when they gave up, and why (COHORT_ERR_TIMEOUT
+ * at once). A member that times out first tells the others too: they may return on its word
+ * rather than their own timer, with the same status and a log line saying what they waited for.
+ * With five ranks the fifth is in neither group: nothing of it reaches that one.
+ * (Not over tcp: there the others' giving up closes their endpoints to the sleeping member by
+ * force — their freed requests have sends to it in flight — and it then takes them for
+ * failed; see README "When a rank dies".)
+ */
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "harness.h"
+
+static double mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Run @a fn with stderr going to a file, and return what it wrote (static buffer). */
+static const char *captured(cohort_status_t (*fn)(cohort_group_t *), cohort_group_t *g,
+                            cohort_status_t *st)
+{
+    static char text[8192];
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+    size_t n;
+
+    CHECK(tmp != NULL && saved >= 0);
+    fflush(stderr);
+    CHECK(dup2(fileno(tmp), 2) == 2);
+    *st = fn(g);
+    fflush(stderr);
+    CHECK(dup2(saved, 2) == 2);
+    close(saved);
+    rewind(tmp);
+    n = fread(text, 1, sizeof(text) - 1, tmp);
+    text[n] = '\0';
+    fclose(tmp);
+    fputs(text, stderr);
+    return text;
+}
+
+static cohort_status_t one_allreduce(cohort_group_t *g)
+{
+    int v = 1, sum = 0;
+
+    return cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM);
+}
+
+int main(void)
+{
+    cohort_context_t *ctx = test_init();
+    int me = cohort_world_rank(ctx), quad[4] = {0, 1, 2, 3}, trio[3] = {0, 1, 2};
+    cohort_group_t *g = NULL, *t = NULL;
+    cohort_status_t st;
+
+    CHECK_STATUS(cohort_group_create(ctx, "quad", quad, 4, &g),
+                 me < 4 ? COHORT_OK : COHORT_ERR_NOT_MEMBER);
+    if (me < 3) {
+        double t0 = mono(), waited;
+        const char *log = captured(one_allreduce, g, &st);
+
+        waited = mono() - t0;
+        CHECK_STATUS(st, COHORT_ERR_TIMEOUT);
+        /* No earlier than a fellow member's own COHORT_TIMEOUT (it may have started first). */
+        if (waited < 1.0 || waited > 2.0 + 2.0) {
+            fprintf(stderr, "rank %d: the allreduce returned after %.2f s, expected 1-4 s\n", me,
+                    waited);
+            exit(1);
+        }
+        /* The message names the group, the operation and the absent member. */
+        CHECK(strstr(log, "allreduce") != NULL);
+        CHECK(strstr(log, "'quad'") != NULL);
+        CHECK(strstr(log, "not yet heard from") != NULL);
+        if (me == 2) {
+            /* Its partner in the first step is the absent member, and nobody else is missing
+             * (0 and 1 wait on 2 or 3 in their second step: on whom depends on timing). */
+            CHECK(strstr(log, "(world 3)") != NULL);
+            CHECK(strstr(log, "(world 0)") == NULL && strstr(log, "(world 1)") == NULL);
+        }
+        CHECK_OK(cohort_group_create(ctx, "trio", trio, 3, &t));
+        for (int i = 0; i < 10; i++) {
+            int v = me + i, sum = 0;
+            CHECK_OK(cohort_allreduce(t, &v, &sum, 1, COHORT_INT32, COHORT_SUM));
+            CHECK(sum == 3 + 3 * i);
+        }
+        CHECK_OK(cohort_group_free(t));
+    } else if (me == 3) {
+        /* Arrives late: the others gave up and said so, with their reason. */
+        double t0;
+        sleep(5);
+        t0 = mono();
+        CHECK_STATUS(one_allreduce(g), COHORT_ERR_TIMEOUT);
+        CHECK(mono() - t0 < 0.5);
+    }
+    if (g != NULL) {
+        CHECK_OK(cohort_group_free(g));
+    }
+    test_patient_barrier(cohort_world(ctx));
+    test_finish(ctx, "absent");
+    return 0;
+}

@@ -373,6 +373,18 @@ void cohort_context_destroy(cohort_context_t *ctx)
 
     ctx->finalizing = 1;
     cohort_context_unregister(ctx);
+    if (ctx->stat_rejected > 0) {
+        cohort_warn(ctx,
+                    "finalize: %llu messages were rejected (malformed, or from a rank that "
+                    "is not a member of the group they name)",
+                    (unsigned long long)ctx->stat_rejected);
+    }
+    if (ctx->orphans_dropped > 0) {
+        cohort_info(ctx,
+                    "finalize: %llu messages were dropped (for groups not created here, "
+                    "freed or revoked)",
+                    (unsigned long long)ctx->orphans_dropped);
+    }
     cohort_list_for_each(pos, tmp, &ctx->comm_list)
     {
         cohort_comm_destroy(cohort_container_of(pos, cohort_comm_t, link));

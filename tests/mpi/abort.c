@@ -1,0 +1,85 @@
+/* run: 4 --enable-recovery --expect-passed=3 */
+/*
+ * cohort_group_abort reaches every member. Rank 0 aborts a group of four while the three
+ * others wait in an allreduce on it: they get COHORT_ERR_REVOKED within seconds, and rank 0's
+ * own later call fails at once. Then rank 3 dies, and rank 0 aborts a second group holding
+ * it: the abort returns at once although a member is dead, and the two live members waiting
+ * in it are released (COHORT_ERR_REVOKED, or COHORT_ERR_PEER_FAILED when they learn of the
+ * death first).
+ */
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+#include "harness.h"
+
+#define RELEASE_S 5.0
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static cohort_status_t one_allreduce(cohort_group_t *g)
+{
+    int v = 1, sum = 0;
+
+    return cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM);
+}
+
+int main(void)
+{
+    cohort_context_t *ctx = test_init();
+    int me = cohort_world_rank(ctx), all[4] = {0, 1, 2, 3}, trio[3] = {0, 1, 2};
+    cohort_group_t *g1, *g2, *t;
+    double t0;
+    cohort_status_t st;
+
+    CHECK(cohort_world_size(ctx) == 4);
+    CHECK_OK(cohort_group_create(ctx, "first", all, 4, &g1));
+    CHECK_OK(cohort_group_create(ctx, "second", all, 4, &g2));
+    CHECK_OK(cohort_barrier(cohort_world(ctx)));
+
+    if (me == 0) {
+        usleep(300000);
+        t0 = now_s();
+        CHECK_OK(cohort_group_abort(g1));
+        CHECK(now_s() - t0 < 0.5);
+        CHECK_STATUS(one_allreduce(g1), COHORT_ERR_REVOKED);
+    } else {
+        t0 = now_s();
+        CHECK_STATUS(one_allreduce(g1), COHORT_ERR_REVOKED);
+        CHECK(now_s() - t0 < RELEASE_S);
+        printf("rank %d: released by the abort after %.2f s\n", me, now_s() - t0);
+    }
+    CHECK_OK(cohort_barrier(cohort_world(ctx)));
+
+    if (me == 3) {
+        kill(getpid(), SIGKILL);
+    }
+    if (me == 0) {
+        usleep(300000);
+        t0 = now_s();
+        CHECK_OK(cohort_group_abort(g2));
+        CHECK(now_s() - t0 < 0.5);
+    } else {
+        t0 = now_s();
+        st = one_allreduce(g2);
+        CHECK(st == COHORT_ERR_REVOKED || st == COHORT_ERR_PEER_FAILED);
+        CHECK(now_s() - t0 < RELEASE_S);
+        printf("rank %d: released (%s) after %.2f s with a member dead\n", me, cohort_strerror(st),
+               now_s() - t0);
+    }
+    CHECK_OK(cohort_group_free(g1));
+    CHECK_OK(cohort_group_free(g2));
+    /* The living go on together. */
+    CHECK_OK(cohort_group_create(ctx, "trio", trio, 3, &t));
+    CHECK_OK(one_allreduce(t));
+    CHECK_OK(cohort_barrier(t));
+    CHECK_OK(cohort_group_free(t));
+    CHECK_OK(cohort_finalize(ctx));
+    printf("rank %d: rank passed\n", me);
+    return 0;
+}

@@ -22,13 +22,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static cohort_status_t one_allreduce(cohort_group_t *g)
-{
-    int v = 1, sum = 0;
-
-    return cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM);
-}
-
 int main(void)
 {
     cohort_context_t *ctx = test_init();
@@ -47,10 +40,10 @@ int main(void)
         t0 = now_s();
         CHECK_OK(cohort_group_abort(g1));
         CHECK(now_s() - t0 < 0.5);
-        CHECK_STATUS(one_allreduce(g1), COHORT_ERR_REVOKED);
+        CHECK_STATUS(test_one_allreduce(g1), COHORT_ERR_REVOKED);
     } else {
         t0 = now_s();
-        CHECK_STATUS(one_allreduce(g1), COHORT_ERR_REVOKED);
+        CHECK_STATUS(test_one_allreduce(g1), COHORT_ERR_REVOKED);
         CHECK(now_s() - t0 < RELEASE_S);
         printf("rank %d: released by the abort after %.2f s\n", me, now_s() - t0);
     }
@@ -66,7 +59,7 @@ int main(void)
         CHECK(now_s() - t0 < 0.5);
     } else {
         t0 = now_s();
-        st = one_allreduce(g2);
+        st = test_one_allreduce(g2);
         CHECK(st == COHORT_ERR_REVOKED || st == COHORT_ERR_PEER_FAILED);
         CHECK(now_s() - t0 < RELEASE_S);
         printf("rank %d: released (%s) after %.2f s with a member dead\n", me, cohort_strerror(st),
@@ -76,7 +69,7 @@ int main(void)
     CHECK_OK(cohort_group_free(g2));
     /* The living go on together. */
     CHECK_OK(cohort_group_create(ctx, "trio", trio, 3, &t));
-    CHECK_OK(one_allreduce(t));
+    CHECK_OK(test_one_allreduce(t));
     CHECK_OK(cohort_barrier(t));
     CHECK_OK(cohort_group_free(t));
     CHECK_OK(cohort_finalize(ctx));

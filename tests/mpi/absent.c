@@ -51,13 +51,6 @@ static const char *captured(cohort_status_t (*fn)(cohort_group_t *), cohort_grou
     return text;
 }
 
-static cohort_status_t one_allreduce(cohort_group_t *g)
-{
-    int v = 1, sum = 0;
-
-    return cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM);
-}
-
 int main(void)
 {
     cohort_context_t *ctx = test_init();
@@ -69,7 +62,7 @@ int main(void)
                  me < 4 ? COHORT_OK : COHORT_ERR_NOT_MEMBER);
     if (me < 3) {
         double t0 = mono(), waited;
-        const char *log = captured(one_allreduce, g, &st);
+        const char *log = captured(test_one_allreduce, g, &st);
 
         waited = mono() - t0;
         CHECK_STATUS(st, COHORT_ERR_TIMEOUT);
@@ -101,7 +94,7 @@ int main(void)
         double t0;
         sleep(5);
         t0 = mono();
-        CHECK_STATUS(one_allreduce(g), COHORT_ERR_TIMEOUT);
+        CHECK_STATUS(test_one_allreduce(g), COHORT_ERR_TIMEOUT);
         CHECK(mono() - t0 < 0.5);
     }
     if (g != NULL) {

@@ -54,6 +54,14 @@ static inline void test_patient_barrier(cohort_group_t *g)
     cohort_request_free(r);
 }
 
+/* One small allreduce: what a test calls to see whether a group still works. */
+static inline cohort_status_t test_one_allreduce(cohort_group_t *g)
+{
+    int v = 1, sum = 0;
+
+    return cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM);
+}
+
 static inline void test_finish(cohort_context_t *ctx, const char *name)
 {
     int rank = cohort_world_rank(ctx);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
+#include "core/cma.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "core/notify.h"
@@ -51,7 +52,7 @@ static void cohort_xfer_ucx_fetched(void *ucx_req, ucs_status_t ucs, size_t leng
     cohort_xfer_ucx_complete(ucx_req, ucs, user_data);
 }
 
-static void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x, void *desc)
+void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x, void *desc)
 {
     ucp_request_param_t param;
     void *r;
@@ -81,6 +82,14 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
                      (unsigned long long)m->hdr.gid, m->hdr.src, m->hdr.seq, m->hdr.tag, x->fp,
                      m->hdr.fp);
         cohort_xfer_finish(x, COHORT_ERR_MISMATCH);
+        return;
+    }
+    if (m->hdr.flags & COHORT_HDR_CMA) {
+        if (m->desc != NULL) {
+            m->desc = NULL; /* a descriptor is 32 bytes: never rendezvous from cohort */
+            ucp_am_data_release(ctx->worker, desc);
+        }
+        cohort_cma_read(ctx, x, m);
         return;
     }
     if (m->len > x->len) {
@@ -358,13 +367,27 @@ static ucs_status_t cohort_am_recv_cb(void *arg, const void *header, size_t head
 
     memset(&m, 0, sizeof(m));
     if (cohort_am_hdr_decode(header, header_length, &m.hdr) != 0 || m.hdr.wsrc >= ctx->size ||
-        (m.hdr.kind == COHORT_MSG_REVOKE && length != 0)) {
+        ((m.hdr.kind == COHORT_MSG_REVOKE || m.hdr.kind == COHORT_MSG_CMA_ACK) && length != 0)) {
         ctx->stat_rejected++;
-        cohort_error(ctx, "dropped a message with a malformed %zu-byte header", header_length);
+        const uint8_t *b = header;
+        cohort_error(ctx,
+                     "dropped a message with a malformed %zu-byte header (kind %u, flags %u, "
+                     "%zu bytes of data)",
+                     header_length, header_length > 2 ? b[1] : 0, header_length > 2 ? b[2] : 0,
+                     length);
         return UCS_OK; /* for a rendezvous message, UCX releases the descriptor */
     }
     if (m.hdr.kind == COHORT_MSG_BYE) {
         cohort_am_bye(ctx, m.hdr.wsrc);
+        return UCS_OK;
+    }
+    if (m.hdr.kind == COHORT_MSG_CMA_ACK) {
+        cohort_cma_ack(ctx, &m.hdr);
+        return UCS_OK;
+    }
+    if (m.hdr.kind == COHORT_MSG_CMA_DATA) {
+        /* A fetch that starts consumes UCX's descriptor; otherwise UCX releases it. */
+        cohort_cma_data(ctx, &m.hdr, data, length, rndv);
         return UCS_OK;
     }
     m.len = length;

@@ -43,6 +43,8 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status);
  * in flight cannot be stopped here; the request waits for them before its block is reused. */
 void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status);
 
+/* Fetch a rendezvous message's data into receive @a x (x->received bytes). */
+void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x, void *desc);
 /* A communicator was just created: deliver the messages that arrived for it before. */
 void cohort_am_adopt(cohort_comm_t *comm);
 /* Drop a communicator's queued messages (revoke)... */

@@ -18,12 +18,13 @@ static uint64_t cohort_get_le(const uint8_t *p, int bytes)
     return v;
 }
 
-/* Layout: magic(1) kind(1) pad(2) seq(4) gid(8) src(4) tag(4) fp(4) wsrc(4). */
+/* Layout: magic(1) kind(1) flags(1) pad(1) seq(4) gid(8) src(4) tag(4) fp(4) wsrc(4). */
 void cohort_am_hdr_encode(const cohort_am_hdr_t *hdr, uint8_t *buf)
 {
     memset(buf, 0, COHORT_AM_HDR_BYTES);
     buf[0] = COHORT_AM_MAGIC;
     buf[1] = hdr->kind;
+    buf[2] = hdr->flags;
     cohort_put_le(buf + 4, hdr->seq, 4);
     cohort_put_le(buf + 8, hdr->gid, 8);
     cohort_put_le(buf + 16, (uint32_t)hdr->src, 4);
@@ -37,10 +38,12 @@ int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr)
     const uint8_t *p = buf;
 
     if (buf == NULL || len != COHORT_AM_HDR_BYTES || p[0] != COHORT_AM_MAGIC ||
-        p[1] < COHORT_MSG_P2P || p[1] > COHORT_MSG_REVOKE || p[2] != 0 || p[3] != 0) {
+        p[1] < COHORT_MSG_P2P || p[1] > COHORT_MSG_CMA_DATA || (p[2] & ~COHORT_HDR_CMA) != 0 ||
+        p[3] != 0 || (p[2] != 0 && p[1] != COHORT_MSG_P2P && p[1] != COHORT_MSG_COLL)) {
         return -1;
     }
     hdr->kind = p[1];
+    hdr->flags = p[2];
     hdr->seq = (uint32_t)cohort_get_le(p + 4, 4);
     hdr->gid = cohort_get_le(p + 8, 8);
     hdr->src = (int32_t)(uint32_t)cohort_get_le(p + 16, 4);

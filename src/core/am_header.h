@@ -10,21 +10,28 @@
 #define COHORT_AM_MAGIC     0xC0u /* first byte: catches a foreign or corrupted message */
 
 typedef enum {
-    COHORT_MSG_P2P = 1,   /* cohort_send/recv: matched by (src, tag), in sending order */
-    COHORT_MSG_COLL = 2,  /* collective step: matched exactly by (src, seq, step) */
-    COHORT_MSG_BYE = 3,   /* the sender finalizes: gid 0, src its world rank, nothing after */
-    COHORT_MSG_REVOKE = 4 /* gid is revoked: tag the failed world rank (-1: none), fp the
-                             status, seq the group rank that started the notification tree */
+    COHORT_MSG_P2P = 1,     /* cohort_send/recv: matched by (src, tag), in sending order */
+    COHORT_MSG_COLL = 2,    /* collective step: matched exactly by (src, seq, step) */
+    COHORT_MSG_BYE = 3,     /* the sender finalizes: gid 0, src its world rank, nothing after */
+    COHORT_MSG_REVOKE = 4,  /* gid is revoked: tag the failed world rank (-1: none), fp the
+                               status, seq the group rank that started the notification tree */
+    COHORT_MSG_CMA_ACK = 5, /* single copy: gid the sender's token, fp a status (0: read),
+                               seq the receiver's token when it asks for the data instead */
+    COHORT_MSG_CMA_DATA = 6 /* single copy refused: the data, gid the receiver's token */
 } cohort_msg_kind_t;
 
+/* Header flags. */
+#define COHORT_HDR_CMA 0x1u /* the payload is a cohort_cma_desc_t, not the data (cma.h) */
+
 typedef struct {
-    uint64_t gid; /* group id, the same on every member */
-    uint32_t seq; /* P2P: message number from this source; COLL: collective number */
-    int32_t src;  /* sender's rank in the group */
-    int32_t tag;  /* P2P: user tag; COLL: algorithm step */
-    uint32_t fp;  /* COLL: fingerprint of (collective, dtype, op, count, root); P2P: 0 */
-    int32_t wsrc; /* sender's world rank: a message naming a group must come from its member */
-    uint8_t kind; /* cohort_msg_kind_t */
+    uint64_t gid;  /* group id, the same on every member */
+    uint32_t seq;  /* P2P: message number from this source; COLL: collective number */
+    int32_t src;   /* sender's rank in the group */
+    int32_t tag;   /* P2P: user tag; COLL: algorithm step */
+    uint32_t fp;   /* COLL: fingerprint of (collective, dtype, op, count, root); P2P: 0 */
+    int32_t wsrc;  /* sender's world rank: a message naming a group must come from its member */
+    uint8_t kind;  /* cohort_msg_kind_t */
+    uint8_t flags; /* COHORT_HDR_* */
 } cohort_am_hdr_t;
 
 /* Little-endian, fixed layout, so mixed builds agree. buf holds COHORT_AM_HDR_BYTES. */

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +35,16 @@ static const cohort_setting_t cohort_settings[] = {
      "UCX keepalive on every endpoint: a dead peer's endpoint fails within about twice this"},
     {"COHORT_WATCH_S", "seconds, 0 = never", "1",
      "a receive that waited this long on a peer with no endpoint wires one, so its death shows"},
+    {"COHORT_CMA", "auto | on | off", "auto",
+     "single-copy same-node transfers (process_vm_readv) for large messages; auto: unless the "
+     "kernel's ptrace scope forbids it"},
+    {"COHORT_CMA_MIN", "bytes", "262144", "the smallest same-node message sent by single copy"},
     {"COHORT_CHECK", "0 | 1", "0",
      "collectives carry a fingerprint; a mismatch between members is COHORT_ERR_MISMATCH"},
     {"COHORT_LOG", "error | warn | info | debug", "warn", "log level (stderr, per context)"},
     {"COHORT_ORPHAN_LIMIT", "bytes", "67108864",
      "messages kept for groups not created yet; past it they are dropped and counted"},
-    {"COHORT_FAULT", "<point>:<n>[@<rank>], point group_create | send | msg_keep", "",
+    {"COHORT_FAULT", "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma", "",
      "testing: the n-th pass through the point fails as if memory ran out"},
     {"COHORT_ALGO_<COLL>", "an algorithm, or lo-hi:name,... size ranges", "",
      "the algorithm of a collective (cohort_bench algorithms lists the names)"},
@@ -86,6 +91,22 @@ static cohort_status_t cohort_config_seconds(const char *name, const char *value
         return COHORT_ERR_INVALID_ARG;
     }
     *out = t;
+    return COHORT_OK;
+}
+
+static cohort_status_t cohort_config_bytes(const char *name, const char *value, size_t *out,
+                                           char *err, size_t errlen)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(value, &end, 10);
+    if (errno != 0 || end == value || *end != '\0' || value[0] == '-' || v > SIZE_MAX) {
+        snprintf(err, errlen, "%s=%s: expected bytes >= 0", name, value);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    *out = (size_t)v;
     return COHORT_OK;
 }
 
@@ -139,16 +160,21 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->log_level = idx;
-    } else if (strcmp(name, "COHORT_ORPHAN_LIMIT") == 0) {
-        errno = 0;
-        unsigned long long v = strtoull(value, &end, 10);
-        if (errno != 0 || end == value || *end != '\0' || value[0] == '-') {
-            snprintf(err, errlen, "COHORT_ORPHAN_LIMIT=%s: expected bytes >= 0", value);
+    } else if (strcmp(name, "COHORT_CMA") == 0) {
+        static const char *const cma[] = {"off", "auto", "on", NULL};
+        idx = cohort_config_choice(value, cma);
+        if (idx < 0) {
+            snprintf(err, errlen, "COHORT_CMA=%s: expected auto, on or off", value);
             return COHORT_ERR_INVALID_ARG;
         }
-        cfg->orphan_bytes = (size_t)v;
+        cfg->cma = (cohort_cma_mode_t)idx;
+    } else if (strcmp(name, "COHORT_CMA_MIN") == 0) {
+        return cohort_config_bytes(name, value, &cfg->cma_min, err, errlen);
+    } else if (strcmp(name, "COHORT_ORPHAN_LIMIT") == 0) {
+        return cohort_config_bytes(name, value, &cfg->orphan_bytes, err, errlen);
     } else if (strcmp(name, "COHORT_FAULT") == 0) {
-        static const char *const points[] = {"none", "group_create", "send", "msg_keep", NULL};
+        static const char *const points[] = {"none",     "group_create", "send",
+                                             "msg_keep", "cma",          NULL};
         const char *colon = strchr(value, ':'), *at = strchr(value, '@');
         char point[32];
         long n = 0, rank = -1;
@@ -168,7 +194,7 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         if (idx <= 0 || colon == NULL || bad || n < 1) {
             snprintf(err, errlen,
                      "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (n >= 1), point one of "
-                     "group_create, send, msg_keep",
+                     "group_create, send, msg_keep, cma",
                      value);
             return COHORT_ERR_INVALID_ARG;
         }
@@ -215,6 +241,9 @@ cohort_status_t cohort_config_parse(cohort_config_t *cfg, char *const *envp, cha
     /* UCX's 20 s default let survivors wait 20-40 s for a dead peer (measured); at 1 s an
      * endpoint's keepalive costs a few messages a second. */
     cfg->keepalive_s = 1.0;
+    cfg->cma = COHORT_CMA_AUTO;
+    /* Below it UCX's shared-memory copies are as fast and need no round trip. */
+    cfg->cma_min = 256u << 10;
     cfg->watch_s = 1.0;
     /* Messages for a group this rank has not created yet are normal for a moment (a peer
      * created it first); kept without bound they are a leak: 64 MiB holds thousands. */

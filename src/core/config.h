@@ -18,6 +18,7 @@ typedef enum {
     COHORT_FAULT_GROUP_CREATE, /* group_create: the group's own allocations */
     COHORT_FAULT_SEND,         /* a transfer's send, after validation */
     COHORT_FAULT_MSG_KEEP,     /* keeping an unexpected message */
+    COHORT_FAULT_CMA,          /* a single-copy read: refused as if by the kernel (EPERM) */
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 
@@ -31,18 +32,22 @@ typedef struct {
     char value[256];
 } cohort_config_algo_t;
 
+typedef enum { COHORT_CMA_OFF, COHORT_CMA_AUTO, COHORT_CMA_ON } cohort_cma_mode_t;
+
 typedef struct {
     char pmix_plugin[COHORT_CONFIG_NAME_MAX]; /* default "dmodex" */
     char plugin_path[COHORT_CONFIG_PATH_MAX]; /* colon-separated; "" when unset */
     cohort_progress_mode_t progress;
-    double timeout_s;    /* 0: no timeout */
-    double keepalive_s;  /* COHORT_KEEPALIVE_S: UCX keepalive interval; 0: UCX's own */
-    double watch_s;      /* COHORT_WATCH_S: wire a peer a receive waited this long on; 0: never */
-    int check;           /* COHORT_CHECK: 0 or 1 */
-    int log_level;       /* cohort_log_level_t */
-    size_t orphan_bytes; /* COHORT_ORPHAN_LIMIT: eager bytes kept for groups not created */
-    int fault_point;     /* COHORT_FAULT=<point>:<n>[@<rank>]: the n-th pass through point */
-    int fault_nth;       /* fails, on every rank or on that world rank only */
+    double timeout_s;      /* 0: no timeout */
+    double keepalive_s;    /* COHORT_KEEPALIVE_S: UCX keepalive interval; 0: UCX's own */
+    double watch_s;        /* COHORT_WATCH_S: wire a peer a receive waited this long on; 0: never */
+    int check;             /* COHORT_CHECK: 0 or 1 */
+    cohort_cma_mode_t cma; /* COHORT_CMA */
+    size_t cma_min;        /* COHORT_CMA_MIN: bytes from which a same-node send is single copy */
+    int log_level;         /* cohort_log_level_t */
+    size_t orphan_bytes;   /* COHORT_ORPHAN_LIMIT: eager bytes kept for groups not created */
+    int fault_point;       /* COHORT_FAULT=<point>:<n>[@<rank>]: the n-th pass through point */
+    int fault_nth;         /* fails, on every rank or on that world rank only */
     int fault_rank;
     int nalgo;
     cohort_config_algo_t algo[COHORT_CONFIG_ALGO_MAX];

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
+#include "core/cma.h"
 #include "core/comm.h"
 #include "core/context.h"
 #include "core/endpoint.h"
@@ -291,6 +292,12 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_list_init(&ctx->preparing);
     cohort_list_init(&ctx->ready);
     cohort_list_init(&ctx->notices);
+    cohort_list_init(&ctx->cma_acks);
+    cohort_list_init(&ctx->cma_resend);
+    cohort_map_init(&ctx->cma_sends);
+    cohort_map_init(&ctx->cma_recvs);
+    ctx->cma_next = 1;
+    ctx->cma_rnext = 1;
     cohort_list_init(&ctx->to_close);
     cohort_list_init(&ctx->ctl_inflight);
     cohort_list_init(&ctx->requests);
@@ -339,6 +346,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     ctx->singleton = job.singleton;
     ctx->log.rank = ctx->rank;
 
+    cohort_cma_init(ctx);
     status = cohort_context_ucx_init(ctx);
     if (status != COHORT_OK) {
         goto err_plugin;
@@ -396,6 +404,7 @@ void cohort_context_destroy(cohort_context_t *ctx)
     /* The worker goes first: once it is destroyed UCX can no longer complete into a request. */
     cohort_context_ucx_cleanup(ctx);
     cohort_notify_cleanup(ctx);
+    cohort_cma_cleanup(ctx);
     cohort_request_pool_cleanup(ctx);
     cohort_scratch_cleanup(ctx);
     cohort_peer_table_cleanup(ctx);

@@ -43,13 +43,20 @@ struct cohort_context {
     cohort_list_t to_close;   /* failed peers whose endpoint is still open */
     cohort_map_t comms;       /* id -> cohort_comm_t* (live communicators) */
     cohort_list_t comm_list;
-    cohort_list_t preparing;    /* communicators whose first-use exchange is in flight */
-    cohort_map_t orphans;       /* id -> cohort_orphans_t*: messages for groups not created yet */
-    size_t orphan_bytes;        /* eager bytes held there */
-    uint64_t orphans_dropped;   /* messages dropped over COHORT_ORPHAN_LIMIT */
-    cohort_map_t poisoned;      /* ids that lost an orphan: the group is revoked at creation */
-    cohort_list_t ready;        /* requests a completion woke, to progress */
-    cohort_list_t notices;      /* revocations to tell members about (notify.c) */
+    cohort_list_t preparing;  /* communicators whose first-use exchange is in flight */
+    cohort_map_t orphans;     /* id -> cohort_orphans_t*: messages for groups not created yet */
+    size_t orphan_bytes;      /* eager bytes held there */
+    uint64_t orphans_dropped; /* messages dropped over COHORT_ORPHAN_LIMIT */
+    cohort_map_t poisoned;    /* ids that lost an orphan: the group is revoked at creation */
+    cohort_list_t ready;      /* requests a completion woke, to progress */
+    cohort_list_t notices;    /* revocations to tell members about (notify.c) */
+    cohort_map_t cma_sends;   /* token -> send waiting for its single-copy ACK (cma.c) */
+    cohort_map_t cma_recvs;   /* token -> receive waiting for data it asked for */
+    uint64_t cma_next;
+    uint32_t cma_rnext;
+    cohort_list_t cma_acks;     /* ACKs to send */
+    cohort_list_t cma_resend;   /* sends whose receiver asked for the data */
+    int cma_usable;             /* the kernel lets this process read its peers */
     cohort_list_t ctl_inflight; /* control messages UCX has not completed */
     double watch_next;          /* when waits are next looked over (COHORT_WATCH_S) */
     unsigned watch_tick;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
+#include "core/cma.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "core/notify.h"
@@ -95,6 +96,7 @@ static void cohort_peer_fail_as(cohort_peer_t *peer, cohort_status_t status, con
         cohort_xfer_finish(x, status);
     }
     cohort_am_fail_peer(ctx, peer->rank, status, why);
+    cohort_cma_fail_peer(ctx, peer->rank, status);
     if (peer->rank != ctx->rank) {
         cohort_comm_peer_failed(ctx, peer->rank, tell, why);
     }

@@ -23,6 +23,8 @@ struct cohort_peer {
     int rank; /* world rank */
     uint8_t state;
     uint8_t lookups; /* PMIx lookups made for this peer */
+    int8_t local;    /* on this node: 1, elsewhere: -1, not asked yet: 0 */
+    uint8_t cma_off; /* it refused a single-copy read: send it the data */
     ucp_ep_h ep;
     cohort_pmix_lookup_t *lookup;
     cohort_status_t error; /* why it is FAILED */

@@ -128,8 +128,7 @@ static void cohort_ctl_issue(cohort_ctl_t *m)
     free(m);
 }
 
-/* @return 0 when sent or queued for the endpoint; -1 when the peer cannot take it. */
-static int cohort_ctl_send(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h)
+int cohort_ctl_send(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h)
 {
     cohort_peer_t *peer = cohort_peer_get(ctx, world_rank);
     cohort_ctl_t *m;

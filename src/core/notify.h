@@ -22,6 +22,9 @@ void cohort_notify_revoke(cohort_comm_t *c);
 void cohort_notify_recv(cohort_comm_t *c, const cohort_am_hdr_t *h);
 /* Send what is queued; wire the peers that long waits depend on. @return work done. */
 int cohort_notify_progress(cohort_context_t *ctx);
+/* Send a header-only control message to @a world_rank (from progress, not a callback).
+ * @return 0 when sent or queued for the endpoint; -1 when the peer cannot take it. */
+int cohort_ctl_send(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h);
 /* Control messages waiting for @a peer's endpoint: out now that it exists / dropped. */
 void cohort_ctl_flush(cohort_peer_t *peer);
 void cohort_ctl_drop(cohort_peer_t *peer);

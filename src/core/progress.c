@@ -2,6 +2,7 @@
 #include <sched.h>
 #include <time.h>
 #include "core/comm.h"
+#include "core/cma.h"
 #include "core/endpoint.h"
 #include "core/notify.h"
 #include "core/progress.h"
@@ -23,6 +24,9 @@ int cohort_progress(cohort_context_t *ctx)
         n += cohort_comm_progress(ctx);
     }
     n += cohort_notify_progress(ctx);
+    if (!cohort_list_empty(&ctx->cma_acks) || !cohort_list_empty(&ctx->cma_resend)) {
+        n += cohort_cma_progress(ctx);
+    }
     if (!cohort_list_empty(&ctx->to_close)) {
         n += cohort_peer_close_failed(ctx);
     }

@@ -37,6 +37,9 @@ typedef struct cohort_xfer {
     size_t received;
     double since; /* recv: when it was posted (COHORT_WATCH_S) */
     cohort_status_t status;
+    uint8_t cma_state;                /* cma.h: where it is in a single-copy transfer */
+    uint64_t cma_token;               /* its key in the context's single-copy map */
+    uint8_t cma_desc[32];             /* send: the cohort_cma_desc_t UCX sends instead */
     void *ucx_req;                    /* UCX request while in flight */
     cohort_peer_t *ucx_peer;          /* whose endpoint that request uses */
     uint8_t hdr[COHORT_AM_HDR_BYTES]; /* send: the encoded header UCX may still read */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
+#include "core/cma.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 
@@ -26,7 +27,9 @@ int cohort_xfer_ucx_started(cohort_xfer_t *x, void *r)
         return 0;
     }
     if (r == NULL) {
-        cohort_xfer_finish(x, COHORT_OK);
+        if (x->cma_state != COHORT_CMA_SENT) {
+            cohort_xfer_finish(x, COHORT_OK); /* a single copy ends with the receiver's ACK */
+        }
         return 0;
     }
     x->ucx_req = r;
@@ -43,6 +46,9 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
     }
     if (x->done) {
         return;
+    }
+    if (x->cma_state != COHORT_CMA_NONE) {
+        cohort_cma_forget(x);
     }
     x->done = 1;
     x->status = status;
@@ -74,6 +80,13 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
                      (unsigned long long)(req->comm ? req->comm->id : 0), ucs_status_string(ucs));
     }
     req->inflight--;
+    if (ucs == UCS_OK && x->cma_state == COHORT_CMA_SENT) {
+        /* The descriptor went out; the receiver's ACK finishes the send. */
+        if (req->user_freed && req->inflight == 0) {
+            cohort_request_release(req);
+        }
+        return;
+    }
     cohort_xfer_finish(x, cohort_ucs_status(ucs));
     if (peer != NULL && cohort_ucs_status(ucs) == COHORT_ERR_PEER_FAILED &&
         peer->state == COHORT_PEER_WIRED) {
@@ -117,7 +130,13 @@ void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer)
 
     cohort_xfer_ucx_param(x, &param);
     param.cb.send = cohort_xfer_ucx_sent;
-    r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->buf, x->len, &param);
+    if (x->hdr[1] == x->kind && cohort_cma_offer(x, peer)) {
+        param.memory_type = UCS_MEMORY_TYPE_HOST;
+        r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->cma_desc,
+                            sizeof(cohort_cma_desc_t), &param);
+    } else {
+        r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->buf, x->len, &param);
+    }
     ctx->stat_msgs++;
     if (UCS_PTR_IS_ERR(r)) {
         cohort_error(ctx, "send of %zu bytes to rank %d of group 0x%016llx failed: %s", x->len,
@@ -202,6 +221,7 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     hdr.fp = fp;
     hdr.wsrc = req->ctx->rank;
     hdr.kind = kind;
+    hdr.flags = 0;
     cohort_am_hdr_encode(&hdr, x->hdr);
     cohort_list_push(&req->xfers, &x->req_link);
     if (c->state != COHORT_COMM_READY) {

@@ -3,6 +3,8 @@
 /* run: 8 */
 /* run: 8 COHORT_ALGO_ALLREDUCE=recursive_doubling COHORT_ALGO_REDUCE_SCATTER=ring */
 /* run: 6 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving */
+/* run: 4 COHORT_CMA=on COHORT_CMA_MIN=1 */
+/* run: 4 COHORT_CMA=off */
 /* run: 8 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving */
 /* run: 6 COHORT_ALGO_ALLREDUCE=rabenseifner COHORT_ALGO_REDUCE_SCATTER=ring */
 /* run: 8 COHORT_ALGO_ALLREDUCE=rabenseifner COHORT_ALGO_REDUCE=knomial */

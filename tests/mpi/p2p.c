@@ -2,6 +2,8 @@
 /* run: 4 */
 /* run: 3 COHORT_PROGRESS=block */
 /* run: 2 COHORT_PROGRESS=spin */
+/* run: 2 COHORT_CMA=on COHORT_CMA_MIN=1 */
+/* run: 3 COHORT_CMA=on COHORT_CMA_MIN=1 COHORT_FAULT=cma:2 */
 /*
  * Point-to-point: sizes 0 B .. 64 MiB with content checked (eager and rendezvous), ordering of
  * same-tag messages, tag matching out of posting order, self-sends, and two groups with the

@@ -6,6 +6,8 @@
 /* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=barrier */
 /* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=recv */
 /* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=rndv */
+/* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=rndv COHORT_CMA=on COHORT_CMA_MIN=4096 */
+/* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=rndv COHORT_CMA=off */
 /* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=overlap */
 /*
  * A rank dies (SIGKILL, between two calls of a loop) and fails only its own groups.

@@ -23,6 +23,8 @@ START_TEST(test_defaults)
     ck_assert_int_eq(cfg.progress, COHORT_PROGRESS_YIELD);
     ck_assert(cfg.timeout_s == 0);
     ck_assert(cfg.keepalive_s == 1.0 && cfg.watch_s == 1.0);
+    ck_assert_int_eq(cfg.cma, COHORT_CMA_AUTO);
+    ck_assert_uint_eq(cfg.cma_min, 256u << 10);
     ck_assert_int_eq(cfg.check, 0);
     ck_assert_int_eq(cfg.log_level, 1);
     ck_assert_str_eq(cfg.plugin_path, "");
@@ -41,6 +43,8 @@ START_TEST(test_values)
                    "COHORT_TIMEOUT=2.5",
                    "COHORT_KEEPALIVE_S=0.5",
                    "COHORT_WATCH_S=0",
+                   "COHORT_CMA=on",
+                   "COHORT_CMA_MIN=4096",
                    "COHORT_CHECK=1",
                    "COHORT_LOG=debug",
                    "COHORT_PLUGIN_PATH=/a:/b",
@@ -54,6 +58,8 @@ START_TEST(test_values)
     ck_assert(cfg.timeout_s == 2.5);
     ck_assert(cfg.keepalive_s == 0.5);
     ck_assert(cfg.watch_s == 0);
+    ck_assert_int_eq(cfg.cma, COHORT_CMA_ON);
+    ck_assert_uint_eq(cfg.cma_min, 4096);
     ck_assert_int_eq(cfg.check, 1);
     ck_assert_int_eq(cfg.log_level, 3);
     ck_assert_str_eq(cfg.plugin_path, "/a:/b");
@@ -96,6 +102,9 @@ START_TEST(test_bad_values_named)
         {"COHORT_KEEPALIVE_S=-1", "COHORT_KEEPALIVE_S"},
         {"COHORT_KEEPALIVE_S=1s", "COHORT_KEEPALIVE_S"},
         {"COHORT_WATCH_S=nan", "COHORT_WATCH_S"},
+        {"COHORT_CMA=yes", "COHORT_CMA"},
+        {"COHORT_CMA_MIN=-1", "COHORT_CMA_MIN"},
+        {"COHORT_CMA_MIN=1m", "COHORT_CMA_MIN"},
         {"COHORT_CHECK=yes", "COHORT_CHECK"},
         {"COHORT_LOG=verbose", "COHORT_LOG"},
         {"COHORT_ALGO_ALLREDUCE=", "COHORT_ALGO_ALLREDUCE"},
@@ -158,7 +167,7 @@ START_TEST(test_settings_listed)
     static const char *const parsed[] = {
         "COHORT_PMIX_PLUGIN", "COHORT_PLUGIN_PATH", "COHORT_PROGRESS",     "COHORT_TIMEOUT",
         "COHORT_CHECK",       "COHORT_LOG",         "COHORT_ORPHAN_LIMIT", "COHORT_FAULT",
-        "COHORT_KEEPALIVE_S", "COHORT_WATCH_S"};
+        "COHORT_KEEPALIVE_S", "COHORT_WATCH_S",     "COHORT_CMA",          "COHORT_CMA_MIN"};
     int n = cohort_setting_count(), found;
     cohort_setting_t info;
 

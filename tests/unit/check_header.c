@@ -74,10 +74,19 @@ START_TEST(test_rejects_bad_headers)
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
     buf[1] = COHORT_MSG_REVOKE;
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), 0);
-    /* The padding must be zero, and no rank is negative. */
-    buf[2] = 1;
+    /* The padding must be zero, flags are known ones on data messages, no rank is negative. */
+    buf[3] = 1;
+    ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
+    buf[3] = 0;
+    buf[2] = COHORT_HDR_CMA; /* on a revoke */
+    ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
+    buf[1] = COHORT_MSG_P2P;
+    ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), 0);
+    ck_assert_uint_eq(out.flags, COHORT_HDR_CMA);
+    buf[2] = 0x80;
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
     buf[2] = 0;
+    buf[1] = COHORT_MSG_REVOKE;
     buf[19] = 0x80;
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
     buf[19] = 0;

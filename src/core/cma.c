@@ -1,0 +1,311 @@
+#define _GNU_SOURCE /* process_vm_readv */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "core/cma.h"
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/notify.h"
+
+/* An ACK to send from progress (never from inside a UCX callback). */
+typedef struct {
+    cohort_list_t link;
+    int world_rank;
+    cohort_am_hdr_t hdr;
+} cohort_cma_ack_t;
+
+static int cohort_cma_world(const cohort_xfer_t *x)
+{
+    return cohort_comm_world_rank(x->req->comm, x->peer);
+}
+
+void cohort_cma_init(cohort_context_t *ctx)
+{
+    FILE *f;
+    int scope = 0;
+
+    ctx->cma_usable = ctx->cfg.cma != COHORT_CMA_OFF;
+    if (ctx->cfg.cma != COHORT_CMA_AUTO) {
+        return;
+    }
+    /* Yama's scope 1 and up lets a process read only its descendants: not its peers. */
+    f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%d", &scope) == 1 && scope > 0) {
+            ctx->cma_usable = 0;
+            cohort_info(ctx, "single copy off: kernel.yama.ptrace_scope is %d", scope);
+        }
+        fclose(f);
+    }
+}
+
+int cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer)
+{
+    cohort_context_t *ctx = peer->ctx;
+    cohort_cma_desc_t d;
+
+    if (ctx->cfg.cma == COHORT_CMA_OFF || !ctx->cma_usable || x->len < ctx->cfg.cma_min ||
+        x->mem_type != COHORT_MEM_HOST || peer->rank == ctx->rank || peer->cma_off ||
+        (x->kind != COHORT_MSG_P2P && x->kind != COHORT_MSG_COLL)) {
+        return 0;
+    }
+    if (peer->local == 0) {
+        cohort_node_info_t node;
+        peer->local =
+            cohort_node_info(ctx, peer->rank, &node) == COHORT_OK && node.same_node ? 1 : -1;
+    }
+    if (peer->local < 0 || cohort_map_put(&ctx->cma_sends, ctx->cma_next, x) != COHORT_OK) {
+        return 0;
+    }
+    memset(&d, 0, sizeof(d));
+    d.magic = COHORT_CMA_DESC_MAGIC;
+    d.pid = (int32_t)getpid();
+    d.addr = (uint64_t)(uintptr_t)x->buf;
+    d.len = x->len;
+    d.token = ctx->cma_next++;
+    memcpy(x->cma_desc, &d, sizeof(d));
+    x->cma_token = d.token;
+    x->cma_state = COHORT_CMA_SENT;
+    x->hdr[2] |= COHORT_HDR_CMA;
+    return 1;
+}
+
+static void cohort_cma_answer(cohort_context_t *ctx, const cohort_msg_t *m, uint64_t token,
+                              cohort_status_t status, uint32_t rtoken)
+{
+    cohort_cma_ack_t *a = calloc(1, sizeof(*a));
+
+    if (a == NULL) {
+        /* The sender then waits on us until its peer or its timeout fails it. */
+        cohort_error(ctx, "out of memory answering a single-copy transfer from world rank %d",
+                     m->hdr.wsrc);
+        return;
+    }
+    a->world_rank = m->hdr.wsrc;
+    a->hdr.kind = COHORT_MSG_CMA_ACK;
+    a->hdr.gid = token;
+    a->hdr.fp = (uint32_t)status;
+    a->hdr.seq = rtoken;
+    a->hdr.src = ctx->rank;
+    a->hdr.wsrc = ctx->rank;
+    a->hdr.tag = -1;
+    cohort_list_push(&ctx->cma_acks, &a->link);
+}
+
+/* The kernel would not let us read the sender: ask for the data instead, and stop trying. */
+static void cohort_cma_refused(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m,
+                               uint64_t token, const char *why)
+{
+    uint32_t rtoken = ctx->cma_rnext++;
+
+    if (ctx->cma_usable) {
+        cohort_warn(ctx,
+                    "single-copy transfers refused by the kernel (%s): large same-node messages "
+                    "go through UCX's shared memory from now on",
+                    why);
+        ctx->cma_usable = 0;
+    }
+    if (rtoken == 0 || cohort_map_put(&ctx->cma_recvs, rtoken, x) != COHORT_OK) {
+        cohort_xfer_finish(x, COHORT_ERR_NO_MEMORY);
+        cohort_cma_answer(ctx, m, token, COHORT_ERR_NO_MEMORY, 0);
+        return;
+    }
+    x->cma_token = rtoken;
+    x->cma_state = COHORT_CMA_WANT_DATA;
+    cohort_cma_answer(ctx, m, token, COHORT_ERR_UNSUPPORTED, rtoken);
+}
+
+void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m)
+{
+    cohort_cma_desc_t d;
+    size_t done = 0;
+
+    if (m->desc != NULL || m->len != sizeof(d)) {
+        ctx->stat_rejected++;
+        cohort_error(ctx, "a single-copy descriptor of %zu bytes from world rank %d dropped",
+                     m->len, m->hdr.wsrc);
+        cohort_xfer_finish(x, COHORT_ERR_MISMATCH);
+        return;
+    }
+    memcpy(&d, m->data, sizeof(d));
+    if (d.magic != COHORT_CMA_DESC_MAGIC || d.len > x->len) {
+        cohort_error(ctx,
+                     "group 0x%016llx: %llu bytes offered by world rank %d (tag/step %d) for a "
+                     "receive of %zu bytes",
+                     (unsigned long long)m->hdr.gid, (unsigned long long)d.len, m->hdr.wsrc,
+                     m->hdr.tag, x->len);
+        cohort_xfer_finish(x, COHORT_ERR_MISMATCH);
+        /* As when the data itself arrives too long: the error is the receiver's alone. */
+        cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
+        return;
+    }
+    if (cohort_fault(ctx, COHORT_FAULT_CMA)) {
+        cohort_cma_refused(ctx, x, m, d.token, "COHORT_FAULT");
+        return;
+    }
+    while (done < d.len) {
+        struct iovec local = {(char *)x->buf + done, d.len - done};
+        struct iovec remote = {(void *)(uintptr_t)(d.addr + done), d.len - done};
+        ssize_t n = process_vm_readv(d.pid, &local, 1, &remote, 1, 0);
+
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EPERM || errno == ENOSYS || errno == EACCES)) {
+            cohort_cma_refused(ctx, x, m, d.token, strerror(errno));
+            return;
+        }
+        /* Gone (ESRCH), or its buffer went away under us (EFAULT: it gave up on this send). */
+        cohort_error(ctx, "single-copy read of %llu bytes from world rank %d failed: %s",
+                     (unsigned long long)d.len, m->hdr.wsrc, n < 0 ? strerror(errno) : "no data");
+        if (n < 0 && errno == ESRCH) {
+            cohort_peer_t *peer = cohort_peer_get(ctx, m->hdr.wsrc);
+            cohort_xfer_finish(x, COHORT_ERR_PEER_FAILED);
+            if (peer != NULL && peer->state != COHORT_PEER_FAILED) {
+                cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, "its process is gone");
+            }
+            return;
+        }
+        cohort_xfer_finish(x, COHORT_ERR_UCX);
+        cohort_cma_answer(ctx, m, d.token, COHORT_ERR_UCX, 0);
+        return;
+    }
+    x->received = d.len;
+    cohort_xfer_finish(x, COHORT_OK);
+    cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
+}
+
+void cohort_cma_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
+{
+    cohort_xfer_t *x = cohort_map_get(&ctx->cma_sends, h->gid);
+    cohort_status_t status = (cohort_status_t)(int32_t)h->fp;
+
+    if (x == NULL || x->cma_state != COHORT_CMA_SENT || cohort_cma_world(x) != h->wsrc) {
+        ctx->orphans_dropped++; /* for a send given up on meanwhile */
+        return;
+    }
+    if (status == COHORT_ERR_UNSUPPORTED && h->seq != 0) {
+        cohort_peer_t *peer = cohort_peer_get(ctx, h->wsrc);
+        if (peer != NULL) {
+            peer->cma_off = 1;
+        }
+        /* The data follows to the receive it matched, named by the receiver's token. */
+        cohort_map_del(&ctx->cma_sends, x->cma_token);
+        x->cma_token = 0;
+        x->cma_state = COHORT_CMA_RESEND;
+        x->hdr[1] = COHORT_MSG_CMA_DATA;
+        x->hdr[2] = 0;
+        for (int i = 0; i < 8; i++) {
+            x->hdr[8 + i] = (uint8_t)((uint64_t)h->seq >> (8 * i));
+        }
+        cohort_list_push(&ctx->cma_resend, &x->link);
+        return;
+    }
+    cohort_xfer_finish(x, status);
+}
+
+int cohort_cma_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len,
+                    int rndv)
+{
+    cohort_xfer_t *x = cohort_map_get(&ctx->cma_recvs, h->gid);
+
+    if (x == NULL || x->cma_state != COHORT_CMA_WANT_DATA || cohort_cma_world(x) != h->wsrc ||
+        len > x->len) {
+        ctx->orphans_dropped++; /* for a receive given up on meanwhile */
+        return 0;
+    }
+    cohort_map_del(&ctx->cma_recvs, x->cma_token);
+    x->cma_token = 0;
+    x->cma_state = COHORT_CMA_NONE;
+    x->received = len;
+    if (rndv) {
+        cohort_rndv_start(ctx, x, data);
+        return 1;
+    }
+    if (len > 0) {
+        memcpy(x->buf, data, len);
+    }
+    cohort_xfer_finish(x, COHORT_OK);
+    return 0;
+}
+
+void cohort_cma_forget(cohort_xfer_t *x)
+{
+    cohort_context_t *ctx = x->req->ctx;
+
+    if (x->cma_state == COHORT_CMA_SENT) {
+        cohort_map_del(&ctx->cma_sends, x->cma_token);
+    } else if (x->cma_state == COHORT_CMA_WANT_DATA) {
+        cohort_map_del(&ctx->cma_recvs, x->cma_token);
+    } else if (x->cma_state == COHORT_CMA_RESEND) {
+        cohort_list_del(&x->link);
+    }
+    x->cma_state = COHORT_CMA_NONE;
+    x->cma_token = 0;
+}
+
+static void cohort_cma_fail_map(cohort_context_t *ctx, cohort_map_t *map, int world_rank,
+                                cohort_status_t status)
+{
+    cohort_xfer_t *victims[64];
+    int n;
+
+    /* Collected first: finishing a transfer deletes it from the map being walked. */
+    do {
+        n = 0;
+        for (size_t i = 0; i < map->cap && n < 64; i++) {
+            cohort_xfer_t *x = map->vals[i];
+            if (map->keys[i] != 0 && x != NULL && cohort_cma_world(x) == world_rank) {
+                victims[n++] = x;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            cohort_xfer_finish(victims[i], status);
+        }
+    } while (n == 64);
+}
+
+void cohort_cma_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t status)
+{
+    cohort_cma_fail_map(ctx, &ctx->cma_sends, world_rank, status);
+    cohort_cma_fail_map(ctx, &ctx->cma_recvs, world_rank, status);
+}
+
+int cohort_cma_progress(cohort_context_t *ctx)
+{
+    int n = 0;
+
+    while (!cohort_list_empty(&ctx->cma_acks)) {
+        cohort_cma_ack_t *a = cohort_container_of(ctx->cma_acks.next, cohort_cma_ack_t, link);
+        cohort_list_del(&a->link);
+        cohort_ctl_send(ctx, a->world_rank, &a->hdr);
+        free(a);
+        n++;
+    }
+    while (!cohort_list_empty(&ctx->cma_resend)) {
+        cohort_xfer_t *x = cohort_container_of(ctx->cma_resend.next, cohort_xfer_t, link);
+        cohort_list_del(&x->link);
+        x->cma_state = COHORT_CMA_NONE;
+        cohort_xfer_route(x);
+        n++;
+    }
+    return n;
+}
+
+void cohort_cma_cleanup(cohort_context_t *ctx)
+{
+    while (!cohort_list_empty(&ctx->cma_acks)) {
+        cohort_cma_ack_t *a = cohort_container_of(ctx->cma_acks.next, cohort_cma_ack_t, link);
+        cohort_list_del(&a->link);
+        free(a);
+    }
+    cohort_map_cleanup(&ctx->cma_sends);
+    cohort_map_cleanup(&ctx->cma_recvs);
+}

@@ -1,0 +1,53 @@
+/*
+ * Single-copy transfers between ranks of one node, over the kernel's cross-memory attach.
+ * UCX 1.13 drops its cma lane under the PEER error mode cohort needs (DESIGN.md), so a large
+ * same-node message would be copied twice, into and out of the shared segment. Instead the
+ * sender sends a small descriptor (its pid, the buffer's address and length, a token) in place
+ * of the data; the receiver, once it has matched it, reads the data straight into the receive
+ * buffer with process_vm_readv and answers with an ACK carrying the token, which finishes the
+ * send. Where the kernel refuses (EPERM, ENOSYS), the receiver answers "send it" instead and
+ * the data follows through UCX to the matched receive (CMA_DATA); single copy is then off for
+ * this context. A peer that dies fails what waits on it, as any transfer.
+ */
+#ifndef COHORT_CMA_H
+#define COHORT_CMA_H
+
+#include <stdint.h>
+#include "core/am.h"
+#include "core/endpoint.h"
+
+#define COHORT_CMA_DESC_MAGIC 0xc0c0cabau
+
+typedef struct {
+    uint32_t magic;
+    int32_t pid;
+    uint64_t addr;
+    uint64_t len;
+    uint64_t token; /* the sender's, echoed in the ACK */
+} cohort_cma_desc_t;
+
+/* Where a transfer is in the protocol (cohort_xfer_t.cma_state). */
+enum { COHORT_CMA_NONE = 0, COHORT_CMA_SENT, COHORT_CMA_WANT_DATA, COHORT_CMA_RESEND };
+
+/* Decide whether send @a x to @a peer goes by single copy; if so, fill its descriptor and
+ * header flag and register it. @return 1 when it does. */
+int cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer);
+/* Receive @a x matched the descriptor message @a m: read the data, or ask for it. */
+void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m);
+/* An ACK arrived (sender side). */
+void cohort_cma_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h);
+/* The data a refused single copy asked for arrived (receiver side). @a data is eager data or,
+ * with @a rndv, UCX's descriptor. @return 1 when a rendezvous fetch took the descriptor. */
+int cohort_cma_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len,
+                    int rndv);
+/* @a x is finishing: forget its token. */
+void cohort_cma_forget(cohort_xfer_t *x);
+/* World rank @a world_rank failed: fail what waits on it here. */
+void cohort_cma_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t status);
+/* Send queued ACKs and resends. @return how many. */
+int cohort_cma_progress(cohort_context_t *ctx);
+/* Whether single copy may be tried here (COHORT_CMA, the kernel's ptrace scope). */
+void cohort_cma_init(cohort_context_t *ctx);
+void cohort_cma_cleanup(cohort_context_t *ctx);
+
+#endif

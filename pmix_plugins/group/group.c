@@ -15,7 +15,12 @@
  * init, said so, rather than a hang at the first collective.
  *
  * PMIX_GROUP_ASSIGN_CONTEXT_ID is passed on every construct: OpenPMIx 5.0.5 answers a
- * construct with no info BAD-PARAM when all members share a node (and we want the id anyway).
+ * construct with no info BAD-PARAM when all members share a node (and we want the id anyway;
+ * PRRTE 3.0.8 also treats a construct with neither a context id nor a barrier asked for as
+ * local to each server, no collective at all). PRRTE 3.0.8 ignores the PMIX_TIMEOUT we pass
+ * (it refuses only a *required* one: pmix_server_group_fn), so a construct or destruct whose
+ * members never all arrive is bounded by COHORT_TIMEOUT on the waits and, for the destructs
+ * left at finalize, by opts.timeout_s here, not by the server.
  */
 #include <ctype.h>
 #include <stdio.h>

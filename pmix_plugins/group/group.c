@@ -33,6 +33,7 @@ typedef struct cohort_pmix_live {
     struct cohort_pmix_live *next;
     uint64_t gid;
     size_t context_id;
+    int has_id;
 } cohort_pmix_live_t;
 
 /* A destruct in flight: PMIx answers from its thread (done, last); the main thread reaps. */
@@ -48,7 +49,8 @@ typedef struct cohort_pmix_destruct {
 typedef struct {
     cohort_pmix_live_t *live;
     cohort_pmix_destruct_t *destructs;
-    int failed; /* destructs that failed, logged */
+    int failed;       /* destructs that failed, logged */
+    int warned_no_id; /* a construct without a context id was reported */
     char client[32];
     char server[32]; /* "" when the server does not say */
 } cohort_pmix_groups_t;
@@ -147,6 +149,7 @@ static cohort_status_t cohort_pmix_group_probe(cohort_pmix_ctx_t *p, cohort_pmix
 {
     char name[2][64];
     size_t id[2];
+    int has_id[2] = {0, 0};
     pmix_info_t info[2];
     cohort_status_t status = COHORT_OK;
     int made = 0;
@@ -156,12 +159,11 @@ static cohort_status_t cohort_pmix_group_probe(cohort_pmix_ctx_t *p, cohort_pmix
         pmix_info_t *results = NULL;
         size_t nresults = 0;
         pmix_status_t rc;
-        int has_id;
 
         snprintf(name[made], sizeof(name[made]), "cohort-probe-%u-%d-%d", (unsigned)p->me.rank,
                  p->opts.instance, made);
         rc = PMIx_Group_construct(name[made], &p->me, 1, info, 2, &results, &nresults);
-        has_id = rc == PMIX_SUCCESS && cohort_pmix_context_id(results, nresults, &id[made]);
+        has_id[made] = rc == PMIX_SUCCESS && cohort_pmix_context_id(results, nresults, &id[made]);
         if (results != NULL) {
             PMIX_INFO_FREE(results, nresults);
         }
@@ -182,18 +184,9 @@ static cohort_status_t cohort_pmix_group_probe(cohort_pmix_ctx_t *p, cohort_pmix
             status = COHORT_ERR_UNSUPPORTED;
             break;
         }
-        if (!has_id) {
-            cohort_pmix_log(p, 0,
-                            "COHORT_PMIX_PLUGIN=group: the server constructed a group but gave no "
-                            "context id (PMIX_GROUP_CONTEXT_ID) although asked for "
-                            "one " COHORT_PMIX_VERSIONS_FMT "; %s",
-                            COHORT_PMIX_VERSIONS(g), COHORT_PMIX_FIX);
-            status = COHORT_ERR_UNSUPPORTED;
-            made++;
-            break;
-        }
     }
-    if (status == COHORT_OK && id[0] == id[1]) {
+    /* A missing id alone is no mismatch (see prepare_test); two equal ones are. */
+    if (status == COHORT_OK && has_id[0] && has_id[1] && id[0] == id[1]) {
         cohort_pmix_log(p, 0,
                         "COHORT_PMIX_PLUGIN=group: the server gave two groups the same context id "
                         "(%zu) " COHORT_PMIX_VERSIONS_FMT "; the client and server disagree about "
@@ -214,8 +207,8 @@ static cohort_status_t cohort_pmix_group_probe(cohort_pmix_ctx_t *p, cohort_pmix
     PMIX_INFO_DESTRUCT(&info[0]);
     PMIX_INFO_DESTRUCT(&info[1]);
     if (status == COHORT_OK) {
-        cohort_pmix_log(p, 3, "group plugin: probe groups got context ids %zu and %zu", id[0],
-                        id[1]);
+        cohort_pmix_log(p, 3, "group plugin: probe groups got context ids %zd and %zd",
+                        has_id[0] ? (ssize_t)id[0] : -1, has_id[1] ? (ssize_t)id[1] : -1);
     }
     return status;
 }
@@ -398,18 +391,26 @@ static cohort_status_t cohort_pmix_group_prepare_test(cohort_pmix_prepare_t *op)
         return status;
     }
     if (!has_id) {
-        cohort_pmix_log(p, 0, "%s succeeded but gave no context id " COHORT_PMIX_VERSIONS_FMT, what,
-                        COHORT_PMIX_VERSIONS(g));
-        return COHORT_ERR_PMIX;
+        /* Seen with OpenPMIx 5.0.5 under PRRTE 3.0.8 under load: one member's construct
+         * succeeds without the id its fellow members get (once in 9 to ~200 cohort_peers runs at
+         * 8 ranks, load 13). cohort does not use the id, so the group goes on; said once. */
+        if (!g->warned_no_id) {
+            cohort_pmix_log(p, 1,
+                            "%s succeeded but gave no context id " COHORT_PMIX_VERSIONS_FMT
+                            "; cohort does not need it: going on (said once)",
+                            what, COHORT_PMIX_VERSIONS(g));
+            g->warned_no_id = 1;
+        }
     }
-    for (l = g->live; l != NULL; l = l->next) {
-        if (l->context_id == id) {
+    for (l = g->live; has_id && l != NULL; l = l->next) {
+        if (l->has_id && l->context_id == id) {
             cohort_pmix_log(p, 0,
                             "%s gave context id %zu, which group 0x%016llx holds "
                             "already " COHORT_PMIX_VERSIONS_FMT
-                            "; the client and server disagree about "
-                            "group messages",
+                            "; the client and server disagree about group messages",
                             what, id, (unsigned long long)l->gid, COHORT_PMIX_VERSIONS(g));
+            /* The server holds the group all the same: its destruct goes now, so that no
+             * member waits for it at finalize. */
             cohort_pmix_destruct_start(p, g, gid);
             return COHORT_ERR_PMIX;
         }
@@ -420,9 +421,14 @@ static cohort_status_t cohort_pmix_group_prepare_test(cohort_pmix_prepare_t *op)
     }
     l->gid = gid;
     l->context_id = id;
+    l->has_id = has_id;
     l->next = g->live;
     g->live = l;
-    cohort_pmix_log(p, 3, "%s: context id %zu", what, id);
+    if (has_id) {
+        cohort_pmix_log(p, 3, "%s: context id %zu", what, id);
+    } else {
+        cohort_pmix_log(p, 3, "%s: context id none", what);
+    }
     return COHORT_OK;
 }
 

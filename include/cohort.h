@@ -96,13 +96,17 @@ COHORT_API cohort_status_t cohort_init(cohort_context_t **ctx);
  * PMIx connection. Accepts NULL.
  *
  * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a context that is not live (finalized already,
- *         or never made), logged.
+ *         or never made), logged; COHORT_ERR_PMIX (or COHORT_ERR_TIMEOUT) when the exchange
+ *         plugin could not undo what it made (the group plugin's PMIx_Group_destruct), logged:
+ *         the context is released all the same.
  * @note Requests still outstanding are cancelled (COHORT_ERR_REVOKED). A request the caller
  *       still holds stays a valid handle: cohort_test()/cohort_wait() report its final status
  *       and cohort_request_free() releases it, after finalize too. Wired peers are told this
  *       rank leaves, so messages it sent before are still delivered to them and its leaving
  *       is not taken for a failure. Bounded: sends nobody receives are cancelled, endpoints
- *       close together within COHORT_TIMEOUT (5 s when unset).
+ *       close together within COHORT_TIMEOUT (5 s when unset). With COHORT_PMIX_PLUGIN=group
+ *       it also waits, within COHORT_TIMEOUT (300 s when unset), until the other members of
+ *       this rank's groups have freed them too (PMIx_Group_destruct is collective).
  */
 COHORT_API cohort_status_t cohort_finalize(cohort_context_t *ctx);
 

@@ -37,7 +37,7 @@ cohort_status_t cohort_pmix_status(pmix_status_t rc)
     }
 }
 
-static void cohort_pmix_info_timeout(pmix_info_t *info, const cohort_pmix_ctx_t *p)
+void cohort_pmix_info_timeout(pmix_info_t *info, const cohort_pmix_ctx_t *p)
 {
     int secs = (int)(p->opts.timeout_s + 0.999);
 
@@ -108,16 +108,17 @@ cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_
     return COHORT_OK;
 }
 
-void cohort_pmix_disconnect(cohort_pmix_ctx_t *p)
+cohort_status_t cohort_pmix_disconnect(cohort_pmix_ctx_t *p)
 {
     if (p == NULL) {
-        return;
+        return COHORT_OK;
     }
     if (!p->singleton) {
         PMIx_Finalize(NULL, 0);
     }
     free(p->local);
     free(p);
+    return COHORT_OK;
 }
 
 cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, size_t len)
@@ -143,7 +144,7 @@ cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, s
     return COHORT_OK;
 }
 
-static double cohort_pmix_now(void)
+double cohort_pmix_now(void)
 {
     struct timespec ts;
 

@@ -13,6 +13,7 @@ struct cohort_pmix_ctx {
     char key[64]; /* where this context's address is published */
     int *local;   /* ranks on this node (PMIX_LOCAL_PEERS), sorted; read on first use */
     int nlocal;   /* -1 until read */
+    void *own;    /* the plugin's own state, if it has any */
 };
 
 #define COHORT_PMIX_ADDR_KEY "cohort.ucx.addr"
@@ -20,11 +21,14 @@ struct cohort_pmix_ctx {
 void cohort_pmix_log(const cohort_pmix_ctx_t *p, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 cohort_status_t cohort_pmix_status(pmix_status_t rc);
+/* PMIX_TIMEOUT (whole seconds, rounded up) of opts.timeout_s into @a info. */
+void cohort_pmix_info_timeout(pmix_info_t *info, const cohort_pmix_ctx_t *p);
+double cohort_pmix_now(void);
 
 /* PMIx_Init, or a singleton when no server can be reached. */
 cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_ctx_t **pctx,
                                     cohort_pmix_job_t *job);
-void cohort_pmix_disconnect(cohort_pmix_ctx_t *p);
+cohort_status_t cohort_pmix_disconnect(cohort_pmix_ctx_t *p);
 cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, size_t len);
 cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank, cohort_pmix_lookup_t **op);
 cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len);
@@ -39,6 +43,10 @@ struct cohort_pmix_prepare {
     pmix_info_t info[2];
     size_t ninfo;
     char what[96];
+    uint64_t gid;
+    /* What the server answered besides the status (group plugin: PMIX_GROUP_CONTEXT_ID). */
+    size_t context_id;
+    int has_context_id;
 };
 
 /* First-use steps, nonblocking. new: the step's procs (ranks NULL: the whole namespace) and a

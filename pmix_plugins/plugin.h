@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include "cohort.h"
 
-#define COHORT_PMIX_PLUGIN_ABI    3
+#define COHORT_PMIX_PLUGIN_ABI    4
 #define COHORT_PMIX_PLUGIN_SYMBOL "cohort_pmix_plugin"
 
 typedef struct cohort_pmix_ctx cohort_pmix_ctx_t;         /* the plugin's own state */
@@ -57,12 +57,17 @@ typedef struct {
     cohort_status_t (*group_prepare_test)(cohort_pmix_prepare_t *op);
     /* Give up on a step in flight (finalize): it frees itself when PMIx answers. */
     void (*group_prepare_abandon)(cohort_pmix_prepare_t *op);
+    /* A group whose first-use step succeeded is gone (freed, or finalize): undo what the step
+     * made, without blocking (the plugin finishes it by finalize). NULL: nothing to undo. */
+    void (*group_release)(cohort_pmix_ctx_t *pctx, uint64_t gid);
     /* Where a rank runs (job-level data, answered by the local server): whether it shares this
      * rank's node, the launcher's node id (UINT32_MAX when the launcher does not say) and host
      * name ("" likewise). NULL: the core takes every rank for one node. */
     cohort_status_t (*node_info)(cohort_pmix_ctx_t *pctx, int rank, int *same_node,
                                  uint32_t *node_id, char *host, size_t hostlen);
-    void (*finalize)(cohort_pmix_ctx_t *pctx);
+    /* Disconnect. An error (logged) says that something the plugin finished here failed, such
+     * as a group_release; the plugin is finalized either way. */
+    cohort_status_t (*finalize)(cohort_pmix_ctx_t *pctx);
 } cohort_pmix_plugin_t;
 
 #endif

@@ -34,7 +34,7 @@ cohort_status_t cohort_init(cohort_context_t **ctx_p)
 
 err_destroy:
     cohort_group_free_all(ctx);
-    cohort_context_destroy(ctx);
+    (void)cohort_context_destroy(ctx);
     return status;
 }
 
@@ -48,6 +48,5 @@ cohort_status_t cohort_finalize(cohort_context_t *ctx)
     }
     cohort_layout_free_all(ctx);
     cohort_group_free_all(ctx);
-    cohort_context_destroy(ctx);
-    return COHORT_OK;
+    return cohort_context_destroy(ctx);
 }

@@ -76,6 +76,9 @@ void cohort_comm_destroy(cohort_comm_t *c)
         ctx->plugin->group_prepare_abandon(c->prepare);
         cohort_list_del(&c->prep_link);
     }
+    if (c->prepared && ctx->plugin->group_release != NULL) {
+        ctx->plugin->group_release(ctx->pmix, c->id);
+    }
     cohort_am_comm_cleanup(c);
     cohort_map_del(&ctx->comms, c->id);
     cohort_list_del(&c->link);
@@ -180,9 +183,10 @@ void cohort_comm_peer_failed(cohort_context_t *ctx, int world_rank, int tell, co
 }
 
 /* The first-use step is over: the sends it held go on to their peers. */
-static void cohort_comm_ready(cohort_comm_t *c, cohort_status_t status)
+static void cohort_comm_ready(cohort_comm_t *c, cohort_status_t status, int prepared)
 {
     c->state = COHORT_COMM_READY;
+    c->prepared = prepared && status == COHORT_OK;
     if (status != COHORT_OK) {
         cohort_error(c->ctx, "group '%s' 0x%016llx: the %s plugin could not prepare it: %s",
                      c->label, (unsigned long long)c->id, c->ctx->plugin->name,
@@ -214,7 +218,7 @@ cohort_status_t cohort_comm_use(cohort_comm_t *c)
                                                       &c->prepare);
             if (status != COHORT_OK) {
                 c->prepare = NULL;
-                cohort_comm_ready(c, status);
+                cohort_comm_ready(c, status, 0);
             } else {
                 c->state = COHORT_COMM_PREPARING;
                 cohort_list_push(&ctx->preparing, &c->prep_link);
@@ -239,7 +243,7 @@ int cohort_comm_progress(cohort_context_t *ctx)
         }
         c->prepare = NULL;
         cohort_list_del(&c->prep_link);
-        cohort_comm_ready(c, status);
+        cohort_comm_ready(c, status, 1);
         n++;
     }
     return n;

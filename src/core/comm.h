@@ -23,6 +23,7 @@ struct cohort_comm {
     int *members;          /* world ranks in comm order; NULL for the world (rank i is i) */
     const char *label;     /* for messages: the group's tag (owned by the group) */
     uint8_t state;         /* cohort_comm_state_t */
+    uint8_t prepared;      /* the plugin's first-use step succeeded: release it at the end */
     cohort_status_t error; /* COHORT_OK, or what every pending and later operation gets */
     int failed_rank;       /* the member (world rank) whose failure revoked it, or -1 */
     cohort_pmix_prepare_t *prepare;

@@ -367,7 +367,8 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
 err_ucx:
     cohort_context_ucx_cleanup(ctx);
 err_plugin:
-    ctx->plugin->finalize(ctx->pmix);
+    (void)ctx->plugin->finalize(
+        ctx->pmix); /* the error that brought us here is the one to report */
 err_unload:
     cohort_plugin_unload(ctx);
 err_free:
@@ -375,9 +376,10 @@ err_free:
     return status;
 }
 
-void cohort_context_destroy(cohort_context_t *ctx)
+cohort_status_t cohort_context_destroy(cohort_context_t *ctx)
 {
     cohort_list_t *pos, *tmp;
+    cohort_status_t status;
 
     ctx->finalizing = 1;
     cohort_context_unregister(ctx);
@@ -408,9 +410,10 @@ void cohort_context_destroy(cohort_context_t *ctx)
     cohort_request_pool_cleanup(ctx);
     cohort_scratch_cleanup(ctx);
     cohort_peer_table_cleanup(ctx);
-    ctx->plugin->finalize(ctx->pmix);
+    status = ctx->plugin->finalize(ctx->pmix);
     cohort_plugin_unload(ctx);
     cohort_context_free(ctx);
+    return status;
 }
 
 int cohort_world_rank(const cohort_context_t *ctx)

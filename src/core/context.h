@@ -94,8 +94,9 @@ typedef cohort_status_t (*cohort_context_configure_t)(cohort_context_t *ctx, cha
  * published address. */
 cohort_status_t cohort_context_create(cohort_context_t **ctx, cohort_context_configure_t configure);
 /* Tear down what cohort_context_create made, after the layers above released theirs:
- * cancels every request, says goodbye to wired peers, closes endpoints (bounded). */
-void cohort_context_destroy(cohort_context_t *ctx);
+ * cancels every request, says goodbye to wired peers, closes endpoints (bounded). Torn down
+ * whatever happens; an error is the plugin's finalize failing (e.g. a group destruct). */
+cohort_status_t cohort_context_destroy(cohort_context_t *ctx);
 /* INVALID_ARG (logged, naming @a what) unless @a ctx is a live context of this process. */
 cohort_status_t cohort_context_check(const cohort_context_t *ctx, const char *what);
 /* 1 when this pass through fault point @a point must fail (COHORT_FAULT). */

@@ -21,6 +21,7 @@ launch_apt_install slurm-wlm munge python3
     [ -n "$(find /usr/lib -name 'mpi_pmix*.so' 2>/dev/null | head -1)" ] ||
     launch_die "Slurm's PMIx plugin (mpi_pmix) is not installed"
 launch_build
+make -s -j"$(nproc)" tests/mpi/group_plugin >/dev/null || launch_die "build failed"
 top=$PWD
 port=${COHL_SLURM_PORT:-16817}
 node=cohl-n0
@@ -76,6 +77,18 @@ for np in 4 8; do
         failed=$((failed + 1))
     fi
 done
+
+# The group plugin: Slurm 22.05's PMIx server does not construct groups, so cohort_init must
+# refuse it at once, saying so (not hang, not succeed).
+if srun_run 2 "COHORT_PMIX_PLUGIN=group TEST_GROUP_PLUGIN=refused" tests/mpi/group_plugin \
+    >"$T/run.log" 2>&1 && grep -q 'does not implement PMIx_Group_construct' "$T/run.log"; then
+    launch_log "group_plugin: srun -n 2 COHORT_PMIX_PLUGIN=group: refused, as it must be"
+    passed=$((passed + 1))
+else
+    echo "!! group_plugin: srun -n 2 COHORT_PMIX_PLUGIN=group was not refused with the reason"
+    tail -20 "$T/run.log"
+    failed=$((failed + 1))
+fi
 
 # Measurements (COHL_MEASURE=1; printed, never asserted): cohort_peers wall time and
 # cohort_bench setup at 8 ranks, srun against mpirun on this same host.

@@ -355,6 +355,18 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
     return m->desc != NULL || m->ucx_data;
 }
 
+static void cohort_am_heard(cohort_context_t *ctx, int world_rank)
+{
+    if (ctx->heard == NULL) {
+        /* One bit per rank of the world, made at the first message: 2 KiB at 16k ranks. */
+        ctx->heard = calloc(((size_t)ctx->size + 7) / 8, 1);
+        if (ctx->heard == NULL) {
+            return; /* that peer may then take our finalize for a failure */
+        }
+    }
+    ctx->heard[world_rank / 8] |= (uint8_t)(1u << (world_rank % 8));
+}
+
 static ucs_status_t cohort_am_recv_cb(void *arg, const void *header, size_t header_length,
                                       void *data, size_t length, const ucp_am_recv_param_t *param)
 {
@@ -381,6 +393,7 @@ static ucs_status_t cohort_am_recv_cb(void *arg, const void *header, size_t head
         cohort_am_bye(ctx, m.hdr.wsrc);
         return UCS_OK;
     }
+    cohort_am_heard(ctx, m.hdr.wsrc);
     if (m.hdr.kind == COHORT_MSG_CMA_ACK) {
         cohort_cma_ack(ctx, &m.hdr);
         return UCS_OK;

@@ -367,8 +367,8 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
 err_ucx:
     cohort_context_ucx_cleanup(ctx);
 err_plugin:
-    (void)ctx->plugin->finalize(
-        ctx->pmix); /* the error that brought us here is the one to report */
+    /* The error that brought us here is the one to report. */
+    (void)ctx->plugin->finalize(ctx->pmix);
 err_unload:
     cohort_plugin_unload(ctx);
 err_free:

@@ -41,7 +41,10 @@ struct cohort_context {
     cohort_list_t peer_list;  /* every cohort_peer_t */
     cohort_list_t looking_up; /* peers whose address lookup is in flight */
     cohort_list_t to_close;   /* failed peers whose endpoint is still open */
-    cohort_map_t comms;       /* id -> cohort_comm_t* (live communicators) */
+    /* A bit per world rank that sent us anything: they are told at finalize that we leave,
+     * even those we hold no endpoint to (their endpoint to us would otherwise fail). */
+    uint8_t *heard;
+    cohort_map_t comms; /* id -> cohort_comm_t* (live communicators) */
     cohort_list_t comm_list;
     cohort_list_t preparing;  /* communicators whose first-use exchange is in flight */
     cohort_map_t orphans;     /* id -> cohort_orphans_t*: messages for groups not created yet */

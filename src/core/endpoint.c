@@ -310,6 +310,36 @@ void cohort_peer_force_close(cohort_peer_t *peer, const char *why, double bound)
 /* Sends handed to UCX that nobody will take (cancelled, to a receiver that never asks) keep an
  * endpoint from flushing: let them finish for a moment, then close those endpoints by force. */
 #define COHORT_CLOSE_DRAIN_S 0.2
+/* How long finalize may spend wiring peers that only sent to us, to say goodbye. */
+#define COHORT_BYE_WIRE_S 2.0
+
+/* Peers that sent to us but that we never sent to hold an endpoint to us that closing ours
+ * does not tell about: wire them now, so that they too get our goodbye. Bounded. */
+static void cohort_endpoint_wire_listeners(cohort_context_t *ctx)
+{
+    double start = cohort_time_now(), bound = cohort_context_bound(ctx, COHORT_BYE_WIRE_S);
+
+    if (ctx->heard == NULL) {
+        return;
+    }
+    if (bound > COHORT_BYE_WIRE_S) {
+        bound = COHORT_BYE_WIRE_S;
+    }
+    for (int r = 0; r < ctx->size; r++) {
+        cohort_peer_t *peer;
+        if (r == ctx->rank || !(ctx->heard[r / 8] & (1u << (r % 8)))) {
+            continue;
+        }
+        peer = cohort_peer_get(ctx, r);
+        if (peer != NULL && peer->state == COHORT_PEER_NONE) {
+            cohort_peer_want(peer);
+        }
+    }
+    while (!cohort_list_empty(&ctx->looking_up) && cohort_time_now() - start < bound) {
+        ucp_worker_progress(ctx->worker);
+        cohort_peer_progress(ctx);
+    }
+}
 
 void cohort_endpoint_close_all(cohort_context_t *ctx)
 {
@@ -320,6 +350,7 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
 
     /* Failed endpoints not closed yet are closed below with the rest. */
     cohort_list_init(&ctx->to_close);
+    cohort_endpoint_wire_listeners(ctx);
     cohort_list_for_each(pos, tmp, &ctx->peer_list)
     {
         cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
@@ -385,6 +416,8 @@ void cohort_peer_table_cleanup(cohort_context_t *ctx)
         free(peer);
     }
     cohort_map_cleanup(&ctx->peers);
+    free(ctx->heard);
+    ctx->heard = NULL;
 }
 
 static int cohort_int_cmp(const void *a, const void *b)

@@ -522,6 +522,27 @@ typedef struct {
 
 COHORT_API cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);
 
+/** What this process can do with CUDA buffers. */
+typedef struct {
+    int built;        /**< 1 when this libcohort was built with its CUDA module */
+    int devices;      /**< CUDA devices this process sees; 0: none (see reason) */
+    int ucx_cuda;     /**< 1 when UCX takes CUDA memory itself; 0: device data is staged
+                           through page-locked host buffers */
+    int ipc;          /**< 1 when same-node device data may use CUDA IPC (COHORT_CUDA_IPC) */
+    char reason[192]; /**< devices == 0: why ("no CUDA device (...)"); "" otherwise */
+} cohort_cuda_info_t;
+
+/**
+ * Whether device buffers can be passed to this context's calls.
+ * @param [in]  ctx  a context
+ * @param [out] info filled on success
+ * @return COHORT_OK, also when there is no device, no driver or no CUDA support (then
+ *         info->devices is 0 and info->reason says which); COHORT_ERR_INVALID_ARG.
+ * @note Loads the CUDA module the first time (as the first call with a buffer does); never
+ *       communicates. Without a device every buffer is host memory.
+ */
+COHORT_API cohort_status_t cohort_cuda_info(cohort_context_t *ctx, cohort_cuda_info_t *info);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Library information                                                                         */
 /* ------------------------------------------------------------------------------------------ */

@@ -143,6 +143,10 @@ static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
 {
     cohort_status_t status = cohort_coll_base(req)->algo->progress(req);
 
+    if (status == COHORT_OK) {
+        status = cohort_coll_stage_out(req);
+    }
+
     /* A collective that fails has spent its number on this rank and maybe not on the others:
      * they are out of step, and the group says so from now on. A mismatch is reported alike
      * on every member, which stay in step. */
@@ -160,6 +164,7 @@ static void cohort_coll_ops_release(cohort_request_t *req)
     if (algo != NULL && algo->cleanup != NULL) {
         algo->cleanup(req);
     }
+    cohort_coll_stage_release(req);
 }
 
 static void cohort_coll_ops_describe(const cohort_request_t *req, char *buf, size_t len)
@@ -250,8 +255,14 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         return COHORT_ERR_NO_MEMORY;
     }
     b = cohort_coll_base(req);
-    b->algo = algo;
     b->args = a;
+    /* Before the collective's number is spent: a staging failure leaves the group in step. */
+    status = cohort_coll_stage_in(req);
+    if (status != COHORT_OK) {
+        cohort_request_release(req);
+        return status;
+    }
+    b->algo = algo;
     /* Every member numbers its collectives on a group alike, so (seq, step) names one
      * message exactly; the number is spent even by a collective that fails to start, which
      * therefore revokes the group. */

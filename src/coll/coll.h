@@ -55,6 +55,15 @@ typedef struct cohort_coll_algo {
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
 } cohort_coll_algo_t;
 
+/* Device buffers staged through page-locked host memory (stage.c); all NULL/0 when the call
+ * passed host buffers. */
+typedef struct {
+    void *host_s;    /* the staged send buffer */
+    void *host_r;    /* the staged receive buffer, which the algorithm sees as rbuf */
+    void *user_rbuf; /* the caller's device rbuf, written from host_r at completion */
+    size_t rout;     /* bytes to write there; 0 once written */
+} cohort_coll_stage_t;
+
 /* Every algorithm's state begins with this. */
 typedef struct {
     const struct cohort_coll_algo *algo;
@@ -64,6 +73,7 @@ typedef struct {
     int step;     /* the algorithm's current step, for timeout messages */
     int nxfers;
     cohort_xfer_t *xfers; /* every transfer the algorithm may post, for cancel/describe */
+    cohort_coll_stage_t stage;
 } cohort_coll_base_t;
 
 static inline cohort_coll_base_t *cohort_coll_base(cohort_request_t *req)
@@ -83,6 +93,13 @@ cohort_status_t cohort_coll_xfers_status(const cohort_xfer_t *xs, int n);
  * ranks me + sign * 2^k (mod n) of dissemination and Bruck. Nothing when count is 0. */
 int cohort_coll_peers_ring(const cohort_coll_args_t *a, int n, int me, int *out, int max);
 int cohort_coll_peers_dist(int n, int me, int sign, int *out, int max);
+
+/* Staging (stage.c): before the algorithm starts, device buffers are replaced in the request's
+ * arguments by host copies; at completion the result goes back; at release the copies return
+ * to the context's cache. */
+cohort_status_t cohort_coll_stage_in(cohort_request_t *req);
+cohort_status_t cohort_coll_stage_out(cohort_request_t *req);
+void cohort_coll_stage_release(cohort_request_t *req);
 
 /* Validate, select an algorithm, post on a communicator. */
 cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *args,

@@ -37,6 +37,12 @@ static const cohort_setting_t cohort_settings[] = {
      "messages kept for groups not created yet; past it they are dropped and counted"},
     {"COHORT_FAULT", "<point>:<n>[@<rank>], point group_create | send | msg_keep", "",
      "testing: the n-th pass through the point fails as if memory ran out"},
+    {"COHORT_CUDA", "auto | off", "auto",
+     "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
+     "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
+    {"COHORT_CUDA_IPC", "auto | off", "auto",
+     "same-node device buffers: copied or reduced device to device through CUDA IPC where the "
+     "GPUs reach each other (auto), or always through host staging (off)"},
     {"COHORT_ALGO_<COLL>", "an algorithm, or lo-hi:name,... size ranges", "",
      "the algorithm of a collective (cohort_bench algorithms lists the names)"},
     {"COHORT_ALGO_<COLL>_<ALGO>_<PARAM>", "bytes (k/m/g) or a count", "",
@@ -114,6 +120,12 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->check = value[0] == '1';
+    } else if (strcmp(name, "COHORT_CUDA") == 0 || strcmp(name, "COHORT_CUDA_IPC") == 0) {
+        if (strcmp(value, "auto") != 0 && strcmp(value, "off") != 0) {
+            snprintf(err, errlen, "%s=%s: expected auto or off", name, value);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        *(name[11] == '\0' ? &cfg->cuda_off : &cfg->cuda_ipc_off) = value[0] == 'o';
     } else if (strcmp(name, "COHORT_LOG") == 0) {
         idx = cohort_config_choice(value, levels);
         if (idx < 0) {

@@ -37,6 +37,8 @@ typedef struct {
     cohort_progress_mode_t progress;
     double timeout_s;    /* 0: no timeout */
     int check;           /* COHORT_CHECK: 0 or 1 */
+    int cuda_off;        /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
+    int cuda_ipc_off;    /* COHORT_CUDA_IPC=off: same-node device data is staged too */
     int log_level;       /* cohort_log_level_t */
     size_t orphan_bytes; /* COHORT_ORPHAN_LIMIT: eager bytes kept for groups not created */
     int fault_point;     /* COHORT_FAULT=<point>:<n>[@<rank>]: the n-th pass through point */

@@ -333,6 +333,16 @@ COHORT_API cohort_status_t cohort_layout_rank_group(const cohort_layout_spec_t *
 /* Collectives and point-to-point. Blocking calls return when the result is in place. Every   */
 /* member calls a group's collectives in the same order. Buffers must stay valid until the     */
 /* request completes.                                                                          */
+/*                                                                                             */
+/* CUDA buffers: every buffer may be host memory or CUDA device memory (managed memory counts */
+/* as device memory), detected per buffer per call; host and device buffers mix in one call.  */
+/* Streams: cohort uses streams of its own and never waits on the caller's. So (1) the data  */
+/* of a device buffer must be ready when the call is made: synchronize the stream that wrote  */
+/* it (cudaStreamSynchronize, or an event) before calling; (2) the result is ready when a     */
+/* blocking call returns or cohort_test/cohort_wait reports the request complete, for every   */
+/* stream (cohort's own work on it is finished then); (3) the caller must not write a buffer  */
+/* of a pending request from any stream. Without a device (or COHORT_CUDA=off) every buffer   */
+/* is host memory. See docs/cuda.md.                                                          */
 /* ------------------------------------------------------------------------------------------ */
 
 COHORT_API cohort_status_t cohort_barrier(cohort_group_t *g);

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/plugin.h"
 
+#ifdef COHORT_HAVE_CUDA
 static void *cohort_gpu_pinned_alloc(void *arg, size_t bytes)
 {
     const cohort_gpu_module_t *mod = arg;
@@ -27,6 +28,7 @@ static void cohort_gpu_pinned_release(void *arg, void *raw)
 
     mod->host_free(raw);
 }
+#endif
 
 /* Nothing to do in a build without CUDA: the module was never built, so it is not looked for
  * (an old cohort_cuda.so on COHORT_PLUGIN_PATH must not turn up in such a build). */

@@ -244,13 +244,13 @@ static void test_p2p(cohort_group_t *w)
     for (size_t i = 0; i < n; i++) {
         CHECK(back[i] == (uint32_t)(left * 1000003u + i));
     }
-    /* host send, device receive, blocking */
-    if (me % 2 == 0 && right != me) {
-        CHECK_OK(cohort_send(w, h, n, COHORT_UINT32, right, 6));
-    } else if (left != me) {
-        CHECK_OK(cohort_recv(w, d2, n, COHORT_UINT32, left, 6));
+    /* host send, device receive, blocking: pairs (2k, 2k + 1); an odd last rank sits out */
+    if (me % 2 == 0 && me + 1 < nranks) {
+        CHECK_OK(cohort_send(w, h, n, COHORT_UINT32, me + 1, 6));
+    } else if (me % 2 == 1) {
+        CHECK_OK(cohort_recv(w, d2, n, COHORT_UINT32, me - 1, 6));
         from_dev(back, d2, n * 4);
-        CHECK(back[n - 1] == (uint32_t)(left * 1000003u + n - 1));
+        CHECK(back[n - 1] == (uint32_t)((me - 1) * 1000003u + n - 1));
     }
     cu.free_device(d);
     cu.free_device(d2);

@@ -71,12 +71,15 @@ cp -a . "$san/src"
     # Sanitized ranks run several times slower: a longer bound per run.
     export TEST_TIMEOUT=300
     # The engine's lifetime tests belong here most: a freed request's buffer, handles used after
-    # free or finalize, finalize with transfers in flight.
+    # free or finalize, finalize with transfers in flight. With CUDA, the staging of device
+    # buffers too, under the fake runtime (built by make check: check_DATA).
+    make check TESTS= >/dev/null
     make check TESTS="tests/unit/check_group_id tests/unit/check_config tests/unit/check_header \
 tests/unit/check_reduce tests/unit/check_layout tests/unit/check_scratch tests/unit/check_select \
 tests/unit/check_api_tables tests/unit/check_layout_megatron tests/mpi/p2p tests/mpi/groups \
 tests/mpi/bad_input tests/mpi/coll_reduce tests/mpi/misuse tests/mpi/free_inflight \
-tests/mpi/two_contexts tests/mpi/finalize_peer tests/mpi/faults tests/mpi/orphans"
+tests/mpi/two_contexts tests/mpi/finalize_peer tests/mpi/faults tests/mpi/orphans \
+$(test -f tests/gpu/fake/libcudart.so.13 && echo tests/gpu/fake_check.sh)"
 )
 rm -rf "$san"
 

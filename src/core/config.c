@@ -41,8 +41,8 @@ static const cohort_setting_t cohort_settings[] = {
      "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
      "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
     {"COHORT_CUDA_IPC", "auto | off", "auto",
-     "same-node device buffers: copied or reduced device to device through CUDA IPC where the "
-     "GPUs reach each other (auto), or always through host staging (off)"},
+     "same-node device buffers: device to device through CUDA IPC where the GPUs reach each "
+     "other (auto), or always through host staging (off); no path uses IPC yet"},
     {"COHORT_ALGO_<COLL>", "an algorithm, or lo-hi:name,... size ranges", "",
      "the algorithm of a collective (cohort_bench algorithms lists the names)"},
     {"COHORT_ALGO_<COLL>_<ALGO>_<PARAM>", "bytes (k/m/g) or a count", "",

@@ -104,6 +104,9 @@ fi
 # Ranks share one GPU: that is the case measured.
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 
+root_opt=
+[ "$(id -u)" = 0 ] && root_opt=--allow-run-as-root
+
 # --- correctness -----------------------------------------------------------------------------
 for t in tests/unit/check_reduce_cuda tests/mpi/cuda_coll; do
     if [ "${DEVCHECK_FAKE:-0}" = 1 ] && [ "$t" = tests/unit/check_reduce_cuda ]; then
@@ -128,14 +131,30 @@ for t in tests/unit/check_reduce_cuda tests/mpi/cuda_coll; do
     esac
 done
 
+# The Python package and the torch backend with CUDA tensors (the machine's Python and torch).
+if ! over && command -v python3 >/dev/null; then
+    # shellcheck disable=SC2086
+    timeout 120 "$MPIRUN" ${root_opt:-} --oversubscribe --bind-to none -np 2 -x COHORT_PLUGIN_PATH \
+        -x LD_LIBRARY_PATH -x CUDA_VISIBLE_DEVICES -x COHORT_LIBRARY="$src/.libs/libcohort.so" \
+        python3 tests/gpu/torch_cuda.py >"$work/torch_cuda.log" 2>&1
+    rc=$?
+    case $rc in
+    0) say "PASS tests/gpu/torch_cuda.py (2 ranks)" ;;
+    77) say "SKIP tests/gpu/torch_cuda.py: $(grep -h SKIP "$work/torch_cuda.log" | head -1)" ;;
+    *)
+        say "FAIL tests/gpu/torch_cuda.py (rc $rc): $(grep -v '^--' "$work/torch_cuda.log" | tail -5 | tr '\n' ' ')"
+        fails=$((fails + 1))
+        ;;
+    esac
+fi
+
 # --- bandwidth -------------------------------------------------------------------------------
-root_opt=
-[ "$(id -u)" = 0 ] && root_opt=--allow-run-as-root
 max=256M
 [ "${DEVCHECK_QUICK:-0}" = 1 ] && max=16M
 say ""
 say "== device-buffer busbw (GB/s), cohort_bench --mem cuda, sizes 1M..$max x4, ranks on one GPU"
-say "   staged: COHORT_CUDA_IPC=off; ipc: COHORT_CUDA_IPC=auto (same-node IPC where cohort uses it)"
+say "   staged: COHORT_CUDA_IPC=off; ipc: COHORT_CUDA_IPC=auto (same-node IPC where cohort has it;"
+say "   the bench header says whether it does: this version stages both)"
 for np in 2 4; do
     for path in staged ipc; do
         ipc=off

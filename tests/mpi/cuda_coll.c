@@ -64,9 +64,9 @@ static int is_float(cohort_dtype_t dt)
 static void fill(void *buf, size_t n, cohort_dtype_t dt, int r, unsigned salt)
 {
     size_t es = esize(dt);
-    uint64_t small[7];
+    uint64_t small[7] = {0};
 
-    for (int v = 0; v < 7; v++) {
+    for (int v = 0; v < 7 && is_float(dt); v++) {
         float f = (float)(v - 3);
         double d = f;
         uint16_t h =

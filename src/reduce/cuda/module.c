@@ -6,7 +6,7 @@
  *
  * The module's state (its streams) is per process, not per context: the CUDA runtime's own
  * state is per process, and two contexts sharing the streams is harmless because every call
- * below returns only when its work is done.
+ * below returns only when its work is done (copy_async excepted, which its caller waits for).
  */
 #include <cuda.h> /* types of the driver entry points only: libcuda is not linked */
 #include <cuda_runtime_api.h>
@@ -76,14 +76,6 @@ static int cohort_cuda_open(char *why, size_t whylen)
             (void)cudaGetLastError();
             n = 0;
         }
-        for (int i = 0; i < COHORT_GPU_LANES && n > 0; i++) {
-            e = cudaStreamCreateWithFlags(&cohort_cuda.lane[i], cudaStreamNonBlocking);
-            if (e != cudaSuccess) {
-                snprintf(cohort_cuda.why, sizeof(cohort_cuda.why),
-                         "no usable CUDA device (cudaStreamCreate: %s)", cudaGetErrorString(e));
-                n = 0;
-            }
-        }
         if (n > 0) {
             cohort_cuda_driver_entries();
         }
@@ -93,6 +85,25 @@ static int cohort_cuda_open(char *why, size_t whylen)
         snprintf(why, whylen, "%s", cohort_cuda.why);
     }
     return cohort_cuda.ndevices;
+}
+
+/* The streams are made when the first device buffer is seen, not at open: a program that only
+ * passes host buffers never creates a CUDA context (hundreds of MiB of device memory per
+ * process). They belong to the device current then. */
+static cohort_status_t cohort_cuda_lanes(void)
+{
+    cudaError_t e;
+
+    for (int i = 0; i < COHORT_GPU_LANES; i++) {
+        if (cohort_cuda.lane[i] == NULL) {
+            e = cudaStreamCreateWithFlags(&cohort_cuda.lane[i], cudaStreamNonBlocking);
+            if (e != cudaSuccess) {
+                cohort_cuda.lane[i] = NULL;
+                return cohort_cuda_fail("cudaStreamCreateWithFlags", e);
+            }
+        }
+    }
+    return COHORT_OK;
 }
 
 static cohort_gpu_ptr_kind_t cohort_cuda_ptr_kind(const void *ptr, int *device)
@@ -119,8 +130,12 @@ static cohort_gpu_ptr_kind_t cohort_cuda_ptr_kind(const void *ptr, int *device)
 
 static cohort_status_t cohort_cuda_copy_async(void *dst, const void *src, size_t bytes, int lane)
 {
-    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cohort_cuda.lane[lane]);
+    cudaError_t e;
 
+    if (cohort_cuda_lanes() != COHORT_OK) {
+        return COHORT_ERR_CUDA;
+    }
+    e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cohort_cuda.lane[lane]);
     return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("cudaMemcpyAsync", e);
 }
 
@@ -145,8 +160,12 @@ static cohort_status_t cohort_cuda_copy(void *dst, const void *src, size_t bytes
 static cohort_status_t cohort_cuda_reduce(void *dst, const void *a, const void *b, size_t count,
                                           cohort_dtype_t dt, cohort_op_t op)
 {
-    cudaError_t e = cohort_cuda_reduce_launch(dst, a, b, count, dt, op, cohort_cuda.lane[0]);
+    cudaError_t e;
 
+    if (cohort_cuda_lanes() != COHORT_OK) {
+        return COHORT_ERR_CUDA;
+    }
+    e = cohort_cuda_reduce_launch(dst, a, b, count, dt, op, cohort_cuda.lane[0]);
     if (e != cudaSuccess) {
         return cohort_cuda_fail("reduction kernel", e);
     }
@@ -160,6 +179,9 @@ static cohort_status_t cohort_cuda_finish(void *buf, size_t count, cohort_dtype_
 
     if (op != COHORT_AVG) {
         return COHORT_OK;
+    }
+    if (cohort_cuda_lanes() != COHORT_OK) {
+        return COHORT_ERR_CUDA;
     }
     e = cohort_cuda_finish_launch(buf, count, dt, nranks, cohort_cuda.lane[0]);
     if (e != cudaSuccess) {

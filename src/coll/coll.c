@@ -245,7 +245,10 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     if (status != COHORT_OK) {
         return status;
     }
-    algo = cohort_coll_select(g->ctx, &a, g->size);
+    algo = cohort_coll_cuda_ipc_pick(g, &a);
+    if (algo == NULL) {
+        algo = cohort_coll_select(g->ctx, &a, g->size);
+    }
     if (algo == NULL) {
         cohort_error(g->ctx, "cohort_%s: no algorithm available", cohort_coll_names[a.coll]);
         return COHORT_ERR_UNSUPPORTED;
@@ -257,7 +260,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     b = cohort_coll_base(req);
     b->args = a;
     /* Before the collective's number is spent: a staging failure leaves the group in step. */
-    status = cohort_coll_stage_in(req);
+    status = algo->device ? COHORT_OK : cohort_coll_stage_in(req);
     if (status != COHORT_OK) {
         cohort_request_release(req);
         return status;

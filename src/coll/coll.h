@@ -53,6 +53,8 @@ typedef struct cohort_coll_algo {
     int (*decline)(const cohort_coll_args_t *args, int gsize);
     int nknobs;
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
+    /* Nonzero: takes device buffers itself (cuda_ipc.c), so they are not staged. */
+    int device;
 } cohort_coll_algo_t;
 
 /* Device buffers staged through page-locked host memory (stage.c); all NULL/0 when the call
@@ -100,6 +102,11 @@ int cohort_coll_peers_dist(int n, int me, int sign, int *out, int max);
 cohort_status_t cohort_coll_stage_in(cohort_request_t *req);
 cohort_status_t cohort_coll_stage_out(cohort_request_t *req);
 void cohort_coll_stage_release(cohort_request_t *req);
+
+/* The same-node CUDA IPC algorithm when COHORT_CUDA_IPC=on and every member shares this node
+ * (cuda_ipc.c), else NULL. Depends on settings and placement only, never on this rank's
+ * buffers, so every member picks alike. */
+const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a);
 
 /* Validate, select an algorithm, post on a communicator. */
 cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *args,

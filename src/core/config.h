@@ -21,6 +21,14 @@ typedef enum {
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 
+/* COHORT_CUDA_IPC. auto stages today (a per-call choice would need every member's memory
+ * type); on: same-node allreduce/reduce_scatter/allgather through CUDA IPC, on every rank. */
+typedef enum {
+    COHORT_CUDA_IPC_AUTO,
+    COHORT_CUDA_IPC_OFF,
+    COHORT_CUDA_IPC_ON
+} cohort_cuda_ipc_mode_t;
+
 #define COHORT_CONFIG_NAME_MAX 64
 #define COHORT_CONFIG_PATH_MAX 4096
 #define COHORT_CONFIG_ALGO_MAX 32
@@ -38,7 +46,7 @@ typedef struct {
     double timeout_s;    /* 0: no timeout */
     int check;           /* COHORT_CHECK: 0 or 1 */
     int cuda_off;        /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
-    int cuda_ipc_off;    /* COHORT_CUDA_IPC=off: same-node device data is staged too */
+    int cuda_ipc;        /* COHORT_CUDA_IPC: cohort_cuda_ipc_mode_t */
     int log_level;       /* cohort_log_level_t */
     size_t orphan_bytes; /* COHORT_ORPHAN_LIMIT: eager bytes kept for groups not created */
     int fault_point;     /* COHORT_FAULT=<point>:<n>[@<rank>]: the n-th pass through point */

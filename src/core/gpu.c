@@ -176,8 +176,7 @@ cohort_status_t cohort_cuda_info(cohort_context_t *ctx, cohort_cuda_info_t *info
     (void)cohort_gpu_get(ctx);
     info->devices = ctx->gpu.ndevices;
     info->ucx_cuda = ctx->ucx_mem_cuda;
-    /* No path moves device data through CUDA IPC yet (docs/cuda.md): staging only. */
-    info->ipc = 0;
+    info->ipc = info->devices > 0 && ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_ON;
     snprintf(info->reason, sizeof(info->reason), "%s",
              ctx->gpu.state == COHORT_GPU_READY ? "" : ctx->gpu.why);
     return COHORT_OK;

@@ -2,7 +2,7 @@
 # The device check (issue 13), for a machine with a GPU: builds cohort with CUDA, runs the GPU
 # tests (tests/unit/check_reduce_cuda: every kernel against the host reduction;
 # tests/mpi/cuda_coll: every collective with device, mixed and managed buffers against the host
-# path, at 2, 3 and 4 ranks, IPC on and off), then a device-buffer cohort_bench sweep
+# path, at 2, 3 and 4 ranks, IPC on and off), tests/gpu/torch_cuda.py, then a device-buffer cohort_bench sweep
 # (allreduce, reduce_scatter, allgather; 1 MiB..256 MiB; 2 and 4 ranks on one GPU; staged and
 # IPC settings) and cudaMemcpy device-to-device bandwidth in the same run. Prints a summary
 # and writes it to $OUT/device-check.txt when OUT is set. Bounded: under 8 minutes in all.
@@ -153,12 +153,11 @@ max=256M
 [ "${DEVCHECK_QUICK:-0}" = 1 ] && max=16M
 say ""
 say "== device-buffer busbw (GB/s), cohort_bench --mem cuda, sizes 1M..$max x4, ranks on one GPU"
-say "   staged: COHORT_CUDA_IPC=off; ipc: COHORT_CUDA_IPC=auto (same-node IPC where cohort has it;"
-say "   the bench header says whether it does: this version stages both)"
+say "   staged: COHORT_CUDA_IPC=off (through page-locked host memory); ipc: COHORT_CUDA_IPC=on"
 for np in 2 4; do
     for path in staged ipc; do
         ipc=off
-        [ "$path" = ipc ] && ipc=auto
+        [ "$path" = ipc ] && ipc=on
         for coll in allreduce reduce_scatter allgather; do
             if over; then
                 say "SKIPPED np=$np $path $coll: out of time ($(elapsed) s)"

@@ -11,5 +11,7 @@ export LD_LIBRARY_PATH="$build/tests/gpu/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PAT
 export TEST_RUNS="2
 4
 3 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck
-singleton"
+singleton
+2 COHORT_CUDA_IPC=on CUDA_COLL_ONLY=allgather
+3 COHORT_CUDA_IPC=on CUDA_COLL_ONLY=allgather"
 exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"

@@ -4,17 +4,23 @@
  * machine without a GPU. "Device" memory is mapped PROT_NONE: any host access to it by cohort
  * faults, as it would on a real GPU; only this runtime's copies open it, for the copy. Kernels
  * cannot run here: a launch fails with cudaErrorNoKernelImageForDevice, so a device reduction
- * that should not happen on the staged path shows up as an error. IPC is not supported.
+ * that should not happen on the staged path shows up as an error. IPC works between processes
+ * of one user: device memory is a memfd, a handle names (pid, fd), and opening it maps
+ * /proc/<pid>/fd/<fd> (so copies through IPC run here too; reductions need kernels).
  *
  * Built only with CUDA (it needs the runtime's headers for its types) and only for tests: see
  * tests/gpu/fake_check.sh. Single-threaded, like the ranks that use it.
  */
+#define _GNU_SOURCE /* memfd_create */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define FAKE_MAX_ALLOCS 4096
 
@@ -22,9 +28,18 @@ typedef struct {
     char *base;
     size_t len; /* mapped bytes */
     int managed;
+    int fd;     /* the memfd behind device memory; -1 for managed memory */
+    int opened; /* mapped from another process's handle */
 } fake_alloc_t;
 
+typedef struct {
+    int pid, fd;
+    size_t len;
+} fake_handle_t;
+
 static fake_alloc_t fake_allocs[FAKE_MAX_ALLOCS];
+static CUresult fake_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p);
+static CUresult fake_pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p);
 static cudaError_t fake_last;
 
 static cudaError_t fake_set(cudaError_t e)
@@ -46,28 +61,42 @@ static fake_alloc_t *fake_find(const void *p)
     return NULL;
 }
 
+static cudaError_t fake_register(void *p, size_t len, int managed, int fd, int opened)
+{
+    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
+        if (fake_allocs[i].base == NULL) {
+            fake_allocs[i] = (fake_alloc_t){p, len, managed, fd, opened};
+            return cudaSuccess;
+        }
+    }
+    return fake_set(cudaErrorMemoryAllocation);
+}
+
 static cudaError_t fake_map(void **ptr, size_t bytes, int managed)
 {
     size_t len = (bytes + 4095) & ~(size_t)4095;
+    int fd = -1;
     void *p;
 
     if (len == 0) {
         len = 4096;
     }
-    p = mmap(NULL, len, managed ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-             -1, 0);
-    if (p == MAP_FAILED) {
-        return fake_set(cudaErrorMemoryAllocation);
-    }
-    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
-        if (fake_allocs[i].base == NULL) {
-            fake_allocs[i] = (fake_alloc_t){p, len, managed};
-            *ptr = p;
-            return cudaSuccess;
+    if (!managed) {
+        fd = memfd_create("fake-cuda", 0);
+        if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+            return fake_set(cudaErrorMemoryAllocation);
         }
     }
-    munmap(p, len);
-    return fake_set(cudaErrorMemoryAllocation);
+    p = managed ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                : mmap(NULL, len, PROT_NONE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED || fake_register(p, len, managed, fd, 0) != cudaSuccess) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return fake_set(cudaErrorMemoryAllocation);
+    }
+    *ptr = p;
+    return cudaSuccess;
 }
 
 static void fake_open(fake_alloc_t *a, int open)
@@ -129,9 +158,11 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsi
                                              unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult *q)
 {
-    *fn = NULL;
+    *fn = strcmp(symbol, "cuMemGetAddressRange") == 0    ? (void *)fake_address_range
+          : strcmp(symbol, "cuPointerGetAttribute") == 0 ? (void *)fake_pointer_attr
+                                                         : NULL;
     if (q != NULL) {
-        *q = cudaDriverEntryPointSymbolNotFound;
+        *q = *fn != NULL ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     }
     return cudaSuccess;
 }
@@ -169,6 +200,9 @@ cudaError_t cudaFree(void *p)
         return fake_set(cudaErrorInvalidValue);
     }
     munmap(a->base, a->len);
+    if (a->fd >= 0) {
+        close(a->fd);
+    }
     a->base = NULL;
     return cudaSuccess;
 }
@@ -246,17 +280,76 @@ cudaError_t cudaEventDestroy(cudaEvent_t e)
 
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
 {
-    return fake_set(cudaErrorNotSupported);
+    fake_alloc_t *a = fake_find(p);
+    fake_handle_t fh;
+
+    if (a == NULL || a->base != p || a->fd < 0 || a->opened) {
+        return fake_set(cudaErrorInvalidValue);
+    }
+    fh = (fake_handle_t){(int)getpid(), a->fd, a->len};
+    memset(h, 0, sizeof(*h));
+    memcpy(h, &fh, sizeof(fh));
+    return cudaSuccess;
 }
 
 cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int flags)
 {
-    return fake_set(cudaErrorNotSupported);
+    fake_handle_t fh;
+    char path[64];
+    void *m;
+    int fd;
+
+    memcpy(&fh, &h, sizeof(fh));
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", fh.pid, fh.fd);
+    fd = open(path, O_RDWR);
+    if (fd < 0) {
+        return fake_set(cudaErrorInvalidResourceHandle);
+    }
+    m = mmap(NULL, fh.len, PROT_NONE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED || fake_register(m, fh.len, 0, fd, 1) != cudaSuccess) {
+        close(fd);
+        return fake_set(cudaErrorMemoryAllocation);
+    }
+    *p = m;
+    return cudaSuccess;
 }
 
 cudaError_t cudaIpcCloseMemHandle(void *p)
 {
+    fake_alloc_t *a = fake_find(p);
+
+    if (a == NULL || !a->opened) {
+        return fake_set(cudaErrorInvalidValue);
+    }
+    munmap(a->base, a->len);
+    close(a->fd);
+    a->base = NULL;
     return cudaSuccess;
+}
+
+/* cuMemGetAddressRange and cuPointerGetAttribute(BUFFER_ID), as the module asks for them. */
+static CUresult fake_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+    fake_alloc_t *a = fake_find((void *)(uintptr_t)p);
+
+    if (a == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *base = (CUdeviceptr)(uintptr_t)a->base;
+    *size = a->len;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p)
+{
+    fake_alloc_t *a = fake_find((void *)(uintptr_t)p);
+
+    if (a == NULL || attr != CU_POINTER_ATTRIBUTE_BUFFER_ID) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *(unsigned long long *)data =
+        (unsigned long long)(uintptr_t)a->base ^ (unsigned long long)a->fd;
+    return CUDA_SUCCESS;
 }
 
 cudaError_t cudaDeviceCanAccessPeer(int *ok, int a, int b)

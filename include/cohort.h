@@ -337,6 +337,16 @@ COHORT_API cohort_status_t cohort_layout_rank_group(const cohort_layout_spec_t *
 /* Collectives and point-to-point. Blocking calls return when the result is in place. Every   */
 /* member calls a group's collectives in the same order. Buffers must stay valid until the     */
 /* request completes.                                                                          */
+/*                                                                                             */
+/* CUDA buffers: every buffer may be host memory or CUDA device memory (managed memory counts */
+/* as device memory), detected per buffer per call; host and device buffers mix in one call.  */
+/* Streams: cohort uses streams of its own and never waits on the caller's. So (1) the data  */
+/* of a device buffer must be ready when the call is made: synchronize the stream that wrote  */
+/* it (cudaStreamSynchronize, or an event) before calling; (2) the result is ready when a     */
+/* blocking call returns or cohort_test/cohort_wait reports the request complete, for every   */
+/* stream (cohort's own work on it is finished then); (3) the caller must not write a buffer  */
+/* of a pending request from any stream. Without a device (or COHORT_CUDA=off) every buffer   */
+/* is host memory. See docs/cuda.md.                                                          */
 /* ------------------------------------------------------------------------------------------ */
 
 COHORT_API cohort_status_t cohort_barrier(cohort_group_t *g);
@@ -542,6 +552,28 @@ typedef struct {
 } cohort_stats_t;
 
 COHORT_API cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);
+
+/** What this process can do with CUDA buffers. */
+typedef struct {
+    int built;        /**< 1 when this libcohort was built with its CUDA module */
+    int devices;      /**< CUDA devices this process sees; 0: none (see reason) */
+    int ucx_cuda;     /**< 1 when UCX takes CUDA memory itself; 0: device data is staged
+                           through page-locked host buffers */
+    int ipc;          /**< 1 when same-node allreduce, reduce_scatter and allgather go
+                           through CUDA IPC (COHORT_CUDA_IPC=on and a device) */
+    char reason[192]; /**< devices == 0: why ("no CUDA device (...)"); "" otherwise */
+} cohort_cuda_info_t;
+
+/**
+ * Whether device buffers can be passed to this context's calls.
+ * @param [in]  ctx  a context
+ * @param [out] info filled on success
+ * @return COHORT_OK, also when there is no device, no driver or no CUDA support (then
+ *         info->devices is 0 and info->reason says which); COHORT_ERR_INVALID_ARG.
+ * @note Loads the CUDA module the first time (as the first call with a buffer does); never
+ *       communicates. Without a device every buffer is host memory.
+ */
+COHORT_API cohort_status_t cohort_cuda_info(cohort_context_t *ctx, cohort_cuda_info_t *info);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Library information                                                                         */

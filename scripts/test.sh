@@ -79,7 +79,8 @@ cp -a . "$san/src"
     # Sanitized ranks run several times slower: a longer bound per run.
     export TEST_TIMEOUT=300
     # The whole suite, the engine's lifetime tests among it (a freed request's buffer, handles
-    # used after free or finalize, finalize with transfers in flight, dead peers).
+    # used after free or finalize, finalize with transfers in flight, dead peers) and, with
+    # CUDA, the staging of device buffers under the fake runtime (tests/gpu/fake_check.sh).
     check_all
 )
 rm -rf "$san"

@@ -1,7 +1,7 @@
 """Turning Python objects into (address, element count, cohort dtype) for the C calls.
 
 Accepted: anything with the buffer protocol (numpy arrays, bytearray, bytes for sending,
-memoryview, array.array), C-contiguous; and torch tensors (CPU, contiguous). A buffer is held
+memoryview, array.array), C-contiguous; and torch tensors (CPU or CUDA, contiguous). A buffer is held
 (the exporter cannot resize or free it) until the call or request that uses it completes.
 """
 import ctypes
@@ -193,12 +193,24 @@ def _readonly(obj):
         return False
 
 
+# Set by the first Context: "" when libcohort sees a CUDA device, else why not.
+cuda_probe = None
+
+
 def _tensor(t, dt, what):
-    if t.device.type != "cpu":
+    if t.device.type == "cuda":
+        why = cuda_probe() if cuda_probe is not None else "no cohort context"
+        if why:
+            raise _status.Unsupported(
+                _status.ERR_UNSUPPORTED, "%s is a CUDA tensor, but libcohort cannot take it: %s"
+                % (what, why))
+        # cohort never waits on torch's streams: the data must be ready when the call is made
+        # (docs/cuda.md). The result is ready when the call returns or its request completes.
+        sys.modules["torch"].cuda.current_stream(t.device).synchronize()
+    elif t.device.type != "cpu":
         raise _status.Unsupported(
             _status.ERR_UNSUPPORTED,
-            "%s is a %s tensor: CUDA tensors need a CUDA-enabled libcohort (this one handles "
-            "host memory only)" % (what, t.device.type))
+            "%s is a %s tensor: cohort takes CPU and CUDA tensors" % (what, t.device.type))
     if not t.is_contiguous():
         raise _bad("%s: tensor is not contiguous (call .contiguous())" % what)
     tdt = _torch_dtype(t.dtype)

@@ -454,6 +454,7 @@ class Context(_Released):
         self.size = lib.cohort_world_size(self._h)
         self._world = Group(self, lib.cohort_world(self._h), self, "world")
         _live_contexts.add(self)
+        B.cuda_probe = _cuda_probe
 
     def _handle(self):
         if self._h is None:
@@ -497,6 +498,14 @@ class Context(_Released):
                 "messages_rejected": s.messages_rejected, "peers_failed": s.peers_failed,
                 "pmix_plugin": (s.pmix_plugin or b"").decode(),
                 "progress": (s.progress or b"").decode()}
+
+    def cuda_info(self):
+        """What this context can do with CUDA buffers (loads the CUDA module the first time;
+        never communicates): built, devices, ucx_cuda, ipc, reason (why devices is 0)."""
+        i = _lib.CudaInfo()
+        _lib.check(lib.cohort_cuda_info(self._handle(), ctypes.byref(i)), "cohort_cuda_info")
+        return {"built": bool(i.built), "devices": i.devices, "ucx_cuda": bool(i.ucx_cuda),
+                "ipc": bool(i.ipc), "reason": i.reason.decode()}
 
     def _ranks(self, fn):
         h = self._handle()
@@ -558,3 +567,12 @@ def _finalize_all():
 def init():
     """Create a context: under a PMIx launcher (mpirun, srun, prterun), or a singleton."""
     return Context()
+
+
+def _cuda_probe():
+    """"" when a live context sees a CUDA device, else why not (for CUDA tensors)."""
+    for ctx in list(_live_contexts):
+        if ctx._h is not None:
+            info = ctx.cuda_info()
+            return "" if info["devices"] > 0 else info["reason"]
+    return "no live cohort context"

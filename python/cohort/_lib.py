@@ -46,6 +46,16 @@ class PeerInfo(ctypes.Structure):
     ]
 
 
+class CudaInfo(ctypes.Structure):
+    _fields_ = [
+        ("built", ctypes.c_int),
+        ("devices", ctypes.c_int),
+        ("ucx_cuda", ctypes.c_int),
+        ("ipc", ctypes.c_int),
+        ("reason", ctypes.c_char * 192),
+    ]
+
+
 def _candidates():
     env = os.environ.get("COHORT_LIBRARY")
     if env:
@@ -144,6 +154,7 @@ _decl("cohort_wired_peers", _i, _vp, c_int_p, _i)
 _decl("cohort_failed_ranks", _i, _vp, c_int_p, _i)
 _decl("cohort_peer_info", _st, _vp, _i, ctypes.POINTER(PeerInfo))
 _decl("cohort_stats", _st, _vp, ctypes.POINTER(Stats))
+_decl("cohort_cuda_info", _st, _vp, ctypes.POINTER(CudaInfo))
 
 
 def strerror(status):

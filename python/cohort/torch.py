@@ -8,7 +8,7 @@
     dist.all_reduce(t, group=tp)
 
 Under mpirun/srun the ranks come from the launcher's PMIx server: torch's rank must be the PMIx
-rank. Tensors are CPU tensors (CUDA tensors raise until libcohort has CUDA). Implemented:
+rank. Tensors are CPU or CUDA tensors (CUDA ones staged by libcohort, docs/cuda.md). Implemented:
 all_reduce (SUM, PRODUCT, MIN, MAX, AVG), broadcast, reduce, all_gather (list and into one
 tensor), reduce_scatter (list and tensor), all_to_all / all_to_all_single (even and uneven
 splits), gather, scatter, barrier, send/recv/isend/irecv, all_reduce_coalesced; async_op=True
@@ -71,10 +71,12 @@ def _op(reduce_op):
 
 
 def _check_cpu(t, what):
-    if t.device.type != "cpu":
+    """CPU and CUDA tensors (CUDA ones when libcohort sees a device: checked where the buffer
+    is taken, cohort._buffers)."""
+    if t.device.type not in ("cpu", "cuda"):
         raise _status.Unsupported(
-            _status.ERR_UNSUPPORTED, "cohort backend: %s is a %s tensor: CUDA tensors need a "
-            "CUDA-enabled libcohort (this one handles host memory only)" % (what, t.device.type))
+            _status.ERR_UNSUPPORTED, "cohort backend: %s is a %s tensor: cohort takes CPU and "
+            "CUDA tensors" % (what, t.device.type))
 
 
 def _dense(t, what):
@@ -235,7 +237,7 @@ class ProcessGroupCohort(ProcessGroup):
             _check_cpu(o, "all_gather output")
             if o.numel() != inp.numel() or o.dtype != inp.dtype:
                 raise _bad("all_gather outputs must match the input's size and dtype")
-        flat = torch.empty(self.size() * d.numel(), dtype=d.dtype)
+        flat = torch.empty(self.size() * d.numel(), dtype=d.dtype, device=d.device)
         req = self._g.iallgather(d, flat)
         n = d.numel()
 
@@ -343,7 +345,7 @@ class ProcessGroupCohort(ProcessGroup):
                     t.copy_(flat_out[i * n:(i + 1) * n].view_as(t))
             return _Work([req], unpack, list(output_tensors))
         sends = [t.contiguous().reshape(-1) for t in input_tensors]
-        recvs = [torch.empty(t.numel(), dtype=t.dtype) for t in output_tensors]
+        recvs = [torch.empty(t.numel(), dtype=t.dtype, device=t.device) for t in output_tensors]
 
         def unpack_uneven():
             for t, r in zip(output_tensors, recvs):
@@ -361,7 +363,7 @@ class ProcessGroupCohort(ProcessGroup):
         outs = _one(output_tensors, "gather")
         if len(outs) != size:
             raise _bad("gather needs %d output tensors at the root" % size)
-        recvs = [torch.empty(d.numel(), dtype=d.dtype) for _ in range(size)]
+        recvs = [torch.empty(d.numel(), dtype=d.dtype, device=d.device) for _ in range(size)]
         reqs = [self._g.irecv(recvs[i], i, _TAG_GATHER) for i in range(size) if i != me]
         recvs[me].copy_(d.reshape(-1))
 

@@ -149,11 +149,15 @@ static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
         if (status == COHORT_OK) {
             status = b->algo->start(req);
         }
-        if (status != COHORT_OK) {
-            return status;
-        }
+    } else {
+        status = COHORT_OK;
     }
-    status = b->algo->progress(req);
+    if (status == COHORT_OK) {
+        status = b->algo->progress(req);
+    }
+    if (status == COHORT_OK) {
+        status = cohort_coll_stage_out(req);
+    }
 
     /* A collective that fails has spent its number on this rank and maybe not on the others:
      * they are out of step, and the group says so from now on. A mismatch is reported alike
@@ -172,6 +176,7 @@ static void cohort_coll_ops_release(cohort_request_t *req)
     if (algo != NULL && algo->cleanup != NULL) {
         algo->cleanup(req);
     }
+    cohort_coll_stage_release(req);
 }
 
 /* Append the members this request's unfinished transfers of one direction wait on. */
@@ -268,7 +273,10 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     if (status != COHORT_OK) {
         return status;
     }
-    algo = cohort_coll_select(g->ctx, &a, g->size);
+    algo = cohort_coll_cuda_ipc_pick(g, &a);
+    if (algo == NULL) {
+        algo = cohort_coll_select(g->ctx, &a, g->size);
+    }
     if (algo == NULL) {
         cohort_error(g->ctx, "cohort_%s: no algorithm available", cohort_coll_names[a.coll]);
         return COHORT_ERR_UNSUPPORTED;
@@ -284,8 +292,14 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     if (g->ctx->cfg.check) {
         b->check = (cohort_coll_check_t *)((char *)req->state + size);
     }
-    b->algo = algo;
     b->args = a;
+    /* Before the collective's number is spent: a staging failure leaves the group in step. */
+    status = algo->device ? COHORT_OK : cohort_coll_stage_in(req);
+    if (status != COHORT_OK) {
+        cohort_request_release(req);
+        return status;
+    }
+    b->algo = algo;
     /* Every member numbers its collectives on a group alike, so (seq, step) names one
      * message exactly; the number is spent even by a collective that fails to start, which
      * therefore revokes the group. */

@@ -53,6 +53,8 @@ typedef struct cohort_coll_algo {
     int (*decline)(const cohort_coll_args_t *args, int gsize);
     int nknobs;
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
+    /* Nonzero: takes device buffers itself (cuda_ipc.c), so they are not staged. */
+    int device;
 } cohort_coll_algo_t;
 
 /* COHORT_CHECK=1: the members' agreement on a collective's arguments (check.c). */
@@ -70,6 +72,15 @@ typedef struct {
     cohort_xfer_t x[2];
 } cohort_coll_check_t;
 
+/* Device buffers staged through page-locked host memory (stage.c); all NULL/0 when the call
+ * passed host buffers. */
+typedef struct {
+    void *host_s;    /* the staged send buffer */
+    void *host_r;    /* the staged receive buffer, which the algorithm sees as rbuf */
+    void *user_rbuf; /* the caller's device rbuf, written from host_r at completion */
+    size_t rout;     /* bytes to write there; 0 once written */
+} cohort_coll_stage_t;
+
 /* Every algorithm's state begins with this. */
 typedef struct {
     const struct cohort_coll_algo *algo;
@@ -80,6 +91,7 @@ typedef struct {
     int nxfers;
     cohort_xfer_t *xfers;       /* every transfer the algorithm may post, for cancel/describe */
     cohort_coll_check_t *check; /* COHORT_CHECK=1 only: after the algorithm's state */
+    cohort_coll_stage_t stage;
 } cohort_coll_base_t;
 
 static inline cohort_coll_base_t *cohort_coll_base(cohort_request_t *req)
@@ -106,6 +118,18 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
 /* COHORT_INPROGRESS, COHORT_OK (agreed: the algorithm may start), COHORT_ERR_MISMATCH on
  * every member (logged, naming the field), or a transfer's error. */
 cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_check_t *check);
+
+/* Staging (stage.c): before the algorithm starts, device buffers are replaced in the request's
+ * arguments by host copies; at completion the result goes back; at release the copies return
+ * to the context's cache. */
+cohort_status_t cohort_coll_stage_in(cohort_request_t *req);
+cohort_status_t cohort_coll_stage_out(cohort_request_t *req);
+void cohort_coll_stage_release(cohort_request_t *req);
+
+/* The same-node CUDA IPC algorithm when COHORT_CUDA_IPC=on and every member shares this node
+ * (cuda_ipc.c), else NULL. Depends on settings and placement only, never on this rank's
+ * buffers, so every member picks alike. */
+const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a);
 
 /* Validate, select an algorithm, post on a communicator. */
 cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *args,

@@ -46,6 +46,13 @@ static const cohort_setting_t cohort_settings[] = {
      "messages kept for groups not created yet; past it they are dropped and counted"},
     {"COHORT_FAULT", "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma", "",
      "testing: the n-th pass through the point fails as if memory ran out"},
+    {"COHORT_CUDA", "auto | off", "auto",
+     "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
+     "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
+    {"COHORT_CUDA_IPC", "auto | off | on", "auto",
+     "on: same-node allreduce, reduce_scatter and allgather read the members' device buffers "
+     "through CUDA IPC (set it alike on every rank); auto and off: device data is staged through "
+     "host memory"},
     {"COHORT_ALGO_<COLL>", "an algorithm, or lo-hi:name,... size ranges", "",
      "the algorithm of a collective (cohort_bench algorithms lists the names)"},
     {"COHORT_ALGO_<COLL>_<ALGO>_<PARAM>", "bytes (k/m/g) or a count", "",
@@ -116,6 +123,7 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
     static const char *const plugins[] = {"dmodex", "fence", "global", "group", NULL};
     static const char *const modes[] = {"yield", "spin", "block", NULL};
     static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
+    static const char *const ipc_modes[] = {"auto", "off", "on", NULL}; /* cohort_cuda_ipc_mode_t */
     char *end;
     int idx;
 
@@ -153,6 +161,19 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->check = value[0] == '1';
+    } else if (strcmp(name, "COHORT_CUDA") == 0) {
+        if (strcmp(value, "auto") != 0 && strcmp(value, "off") != 0) {
+            snprintf(err, errlen, "COHORT_CUDA=%s: expected auto or off", value);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        cfg->cuda_off = value[0] == 'o';
+    } else if (strcmp(name, "COHORT_CUDA_IPC") == 0) {
+        idx = cohort_config_choice(value, ipc_modes);
+        if (idx < 0) {
+            snprintf(err, errlen, "COHORT_CUDA_IPC=%s: expected auto, off or on", value);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        cfg->cuda_ipc = idx;
     } else if (strcmp(name, "COHORT_LOG") == 0) {
         idx = cohort_config_choice(value, levels);
         if (idx < 0) {

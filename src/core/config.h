@@ -22,6 +22,14 @@ typedef enum {
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 
+/* COHORT_CUDA_IPC. auto stages today (a per-call choice would need every member's memory
+ * type); on: same-node allreduce/reduce_scatter/allgather through CUDA IPC, on every rank. */
+typedef enum {
+    COHORT_CUDA_IPC_AUTO,
+    COHORT_CUDA_IPC_OFF,
+    COHORT_CUDA_IPC_ON
+} cohort_cuda_ipc_mode_t;
+
 #define COHORT_CONFIG_NAME_MAX 64
 #define COHORT_CONFIG_PATH_MAX 4096
 #define COHORT_CONFIG_ALGO_MAX 32
@@ -42,6 +50,8 @@ typedef struct {
     double keepalive_s;    /* COHORT_KEEPALIVE_S: UCX keepalive interval; 0: UCX's own */
     double watch_s;        /* COHORT_WATCH_S: wire a peer a receive waited this long on; 0: never */
     int check;             /* COHORT_CHECK: 0 or 1 */
+    int cuda_off;          /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
+    int cuda_ipc;          /* COHORT_CUDA_IPC: cohort_cuda_ipc_mode_t */
     cohort_cma_mode_t cma; /* COHORT_CMA */
     size_t cma_min;        /* COHORT_CMA_MIN: bytes from which a same-node send is single copy */
     int log_level;         /* cohort_log_level_t */

@@ -184,6 +184,15 @@ static cohort_status_t cohort_context_ucx_init(cohort_context_t *ctx)
         return cohort_ucs_status(ucs);
     }
 
+    /* Debian's UCX 1.13 has no CUDA transport: device data is then staged through host memory
+     * by the layers above, which read this. */
+    {
+        ucp_context_attr_t attr = {.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES};
+        if (ucp_context_query(ctx->ucp, &attr) == UCS_OK) {
+            ctx->ucx_mem_cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+        }
+    }
+
     memset(&wparams, 0, sizeof(wparams));
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
@@ -409,6 +418,7 @@ cohort_status_t cohort_context_destroy(cohort_context_t *ctx)
     cohort_cma_cleanup(ctx);
     cohort_request_pool_cleanup(ctx);
     cohort_scratch_cleanup(ctx);
+    cohort_gpu_cleanup(ctx);
     cohort_peer_table_cleanup(ctx);
     status = ctx->plugin->finalize(ctx->pmix);
     cohort_plugin_unload(ctx);

@@ -6,6 +6,7 @@
 #include "cohort.h"
 #include "core/am_header.h"
 #include "core/config.h"
+#include "core/gpu.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "core/map.h"
@@ -33,7 +34,9 @@ struct cohort_context {
     ucp_worker_h worker;
     ucp_address_t *address;
     size_t address_len;
-    int event_fd; /* COHORT_PROGRESS=block only */
+    int event_fd;     /* COHORT_PROGRESS=block only */
+    int ucx_mem_cuda; /* UCX takes CUDA memory (ucp_context_query): no staging needed */
+    cohort_gpu_t gpu; /* the CUDA module, loaded when a call first needs it */
 
     /* Peers this rank has dealt with (world rank + 1 -> cohort_peer_t*), never one per rank of
      * the world: a rank knows its own groups' peers only. */

@@ -17,9 +17,29 @@ static size_t cohort_scratch_capacity(const void *buf)
     return *(const size_t *)((const char *)buf - COHORT_SCRATCH_HEADER);
 }
 
-void *cohort_scratch_get(cohort_context_t *ctx, size_t bytes)
+static void *cohort_scratch_raw_alloc(const cohort_scratch_cache_t *c, size_t bytes)
 {
-    cohort_scratch_cache_t *c = &ctx->scratch;
+    void *raw = NULL;
+
+    if (c->alloc != NULL) {
+        return c->alloc(c->arg, bytes);
+    }
+    return posix_memalign(&raw, 64, bytes) == 0 ? raw : NULL;
+}
+
+static void cohort_scratch_raw_free(const cohort_scratch_cache_t *c, void *buf)
+{
+    char *raw = (char *)buf - COHORT_SCRATCH_HEADER;
+
+    if (c->release != NULL) {
+        c->release(c->arg, raw);
+    } else {
+        free(raw);
+    }
+}
+
+void *cohort_scratch_cache_get(cohort_scratch_cache_t *c, size_t bytes)
+{
     int best = -1;
     char *raw;
 
@@ -34,17 +54,25 @@ void *cohort_scratch_get(cohort_context_t *ctx, size_t bytes)
         return buf;
     }
     if (bytes > SIZE_MAX - COHORT_SCRATCH_HEADER ||
-        posix_memalign((void **)&raw, 64, bytes + COHORT_SCRATCH_HEADER) != 0) {
-        cohort_error(ctx, "out of memory allocating %zu bytes of collective scratch", bytes);
+        (raw = cohort_scratch_raw_alloc(c, bytes + COHORT_SCRATCH_HEADER)) == NULL) {
         return NULL;
     }
     *(size_t *)raw = bytes;
     return raw + COHORT_SCRATCH_HEADER;
 }
 
-void cohort_scratch_put(cohort_context_t *ctx, void *buf)
+void *cohort_scratch_get(cohort_context_t *ctx, size_t bytes)
 {
-    cohort_scratch_cache_t *c = &ctx->scratch;
+    void *buf = cohort_scratch_cache_get(&ctx->scratch, bytes);
+
+    if (buf == NULL) {
+        cohort_error(ctx, "out of memory allocating %zu bytes of collective scratch", bytes);
+    }
+    return buf;
+}
+
+void cohort_scratch_cache_put(cohort_scratch_cache_t *c, void *buf)
+{
     int slot = 0;
 
     if (buf == NULL) {
@@ -61,23 +89,32 @@ void cohort_scratch_put(cohort_context_t *ctx, void *buf)
         }
     }
     if (c->buf[slot] != NULL) {
-        void *evict = cohort_scratch_capacity(buf) > c->size[slot] ? c->buf[slot] : buf;
-        if (evict == buf) {
-            free((char *)buf - COHORT_SCRATCH_HEADER);
+        int keep_new = cohort_scratch_capacity(buf) > c->size[slot];
+        cohort_scratch_raw_free(c, keep_new ? c->buf[slot] : buf);
+        if (!keep_new) {
             return;
         }
-        free((char *)evict - COHORT_SCRATCH_HEADER);
     }
     c->buf[slot] = buf;
     c->size[slot] = cohort_scratch_capacity(buf);
 }
 
-void cohort_scratch_cleanup(cohort_context_t *ctx)
+void cohort_scratch_put(cohort_context_t *ctx, void *buf)
+{
+    cohort_scratch_cache_put(&ctx->scratch, buf);
+}
+
+void cohort_scratch_cache_cleanup(cohort_scratch_cache_t *c)
 {
     for (int i = 0; i < COHORT_SCRATCH_SLOTS; i++) {
-        if (ctx->scratch.buf[i] != NULL) {
-            free((char *)ctx->scratch.buf[i] - COHORT_SCRATCH_HEADER);
-            ctx->scratch.buf[i] = NULL;
+        if (c->buf[i] != NULL) {
+            cohort_scratch_raw_free(c, c->buf[i]);
+            c->buf[i] = NULL;
         }
     }
+}
+
+void cohort_scratch_cleanup(cohort_context_t *ctx)
+{
+    cohort_scratch_cache_cleanup(&ctx->scratch);
 }

@@ -2,9 +2,10 @@
  * Host reduction kernels: dst = a op b, elementwise, for every (dtype, op) pair, plus the
  * final division of COHORT_AVG. The dtype table (sizes, names) is core/dtype.c.
  *
- * Layout of this file: per type, small inline element operations (sum_i8, min_f32, ...), then
- * one macro expansion per type that defines the loops over them. Each loop is one tight `for`
- * per op so that the compiler can vectorize it (at -O3, or -O2 -ftree-vectorize).
+ * Layout of this file: the element operations (sum_i8, min_f32, ...) are in elem.h, shared
+ * with the CUDA kernels; here one macro expansion per type defines the loops over them. Each loop
+ * is one tight `for` per op so that the compiler can vectorize it (at -O3, or -O2
+ * -ftree-vectorize).
  */
 #include <assert.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "reduce/elem.h"
 #include "reduce/reduce.h"
 
 cohort_status_t cohort_reduce_check(cohort_dtype_t dt, cohort_op_t op)
@@ -24,114 +26,6 @@ cohort_status_t cohort_reduce_check(cohort_dtype_t dt, cohort_op_t op)
     }
     return COHORT_OK;
 }
-
-/* ------------------------------------------------------------------------------------------ */
-/* Element operations                                                                          */
-/* ------------------------------------------------------------------------------------------ */
-
-/*
- * Integers. SUM and PROD are computed in the unsigned twin of the type, where overflow wraps by
- * definition; the operands of the 8-bit types promote to int, where the product of two values
- * below 256 cannot overflow. Converting the result back to a signed type is
- * implementation-defined, not undefined, and GCC and Clang both keep the two's-complement bits.
- * The macro only stamps out the four one-line functions for each width.
- */
-#define COHORT_REDUCE_INT_OPS(_sfx, _type, _utype)                                                 \
-    static inline _type sum_##_sfx(_type x, _type y)                                               \
-    {                                                                                              \
-        return (_type)(_utype)((_utype)x + (_utype)y);                                             \
-    }                                                                                              \
-    static inline _type prod_##_sfx(_type x, _type y)                                              \
-    {                                                                                              \
-        return (_type)(_utype)((_utype)x * (_utype)y);                                             \
-    }                                                                                              \
-    static inline _type min_##_sfx(_type x, _type y)                                               \
-    {                                                                                              \
-        return x < y ? x : y;                                                                      \
-    }                                                                                              \
-    static inline _type max_##_sfx(_type x, _type y)                                               \
-    {                                                                                              \
-        return x > y ? x : y;                                                                      \
-    }
-
-COHORT_REDUCE_INT_OPS(i8, int8_t, uint8_t)
-COHORT_REDUCE_INT_OPS(u8, uint8_t, uint8_t)
-COHORT_REDUCE_INT_OPS(i32, int32_t, uint32_t)
-COHORT_REDUCE_INT_OPS(u32, uint32_t, uint32_t)
-COHORT_REDUCE_INT_OPS(i64, int64_t, uint64_t)
-COHORT_REDUCE_INT_OPS(u64, uint64_t, uint64_t)
-
-/*
- * Floating MIN/MAX follow IEEE 754-2019 minimum/maximum, not C's fmin/fmax:
- *  - a NaN operand gives NaN (the first NaN operand). A rank that produced a NaN should see
- *    it in the result, not have it silently replaced by another rank's number.
- *  - -0 is smaller than +0. This makes both operations symmetric in their operands, so the
- *    result does not depend on the order in which an algorithm combines the ranks.
- * SUM and PROD are the plain IEEE operations, commutative except for which NaN payload
- * survives when both operands are NaN.
- */
-#define COHORT_REDUCE_FLOAT_OPS(_sfx, _type)                                                       \
-    static inline _type sum_##_sfx(_type x, _type y)                                               \
-    {                                                                                              \
-        return x + y;                                                                              \
-    }                                                                                              \
-    static inline _type prod_##_sfx(_type x, _type y)                                              \
-    {                                                                                              \
-        return x * y;                                                                              \
-    }                                                                                              \
-    static inline _type min_##_sfx(_type x, _type y)                                               \
-    {                                                                                              \
-        if (x < y || isnan(x)) {                                                                   \
-            return x;                                                                              \
-        }                                                                                          \
-        if (y < x || isnan(y)) {                                                                   \
-            return y;                                                                              \
-        }                                                                                          \
-        return signbit(x) ? x : y; /* equal: only the sign of a zero can differ */                 \
-    }                                                                                              \
-    static inline _type max_##_sfx(_type x, _type y)                                               \
-    {                                                                                              \
-        if (x > y || isnan(x)) {                                                                   \
-            return x;                                                                              \
-        }                                                                                          \
-        if (y > x || isnan(y)) {                                                                   \
-            return y;                                                                              \
-        }                                                                                          \
-        return signbit(x) ? y : x;                                                                 \
-    }
-
-COHORT_REDUCE_FLOAT_OPS(f32, float)
-COHORT_REDUCE_FLOAT_OPS(f64, double)
-
-/*
- * 16-bit floats: widen to float, operate, round back to nearest even. The result is the
- * correctly rounded 16-bit answer, not a double rounding: float carries at least 2p + 2 bits
- * of a p-bit format (24 >= 2 * 11 + 2 for binary16, 24 >= 2 * 8 + 2 for bfloat16), which is
- * enough for +, * and / rounded twice to equal rounded once. (The one exception is a bfloat16
- * result below 2^-126, where float itself is subnormal and has fewer bits: PROD and AVG there
- * may differ from the exact rounding by an ulp of 2^-133.) MIN/MAX return one operand
- * unchanged (quieted if it is a signalling NaN).
- */
-#define COHORT_REDUCE_HALF_OPS(_sfx, _to_float, _from_float)                                       \
-    static inline uint16_t sum_##_sfx(uint16_t x, uint16_t y)                                      \
-    {                                                                                              \
-        return _from_float(_to_float(x) + _to_float(y));                                           \
-    }                                                                                              \
-    static inline uint16_t prod_##_sfx(uint16_t x, uint16_t y)                                     \
-    {                                                                                              \
-        return _from_float(_to_float(x) * _to_float(y));                                           \
-    }                                                                                              \
-    static inline uint16_t min_##_sfx(uint16_t x, uint16_t y)                                      \
-    {                                                                                              \
-        return _from_float(min_f32(_to_float(x), _to_float(y)));                                   \
-    }                                                                                              \
-    static inline uint16_t max_##_sfx(uint16_t x, uint16_t y)                                      \
-    {                                                                                              \
-        return _from_float(max_f32(_to_float(x), _to_float(y)));                                   \
-    }
-
-COHORT_REDUCE_HALF_OPS(f16, cohort_half_to_float, cohort_float_to_half)
-COHORT_REDUCE_HALF_OPS(bf16, cohort_bf16_to_float, cohort_float_to_bf16)
 
 /* ------------------------------------------------------------------------------------------ */
 /* Loops                                                                                       */
@@ -284,14 +178,14 @@ void cohort_reduce_finish(void *buf, size_t count, cohort_dtype_t dt, cohort_op_
     case COHORT_FLOAT16: {
         uint16_t *p = buf;
         for (size_t i = 0; i < count; i++) {
-            p[i] = cohort_float_to_half(cohort_half_to_float(p[i]) / (float)nranks);
+            p[i] = div_f16(p[i], (float)nranks);
         }
         break;
     }
     case COHORT_BFLOAT16: {
         uint16_t *p = buf;
         for (size_t i = 0; i < count; i++) {
-            p[i] = cohort_float_to_bf16(cohort_bf16_to_float(p[i]) / (float)nranks);
+            p[i] = div_bf16(p[i], (float)nranks);
         }
         break;
     }
@@ -299,7 +193,7 @@ void cohort_reduce_finish(void *buf, size_t count, cohort_dtype_t dt, cohort_op_
         float *p = buf;
         float n = (float)nranks;
         for (size_t i = 0; i < count; i++) {
-            p[i] /= n;
+            p[i] = div_f32(p[i], n);
         }
         break;
     }
@@ -307,7 +201,7 @@ void cohort_reduce_finish(void *buf, size_t count, cohort_dtype_t dt, cohort_op_
         double *p = buf;
         double n = (double)nranks;
         for (size_t i = 0; i < count; i++) {
-            p[i] /= n;
+            p[i] = div_f64(p[i], n);
         }
         break;
     }

@@ -113,6 +113,8 @@ START_TEST(test_bad_values_named)
         {"COHORT_FAULT=send", "COHORT_FAULT"},
         {"COHORT_FAULT=send:0", "COHORT_FAULT"},
         {"COHORT_FAULT=disk:1", "COHORT_FAULT"},
+        {"COHORT_CUDA=on", "COHORT_CUDA"},
+        {"COHORT_CUDA_IPC=1", "COHORT_CUDA_IPC"},
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -167,7 +169,8 @@ START_TEST(test_settings_listed)
     static const char *const parsed[] = {
         "COHORT_PMIX_PLUGIN", "COHORT_PLUGIN_PATH", "COHORT_PROGRESS",     "COHORT_TIMEOUT",
         "COHORT_CHECK",       "COHORT_LOG",         "COHORT_ORPHAN_LIMIT", "COHORT_FAULT",
-        "COHORT_KEEPALIVE_S", "COHORT_WATCH_S",     "COHORT_CMA",          "COHORT_CMA_MIN"};
+        "COHORT_KEEPALIVE_S", "COHORT_WATCH_S",     "COHORT_CMA",          "COHORT_CMA_MIN",
+        "COHORT_CUDA",        "COHORT_CUDA_IPC"};
     int n = cohort_setting_count(), found;
     cohort_setting_t info;
 

@@ -71,6 +71,61 @@ START_TEST(test_eviction)
 }
 END_TEST
 
+/* A cache over another allocator (the CUDA module's page-locked one, in gpu.c): every block it
+ * hands out comes from that allocator and goes back to it, on eviction and at cleanup. */
+static int custom_live, custom_allocs;
+
+static void *custom_alloc(void *arg, size_t bytes)
+{
+    void *p = NULL;
+
+    ck_assert_ptr_eq(arg, &custom_live);
+    if (posix_memalign(&p, 64, bytes) != 0) {
+        return NULL;
+    }
+    custom_live++;
+    custom_allocs++;
+    return p;
+}
+
+static void custom_release(void *arg, void *raw)
+{
+    ck_assert_ptr_eq(arg, &custom_live);
+    custom_live--;
+    free(raw);
+}
+
+START_TEST(test_custom_allocator)
+{
+    cohort_scratch_cache_t c;
+    void *bufs[COHORT_SCRATCH_SLOTS + 2];
+
+    memset(&c, 0, sizeof(c));
+    c.alloc = custom_alloc;
+    c.release = custom_release;
+    c.arg = &custom_live;
+    for (int i = 0; i < COHORT_SCRATCH_SLOTS + 2; i++) {
+        bufs[i] = cohort_scratch_cache_get(&c, (size_t)(i + 1) * 4096);
+        ck_assert_ptr_nonnull(bufs[i]);
+        ck_assert_uint_eq((uintptr_t)bufs[i] % 64, 0);
+        memset(bufs[i], i, (size_t)(i + 1) * 4096);
+    }
+    ck_assert_int_eq(custom_live, COHORT_SCRATCH_SLOTS + 2);
+    for (int i = 0; i < COHORT_SCRATCH_SLOTS + 2; i++) {
+        cohort_scratch_cache_put(&c, bufs[i]);
+    }
+    /* the cache keeps the largest SLOTS blocks; the others went back to the allocator */
+    ck_assert_int_eq(custom_live, COHORT_SCRATCH_SLOTS);
+    ck_assert_ptr_eq(cohort_scratch_cache_get(&c, 4096 * (COHORT_SCRATCH_SLOTS + 2)),
+                     bufs[COHORT_SCRATCH_SLOTS + 1]);
+    ck_assert_int_eq(custom_allocs, COHORT_SCRATCH_SLOTS + 2);
+    cohort_scratch_cache_put(&c, bufs[COHORT_SCRATCH_SLOTS + 1]);
+    cohort_scratch_cache_put(&c, NULL);
+    cohort_scratch_cache_cleanup(&c);
+    ck_assert_int_eq(custom_live, 0);
+}
+END_TEST
+
 static Suite *scratch_suite(void)
 {
     Suite *s = suite_create("scratch");
@@ -80,6 +135,7 @@ static Suite *scratch_suite(void)
     tcase_add_test(tc, test_reuse);
     tcase_add_test(tc, test_best_fit);
     tcase_add_test(tc, test_eviction);
+    tcase_add_test(tc, test_custom_allocator);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -18,6 +18,7 @@
 #include <mpi.h>
 #endif
 #include "bench.h"
+#include "cudart.h"
 
 extern char **environ;
 
@@ -96,6 +97,8 @@ typedef struct {
     cohort_op_t op;
     long root;
     int root_given, op_given, no_mpi, check, csv;
+    int mem_cuda;      /* --mem cuda: sbuf and rbuf are device buffers */
+    bench_cudart_t cu; /* the CUDA runtime, loaded by --mem cuda only */
     int argc;
     char **argv;
     /* the run */
@@ -109,7 +112,8 @@ typedef struct {
     int vsparse;    /* too many ranks for dense values: one rank contributes per element */
     /* the current size */
     size_t bytes, elems, count, sbytes, rbytes;
-    void *sbuf, *rbuf;
+    void *sbuf, *rbuf;   /* what the calls get: host memory, or device memory (--mem cuda) */
+    void *hsbuf, *hrbuf; /* host views, filled and checked here: sbuf and rbuf, or copies */
     double busbw_sum[2];
     int rows, mpi_rows;
 } bench_t;
@@ -133,6 +137,9 @@ static void bench_usage(FILE *f, const char *coll)
             "                          float32 (default) float64\n"
             "  -o, --op OP             sum (default) prod min max avg (avg: floating types)\n"
             "  -r, --root R            root of bcast and reduce (default 0)\n"
+            "  -m, --mem M             host (default) or cuda: buffers in device memory (rank\n"
+            "                          i on GPU i %% devices; MPI is not run); the header gives\n"
+            "                          cudaMemcpy device-to-device bandwidth at --max-bytes\n"
             "      --no-mpi            cohort only, even when built with MPI\n"
             "      --check             verify each size once against a local reference first;\n"
             "                          exit 1 on a mismatch\n"
@@ -224,7 +231,18 @@ static int bench_is_first_rank(void)
     return r == NULL || strcmp(r, "0") == 0;
 }
 
-enum { OPT_MIN, OPT_MAX, OPT_STEP, OPT_ITERS, OPT_WARMUP, OPT_BLOCKS, OPT_DTYPE, OPT_OP, OPT_ROOT };
+enum {
+    OPT_MIN,
+    OPT_MAX,
+    OPT_STEP,
+    OPT_ITERS,
+    OPT_WARMUP,
+    OPT_BLOCKS,
+    OPT_DTYPE,
+    OPT_OP,
+    OPT_ROOT,
+    OPT_MEM
+};
 
 /* The options that take a value, short and long. */
 static const char *const bench_opts[][2] = {
@@ -232,7 +250,7 @@ static const char *const bench_opts[][2] = {
     [OPT_STEP] = {"-f", "--step-factor"}, [OPT_ITERS] = {"-n", "--iters"},
     [OPT_WARMUP] = {"-w", "--warmup"},    [OPT_BLOCKS] = {"", "--blocks"},
     [OPT_DTYPE] = {"-d", "--dtype"},      [OPT_OP] = {"-o", "--op"},
-    [OPT_ROOT] = {"-r", "--root"},
+    [OPT_ROOT] = {"-r", "--root"},        [OPT_MEM] = {"-m", "--mem"},
 };
 
 #define BENCH_NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -271,6 +289,12 @@ static const char *bench_parse_value(bench_t *b, int opt, const char *val)
         if (bench_parse_long(val, 0, &b->root) != 0 || b->root > INT_MAX) {
             return "expects a rank >= 0";
         }
+        return NULL;
+    case OPT_MEM:
+        if (strcmp(val, "host") != 0 && strcmp(val, "cuda") != 0) {
+            return "expects host or cuda";
+        }
+        b->mem_cuda = val[0] == 'c';
         return NULL;
     case OPT_DTYPE:
         for (int k = 0; k < BENCH_NELEM(bench_dtypes); k++) {
@@ -487,19 +511,31 @@ static int bench_expected(const bench_t *b, cohort_op_t op, size_t j, double *ou
     }
 }
 
+/* Device buffers (--mem cuda) are written and read through their host views. */
+static void bench_copy(const bench_t *b, void *dst, const void *src, size_t bytes)
+{
+    if (b->mem_cuda && bytes > 0 &&
+        b->cu.memcpy_any(dst, src, bytes, BENCH_CUDA_MEMCPY_DEFAULT) != 0) {
+        fprintf(stderr, "cohort_bench: rank %d: cudaMemcpy of %zu bytes failed\n", b->rank, bytes);
+        exit(1);
+    }
+}
+
 static void bench_fill(bench_t *b)
 {
     size_t es = b->dt->size;
 
     for (size_t j = 0; j < b->sbytes / es; j++) {
-        bench_store(b->dt->dt, b->sbuf, j, bench_value(b, b->rank, j));
+        bench_store(b->dt->dt, b->hsbuf, j, bench_value(b, b->rank, j));
     }
-    memset(b->rbuf, BENCH_SENTINEL, b->rbytes);
+    memset(b->hrbuf, BENCH_SENTINEL, b->rbytes);
     if (b->coll == BENCH_BCAST && b->rank == b->root) {
         for (size_t j = 0; j < b->rbytes / es; j++) {
-            bench_store(b->dt->dt, b->rbuf, j, bench_value(b, b->rank, j));
+            bench_store(b->dt->dt, b->hrbuf, j, bench_value(b, b->rank, j));
         }
     }
+    bench_copy(b, b->sbuf, b->hsbuf, b->sbytes);
+    bench_copy(b, b->rbuf, b->hrbuf, b->rbytes);
 }
 
 /* @return the number of wrong elements in rbuf (the first few printed). */
@@ -508,11 +544,12 @@ static long bench_verify(const bench_t *b, const char *lib, cohort_op_t op)
     double want, got, tol = op == COHORT_AVG ? b->dt->avg_tol : 0, diff;
     long wrong = 0;
 
+    bench_copy(b, b->hrbuf, b->rbuf, b->rbytes);
     for (size_t j = 0; j < b->rbytes / b->dt->size; j++) {
         if (!bench_expected(b, op, j, &want)) {
             break;
         }
-        got = bench_load(b->dt->dt, b->rbuf, j);
+        got = bench_load(b->dt->dt, b->hrbuf, j);
         diff = got > want ? got - want : want - got;
         if (!(diff <= tol * (want > 1 || want < -1 ? (want < 0 ? -want : want) : 1))) {
             if (wrong++ < BENCH_MISMATCHES) {
@@ -912,9 +949,18 @@ static int bench_size(bench_t *b)
                 : b->coll == BENCH_REDUCE_SCATTER ? b->bytes / (size_t)b->n
                                                   : b->bytes;
     /* Never empty, so that a NULL from malloc means failure. */
-    b->sbuf = malloc(b->sbytes > 0 ? b->sbytes : es);
-    b->rbuf = malloc(b->rbytes > 0 ? b->rbytes : es);
-    bad = b->sbuf == NULL || b->rbuf == NULL;
+    b->hsbuf = malloc(b->sbytes > 0 ? b->sbytes : es);
+    b->hrbuf = malloc(b->rbytes > 0 ? b->rbytes : es);
+    b->sbuf = b->hsbuf;
+    b->rbuf = b->hrbuf;
+    if (b->mem_cuda) {
+        b->sbuf = b->rbuf = NULL;
+        if (b->cu.malloc_device(&b->sbuf, b->sbytes > 0 ? b->sbytes : es) != 0 ||
+            b->cu.malloc_device(&b->rbuf, b->rbytes > 0 ? b->rbytes : es) != 0) {
+            b->sbuf = b->sbuf != NULL ? (b->cu.free_device(b->sbuf), NULL) : NULL;
+        }
+    }
+    bad = b->sbuf == NULL || b->rbuf == NULL || b->hsbuf == NULL || b->hrbuf == NULL;
     if (bad != 0) {
         fprintf(stderr, "cohort_bench: rank %d: cannot allocate %zu + %zu bytes\n", b->rank,
                 b->sbytes, b->rbytes);
@@ -955,9 +1001,13 @@ static int bench_size(bench_t *b)
     }
     bench_row(b, t[0], t[1], mpi_ran);
 out_free:
-    free(b->rbuf);
-    free(b->sbuf);
-    b->sbuf = b->rbuf = NULL;
+    if (b->mem_cuda) {
+        b->cu.free_device(b->rbuf);
+        b->cu.free_device(b->sbuf);
+    }
+    free(b->hrbuf);
+    free(b->hsbuf);
+    b->sbuf = b->rbuf = b->hsbuf = b->hrbuf = NULL;
     return rc;
 }
 
@@ -1062,6 +1112,56 @@ static void bench_header(bench_t *b, const char *yield_note)
     fflush(stdout);
 }
 
+/* --mem cuda: the runtime, a device per rank (ranks may share one), and the bandwidth of a
+ * device-to-device cudaMemcpy of --max-bytes on rank 0, the yardstick for the rows below. */
+static int bench_cuda_setup(bench_t *b)
+{
+    cohort_cuda_info_t info;
+    char why[256] = "";
+    void *x = NULL, *y = NULL, *ev[2] = {NULL, NULL};
+    float ms = 0;
+    int ndev = 0, reps = 10;
+
+    if (bench_cudart_load(&b->cu, why, sizeof(why)) != 0 || b->cu.get_device_count(&ndev) != 0 ||
+        b->cu.set_device(b->rank % ndev) != 0) {
+        fprintf(stderr, "cohort_bench: rank %d: --mem cuda: %s\n", b->rank, why);
+        return 1;
+    }
+    if (cohort_cuda_info(b->ctx, &info) != COHORT_OK || info.devices == 0) {
+        fprintf(stderr, "cohort_bench: rank %d: --mem cuda: cohort sees %s\n", b->rank,
+                info.reason);
+        return 1;
+    }
+    if (b->rank != 0) {
+        return 0;
+    }
+    printf("# buffers: CUDA device memory (%d device(s), rank i on device i %% %d); UCX %s; "
+           "CUDA IPC %s\n",
+           ndev, ndev, info.ucx_cuda ? "takes CUDA memory" : "has no CUDA transport (staged)",
+           info.ipc ? "allowed" : "off");
+    if (b->cu.malloc_device(&x, b->max_bytes) == 0 && b->cu.malloc_device(&y, b->max_bytes) == 0 &&
+        b->cu.event_create(&ev[0]) == 0 && b->cu.event_create(&ev[1]) == 0) {
+        b->cu.memcpy_any(y, x, b->max_bytes, BENCH_CUDA_MEMCPY_DEFAULT);
+        b->cu.event_record(ev[0], NULL);
+        for (int i = 0; i < reps; i++) {
+            b->cu.memcpy_any(y, x, b->max_bytes, BENCH_CUDA_MEMCPY_DEFAULT);
+        }
+        b->cu.event_record(ev[1], NULL);
+        b->cu.event_synchronize(ev[1]);
+        b->cu.event_elapsed(&ms, ev[0], ev[1]);
+        printf("# cudaMemcpy device to device: %zu bytes, %.2f GB/s\n", b->max_bytes,
+               ms > 0 ? (double)b->max_bytes * reps / (ms * 1e-3) / 1e9 : 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (ev[i] != NULL) {
+            b->cu.event_destroy(ev[i]);
+        }
+    }
+    b->cu.free_device(x);
+    b->cu.free_device(y);
+    return 0;
+}
+
 int cohort_bench_coll(int argc, char **argv)
 {
     bench_t b;
@@ -1087,6 +1187,8 @@ int cohort_bench_coll(int argc, char **argv)
         return rc == 1 ? 0 : 2;
     }
     es = b.dt->size;
+    /* MPI here is not CUDA-aware: with device buffers cohort runs alone. */
+    b.no_mpi |= b.mem_cuda;
 #ifdef BENCH_WITH_MPI
     if (!b.no_mpi) {
         /* Read by MPI_Init only: this is the last moment to ask for yielding waits. */
@@ -1136,6 +1238,10 @@ int cohort_bench_coll(int argc, char **argv)
             fprintf(stderr, "cohort_bench %s: --root %ld is not a rank of a world of %d\n", argv[0],
                     b.root, b.n);
         }
+        rc = 2;
+        goto out_cohort;
+    }
+    if (b.mem_cuda && bench_cuda_setup(&b) != 0) {
         rc = 2;
         goto out_cohort;
     }

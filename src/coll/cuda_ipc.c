@@ -1,0 +1,365 @@
+/*
+ * Same-node allreduce, reduce_scatter and allgather through CUDA IPC (COHORT_CUDA_IPC=on):
+ * every member maps the others' device buffers and reads them directly, device to device.
+ *
+ * Members must choose an algorithm alike, and a buffer's memory type is local knowledge: so
+ * this algorithm is chosen by settings and placement only (the setting on, a device, every
+ * member on this node), and every member takes part whatever its buffers are. A host buffer,
+ * or a device buffer that cannot be exported (managed memory, pool or VMM allocations), is
+ * copied into device scratch that can. That is also why the setting must be the same on every
+ * rank, like COHORT_ALGO_*.
+ *
+ * Phases: exchange descriptors (IPC handle, offset, buffer id of the input and the output) with
+ * every member; map theirs; combine: rank i computes block i (allreduce; reduce_scatter: its
+ * block of every input) from every member's input, its own first, so each block is computed
+ * once and every member ends with the same bits; signal; gather the other blocks from their
+ * owners' outputs (allreduce; allgather: every member's input); signal again, and only then
+ * complete, since the others read this rank's buffers until they have signalled.
+ */
+#include <string.h>
+#include "coll/coll_reduce.h"
+#include "core/context.h"
+#include "core/gpu.h"
+#include "core/log.h"
+
+typedef enum { IPC_EXCHANGE, IPC_COMBINE, IPC_SYNC1, IPC_GATHER, IPC_SYNC2 } ipc_phase_t;
+
+enum { IPC_STEP_DESC, IPC_STEP_SYNC1, IPC_STEP_SYNC2 };
+
+typedef struct {
+    cohort_gpu_ipc_t in, out;
+} ipc_desc_t;
+
+typedef struct {
+    cohort_coll_base_t base;
+    ipc_phase_t phase;
+    int posted; /* the current phase's messages are posted */
+    size_t in_bytes, out_bytes;
+    char *din, *dout;   /* device input and output this rank exports */
+    void *scratch[2];   /* device scratch standing in for host or unexportable buffers */
+    int out_is_scratch; /* the result goes to the caller's rbuf at the end */
+    void *final_dst;    /* where: the caller's rbuf */
+    uint8_t signal;     /* the byte each signal carries */
+    ipc_desc_t mine;
+    ipc_desc_t *peers;        /* n descriptors */
+    char **in_map, **out_map; /* n: every member's input and output as mapped here */
+    void **opened;            /* 2n: bases to close */
+    uint8_t *sig_rx;          /* 2n: the signals' receive bytes */
+    /* then xfers: 3 phases x (n receives + n sends), own rank's slots unused */
+} ipc_state_t;
+
+static size_t ipc_state_size(const cohort_coll_args_t *args, int n)
+{
+    return sizeof(ipc_state_t) + (size_t)n * (sizeof(ipc_desc_t) + 4 * sizeof(void *) + 2) +
+           6 * (size_t)n * sizeof(cohort_xfer_t) + 64;
+}
+
+static const cohort_gpu_module_t *ipc_mod(cohort_request_t *req)
+{
+    return req->ctx->gpu.mod;
+}
+
+/* @a user as an exportable device buffer of @a bytes: itself, or scratch slot @a k holding a
+ * copy of its first @a copy bytes. */
+static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const void *user,
+                                  size_t bytes, size_t copy, int k, char **dev,
+                                  cohort_gpu_ipc_t *ipc)
+{
+    const cohort_gpu_module_t *mod = ipc_mod(req);
+    cohort_status_t status;
+
+    if (user != NULL && mod->ptr_kind(user, NULL) == COHORT_GPU_PTR_DEVICE &&
+        mod->ipc_get(user, ipc) == COHORT_OK) {
+        *dev = (char *)user;
+        return COHORT_OK;
+    }
+    status = mod->device_alloc(&s->scratch[k], bytes);
+    if (status == COHORT_OK && copy > 0) {
+        status = mod->copy(s->scratch[k], user, copy);
+    }
+    if (status == COHORT_OK) {
+        status = mod->ipc_get(s->scratch[k], ipc);
+    }
+    if (status != COHORT_OK) {
+        cohort_error(req->ctx, "CUDA IPC %s: %s", cohort_coll_names[s->base.args.coll],
+                     mod->last_error());
+        return COHORT_ERR_CUDA;
+    }
+    *dev = s->scratch[k];
+    return COHORT_OK;
+}
+
+static cohort_status_t ipc_start(cohort_request_t *req)
+{
+    ipc_state_t *s = req->state;
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
+    size_t one = a->count * a->esize, all = one * (size_t)n;
+    const char *in = cohort_coll_input(a);
+    char *p = (char *)(s + 1);
+    cohort_status_t status;
+
+    s->peers = (ipc_desc_t *)p;
+    p += (size_t)n * sizeof(ipc_desc_t);
+    s->in_map = (char **)p;
+    p += (size_t)n * sizeof(char *);
+    s->out_map = (char **)p;
+    p += (size_t)n * sizeof(char *);
+    s->opened = (void **)p;
+    p += 2 * (size_t)n * sizeof(void *);
+    s->sig_rx = (uint8_t *)p;
+    p += 2 * (size_t)n;
+    s->base.xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+    s->base.nxfers = 6 * n;
+    s->in_bytes = a->coll == COHORT_COLL_REDUCE_SCATTER ? all : one;
+    s->out_bytes = a->coll == COHORT_COLL_ALLGATHER ? all : one;
+    if (a->sbuf != COHORT_IN_PLACE) {
+        status = ipc_export(req, s, in, s->in_bytes, s->in_bytes, 0, &s->din, &s->mine.in);
+        if (status == COHORT_OK) {
+            status = ipc_export(req, s, a->rbuf, s->out_bytes, 0, 1, &s->dout, &s->mine.out);
+        }
+    } else if (a->coll == COHORT_COLL_ALLREDUCE) {
+        /* one buffer: block i is written by rank i only, and read by others only after the
+         * first signal */
+        status = ipc_export(req, s, a->rbuf, one, one, 0, &s->din, &s->mine.in);
+        s->dout = s->din;
+        s->mine.out = s->mine.in;
+    } else if (a->coll == COHORT_COLL_REDUCE_SCATTER) {
+        /* the result (rbuf's start) would overwrite input that others read: scratch */
+        status = ipc_export(req, s, a->rbuf, all, all, 0, &s->din, &s->mine.in);
+        if (status == COHORT_OK) {
+            status = ipc_export(req, s, NULL, one, 0, 1, &s->dout, &s->mine.out);
+        }
+    } else {
+        /* allgather: the input is this rank's block of rbuf */
+        status = ipc_export(req, s, a->rbuf, all, all, 1, &s->dout, &s->mine.out);
+        s->din = s->dout + (size_t)me * one;
+        s->mine.in = s->mine.out;
+        s->mine.in.offset += (size_t)me * one;
+    }
+    if (status != COHORT_OK) {
+        return status;
+    }
+    s->out_is_scratch = s->dout != a->rbuf;
+    s->final_dst = a->rbuf;
+    s->phase = IPC_EXCHANGE;
+    return COHORT_OK;
+}
+
+/* Post this phase's n-1 receives and n-1 sends (step @a step) once; COHORT_INPROGRESS until
+ * all are done. */
+static cohort_status_t ipc_round(cohort_request_t *req, ipc_state_t *s, int step, void *rx,
+                                 size_t rx_each, const void *tx, size_t tx_len)
+{
+    int n = req->comm->size, me = req->comm->rank;
+    cohort_xfer_t *x = s->base.xfers + (size_t)step * 2 * (size_t)n;
+    cohort_status_t status;
+
+    if (!s->posted) {
+        for (int k = 0; k < n; k++) {
+            if (k == me) {
+                continue;
+            }
+            status =
+                cohort_coll_recv(req, &x[k], k, step, (char *)rx + (size_t)k * rx_each, rx_each);
+            if (status == COHORT_OK) {
+                status = cohort_coll_send(req, &x[n + k], k, step, tx, tx_len);
+            }
+            if (status != COHORT_OK) {
+                return status;
+            }
+        }
+        s->posted = 1;
+    }
+    status = cohort_coll_xfers_wait(x, 2 * n);
+    if (status == COHORT_OK) {
+        s->posted = 0;
+    }
+    return status;
+}
+
+static cohort_status_t ipc_map(cohort_request_t *req, ipc_state_t *s)
+{
+    const cohort_gpu_module_t *mod = ipc_mod(req);
+    int n = req->comm->size, me = req->comm->rank;
+
+    for (int k = 0; k < n; k++) {
+        void *base = NULL;
+        if (k == me) {
+            s->in_map[k] = s->din;
+            s->out_map[k] = s->dout;
+            continue;
+        }
+        if (mod->ipc_open(&s->peers[k].in, &base) != COHORT_OK) {
+            cohort_error(req->ctx, "CUDA IPC: rank %d's input: %s", k, mod->last_error());
+            return COHORT_ERR_CUDA;
+        }
+        s->opened[2 * k] = base;
+        s->in_map[k] = (char *)base + s->peers[k].in.offset;
+        if (s->peers[k].out.buffer_id == s->peers[k].in.buffer_id) {
+            /* one allocation: mapped once (a second open of it may be refused) */
+            s->out_map[k] = (char *)base + s->peers[k].out.offset;
+            continue;
+        }
+        if (mod->ipc_open(&s->peers[k].out, &base) != COHORT_OK) {
+            cohort_error(req->ctx, "CUDA IPC: rank %d's output: %s", k, mod->last_error());
+            return COHORT_ERR_CUDA;
+        }
+        s->opened[2 * k + 1] = base;
+        s->out_map[k] = (char *)base + s->peers[k].out.offset;
+    }
+    return COHORT_OK;
+}
+
+/* dst = the members' @a len elements at byte offset @a off of their inputs, combined, this
+ * rank's first, then in ring order from it. */
+static cohort_status_t ipc_combine_block(cohort_request_t *req, ipc_state_t *s, char *dst,
+                                         size_t off, size_t len)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
+    cohort_status_t status = COHORT_OK;
+
+    for (int j = 1; j < n && status == COHORT_OK && len > 0; j++) {
+        const char *acc = j == 1 ? s->in_map[me] + off : dst;
+        status =
+            cohort_gpu_reduce(req->ctx, dst, acc, s->in_map[(me + j) % n] + off, len, a->dt, a->op);
+    }
+    if (status == COHORT_OK) {
+        status = cohort_gpu_finish(req->ctx, dst, len, a->dt, a->op, n);
+    }
+    return status;
+}
+
+static cohort_status_t ipc_progress(cohort_request_t *req)
+{
+    ipc_state_t *s = req->state;
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
+    size_t es = a->esize, one = a->count * es;
+    cohort_status_t status;
+
+    switch (s->phase) {
+    case IPC_EXCHANGE:
+        status = ipc_round(req, s, IPC_STEP_DESC, s->peers, sizeof(ipc_desc_t), &s->mine,
+                           sizeof(s->mine));
+        if (status != COHORT_OK) {
+            return status;
+        }
+        status = ipc_map(req, s);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        s->phase = IPC_COMBINE;
+        /* fall through */
+    case IPC_COMBINE:
+        if (a->coll == COHORT_COLL_ALLREDUCE) {
+            size_t off = cohort_coll_block_off(a->count, n, me) * es;
+            status = ipc_combine_block(req, s, s->dout + off, off,
+                                       cohort_coll_block_len(a->count, n, me));
+        } else if (a->coll == COHORT_COLL_REDUCE_SCATTER) {
+            status = ipc_combine_block(req, s, s->dout, (size_t)me * one, a->count);
+        } else {
+            /* allgather: every member's input into its block */
+            status = COHORT_OK;
+            for (int k = 0; k < n && status == COHORT_OK; k++) {
+                if (s->dout + (size_t)k * one != s->in_map[k]) {
+                    status =
+                        cohort_gpu_copy(req->ctx, s->dout + (size_t)k * one, s->in_map[k], one);
+                }
+            }
+        }
+        if (status != COHORT_OK) {
+            return status;
+        }
+        s->signal = 1;
+        s->phase = IPC_SYNC1;
+        /* fall through */
+    case IPC_SYNC1:
+        status = ipc_round(req, s, IPC_STEP_SYNC1, s->sig_rx, 1, &s->signal, 1);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        s->phase = IPC_GATHER;
+        /* fall through */
+    case IPC_GATHER:
+        if (a->coll == COHORT_COLL_ALLREDUCE) {
+            for (int k = 0; k < n; k++) {
+                size_t off = cohort_coll_block_off(a->count, n, k) * es;
+                size_t len = cohort_coll_block_len(a->count, n, k) * es;
+                if (k == me || len == 0) {
+                    continue;
+                }
+                status = cohort_gpu_copy(req->ctx, s->dout + off, s->out_map[k] + off, len);
+                if (status != COHORT_OK) {
+                    return status;
+                }
+            }
+        }
+        s->phase = IPC_SYNC2;
+        /* fall through */
+    case IPC_SYNC2:
+        if (a->coll == COHORT_COLL_ALLREDUCE) {
+            status = ipc_round(req, s, IPC_STEP_SYNC2, s->sig_rx + n, 1, &s->signal, 1);
+            if (status != COHORT_OK) {
+                return status;
+            }
+        }
+        if (s->out_is_scratch) {
+            status = cohort_gpu_copy(req->ctx, s->final_dst, s->dout, s->out_bytes);
+            s->out_is_scratch = 0;
+            if (status != COHORT_OK) {
+                return status;
+            }
+        }
+        return COHORT_OK;
+    }
+    return COHORT_ERR_INVALID_ARG; /* not reached */
+}
+
+static void ipc_cleanup(cohort_request_t *req)
+{
+    ipc_state_t *s = req->state;
+    const cohort_gpu_module_t *mod = ipc_mod(req);
+    int n = req->comm != NULL ? req->comm->size : 0;
+
+    if (mod == NULL) {
+        return;
+    }
+    for (int k = 0; s->opened != NULL && k < 2 * n; k++) {
+        mod->ipc_close(s->opened[k]);
+    }
+    mod->device_free(s->scratch[0]);
+    mod->device_free(s->scratch[1]);
+}
+
+static const cohort_coll_algo_t cohort_coll_cuda_ipc = {
+    .name = "cuda_ipc",
+    .description = "same node: members read each other's device buffers through CUDA IPC",
+    .coll = COHORT_COLL_LAST, /* any of allreduce, reduce_scatter, allgather */
+    .state_size = ipc_state_size,
+    .start = ipc_start,
+    .progress = ipc_progress,
+    .cleanup = ipc_cleanup,
+    .device = 1,
+};
+
+const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a)
+{
+    cohort_context_t *ctx = g->ctx;
+    cohort_node_info_t node;
+
+    if (ctx->cfg.cuda_ipc != COHORT_CUDA_IPC_ON || a->count == 0 || g->size < 2 ||
+        (a->coll != COHORT_COLL_ALLREDUCE && a->coll != COHORT_COLL_REDUCE_SCATTER &&
+         a->coll != COHORT_COLL_ALLGATHER) ||
+        cohort_gpu_get(ctx) == NULL) {
+        return NULL;
+    }
+    for (int k = 0; k < g->size; k++) {
+        if (cohort_node_info(ctx, cohort_comm_world_rank(g, k), &node) != COHORT_OK ||
+            !node.same_node) {
+            return NULL;
+        }
+    }
+    return &cohort_coll_cuda_ipc;
+}

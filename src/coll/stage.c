@@ -1,0 +1,126 @@
+/*
+ * Device buffers of a collective, staged through page-locked host memory around the host
+ * algorithm: the input is copied to the host when the call is made (the caller's data is ready
+ * then, DESIGN.md "CUDA streams"), the algorithm runs on host buffers as it always does, and the
+ * result is copied to the device before the request completes. Each buffer is looked at on its
+ * own, so host and device buffers mix in one call; a call with host buffers only costs one
+ * pointer query per buffer (nothing at all without a device).
+ *
+ * This is the path for a UCX without a CUDA transport (Debian's 1.13), and for now also the path
+ * when UCX has one: the algorithms combine data with host loops and memcpy.
+ */
+#include "coll/coll.h"
+#include "core/context.h"
+#include "core/gpu.h"
+
+/* Bytes of the send buffer, of the receive buffer read as input, and of the receive buffer
+ * written, for this rank. */
+static void cohort_coll_stage_sizes(const cohort_coll_args_t *a, int n, int me, size_t *sbytes,
+                                    size_t *rin, size_t *rout)
+{
+    size_t one = a->count * a->esize, all = one * (size_t)n;
+    int in_place = a->sbuf == COHORT_IN_PLACE;
+
+    *sbytes = *rin = *rout = 0;
+    switch (a->coll) {
+    case COHORT_COLL_BCAST:
+        *rin = me == a->root ? one : 0;
+        *rout = me == a->root ? 0 : one;
+        return;
+    case COHORT_COLL_REDUCE:
+        *sbytes = one;
+        *rout = me == a->root ? one : 0;
+        break;
+    case COHORT_COLL_ALLREDUCE:
+        *sbytes = *rout = one;
+        break;
+    case COHORT_COLL_ALLGATHER:
+        *sbytes = one;
+        *rout = all;
+        break;
+    case COHORT_COLL_REDUCE_SCATTER:
+        *sbytes = all;
+        *rout = one;
+        break;
+    case COHORT_COLL_ALLTOALL:
+        *sbytes = *rout = all;
+        break;
+    default:
+        return;
+    }
+    if (in_place) {
+        *rin = *sbytes;
+        *sbytes = 0;
+    }
+}
+
+/* A page-locked buffer of @a cap bytes in @a *host, holding the first @a in bytes of @a dev. */
+static cohort_status_t cohort_coll_stage_one(cohort_context_t *ctx, void **host, const void *dev,
+                                             size_t cap, size_t in)
+{
+    *host = cohort_gpu_pinned_get(ctx, cap);
+    if (*host == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    return cohort_gpu_copy(ctx, *host, dev, in);
+}
+
+cohort_status_t cohort_coll_stage_in(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_coll_args_t *a = &b->args;
+    cohort_coll_stage_t *st = &b->stage;
+    cohort_context_t *ctx = req->ctx;
+    size_t sbytes, rin, rout, rcap;
+    int s_dev, r_dev;
+    cohort_status_t status;
+
+    if (a->coll == COHORT_COLL_BARRIER || a->count == 0) {
+        return COHORT_OK;
+    }
+    cohort_coll_stage_sizes(a, req->comm->size, req->comm->rank, &sbytes, &rin, &rout);
+    rcap = rin > rout ? rin : rout;
+    s_dev = sbytes > 0 && cohort_gpu_mem_type(ctx, a->sbuf) == COHORT_MEM_CUDA;
+    r_dev = rcap > 0 && cohort_gpu_mem_type(ctx, a->rbuf) == COHORT_MEM_CUDA;
+    if (s_dev) {
+        status = cohort_coll_stage_one(ctx, &st->host_s, a->sbuf, sbytes, sbytes);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        a->sbuf = st->host_s;
+    }
+    if (r_dev) {
+        status = cohort_coll_stage_one(ctx, &st->host_r, a->rbuf, rcap, rin);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        st->user_rbuf = a->rbuf;
+        st->rout = rout;
+        if (a->coll == COHORT_COLL_BCAST) {
+            a->sbuf = st->host_r;
+        }
+        a->rbuf = st->host_r;
+    }
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_coll_stage_out(cohort_request_t *req)
+{
+    cohort_coll_stage_t *st = &cohort_coll_base(req)->stage;
+    cohort_status_t status = COHORT_OK;
+
+    if (st->user_rbuf != NULL && st->rout > 0) {
+        status = cohort_gpu_copy(req->ctx, st->user_rbuf, st->host_r, st->rout);
+        st->rout = 0; /* once, even if progress is asked again */
+    }
+    return status;
+}
+
+void cohort_coll_stage_release(cohort_request_t *req)
+{
+    cohort_coll_stage_t *st = &cohort_coll_base(req)->stage;
+
+    cohort_gpu_pinned_put(req->ctx, st->host_s);
+    cohort_gpu_pinned_put(req->ctx, st->host_r);
+    st->host_s = st->host_r = NULL;
+}

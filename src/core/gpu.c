@@ -1,0 +1,183 @@
+/*
+ * Loading the CUDA module (cohort_cuda.so, src/reduce/cuda/) and the engine's calls into it.
+ * The module is looked up like the exchange plugins, the first time a call asks where a buffer
+ * lives: programs that never pass a device buffer on a machine without CUDA pay one dlopen
+ * attempt per context, and init never touches CUDA.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include <config.h> /* the build's (top of the tree), not core/config.h */
+#include "core/context.h"
+#include "core/gpu.h"
+#include "core/log.h"
+#include "core/plugin.h"
+
+#ifdef COHORT_HAVE_CUDA
+static void *cohort_gpu_pinned_alloc(void *arg, size_t bytes)
+{
+    const cohort_gpu_module_t *mod = arg;
+    void *p = NULL;
+
+    return mod->host_alloc(&p, bytes) == COHORT_OK ? p : NULL;
+}
+
+static void cohort_gpu_pinned_release(void *arg, void *raw)
+{
+    const cohort_gpu_module_t *mod = arg;
+
+    mod->host_free(raw);
+}
+#endif
+
+/* Nothing to do in a build without CUDA: the module was never built, so it is not looked for
+ * (an old cohort_cuda.so on COHORT_PLUGIN_PATH must not turn up in such a build). */
+static void cohort_gpu_load(cohort_context_t *ctx)
+{
+    cohort_gpu_t *gpu = &ctx->gpu;
+    char tried[COHORT_CONFIG_PATH_MAX] = "";
+    const cohort_gpu_module_t *mod;
+    void *dl;
+
+    gpu->state = COHORT_GPU_NONE;
+    if (ctx->cfg.cuda_off) {
+        snprintf(gpu->why, sizeof(gpu->why), "CUDA is off (COHORT_CUDA=off)");
+        return;
+    }
+#ifndef COHORT_HAVE_CUDA
+    snprintf(gpu->why, sizeof(gpu->why), "no CUDA device support (cohort built without CUDA)");
+    (void)dl;
+    (void)mod;
+    (void)tried;
+#else
+    dl = cohort_plugin_open(ctx, COHORT_GPU_MODULE_FILE, tried, sizeof(tried));
+    if (dl == NULL) {
+        snprintf(gpu->why, sizeof(gpu->why), "no CUDA device support (%s not loaded; tried %.96s)",
+                 COHORT_GPU_MODULE_FILE, tried);
+        cohort_info(ctx, "%s", gpu->why);
+        return;
+    }
+    mod = dlsym(dl, COHORT_GPU_MODULE_SYMBOL);
+    if (mod == NULL || mod->abi != COHORT_GPU_MODULE_ABI) {
+        snprintf(gpu->why, sizeof(gpu->why), "no CUDA device support (%s is %s)",
+                 COHORT_GPU_MODULE_FILE,
+                 mod == NULL ? "not a cohort CUDA module" : "from another version of cohort");
+        cohort_warn(ctx, "%s", gpu->why);
+        dlclose(dl);
+        return;
+    }
+    gpu->ndevices = mod->open(gpu->why, sizeof(gpu->why));
+    if (gpu->ndevices <= 0) {
+        gpu->ndevices = 0;
+        cohort_info(ctx, "%s", gpu->why);
+    } else {
+        gpu->mod = mod;
+        gpu->state = COHORT_GPU_READY;
+        gpu->pinned.alloc = cohort_gpu_pinned_alloc;
+        gpu->pinned.release = cohort_gpu_pinned_release;
+        gpu->pinned.arg = (void *)mod;
+        cohort_info(ctx, "CUDA: %d device(s); UCX %s CUDA memory", gpu->ndevices,
+                    ctx->ucx_mem_cuda ? "takes" : "does not take (device data is staged)");
+    }
+    /* Never dlclose'd: the CUDA runtime it pulls in registers exit handlers and keeps driver
+     * state that does not survive being unloaded and loaded again. */
+#endif
+}
+
+const cohort_gpu_module_t *cohort_gpu_get(cohort_context_t *ctx)
+{
+    if (ctx->gpu.state == COHORT_GPU_UNTRIED) {
+        cohort_gpu_load(ctx);
+    }
+    return ctx->gpu.mod;
+}
+
+cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr)
+{
+    const cohort_gpu_module_t *mod;
+
+    if (ctx->gpu.state == COHORT_GPU_NONE || ptr == NULL || ptr == COHORT_IN_PLACE) {
+        return COHORT_MEM_HOST;
+    }
+    mod = cohort_gpu_get(ctx);
+    if (mod == NULL) {
+        return COHORT_MEM_HOST;
+    }
+    return mod->ptr_kind(ptr, NULL) == COHORT_GPU_PTR_HOST ? COHORT_MEM_HOST : COHORT_MEM_CUDA;
+}
+
+static cohort_status_t cohort_gpu_check(cohort_context_t *ctx, cohort_status_t status,
+                                        const char *what)
+{
+    if (status != COHORT_OK) {
+        cohort_error(ctx, "%s: %s", what, ctx->gpu.mod->last_error());
+    }
+    return status;
+}
+
+cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0) {
+        return COHORT_OK;
+    }
+    return cohort_gpu_check(ctx, ctx->gpu.mod->copy(dst, src, bytes), "copy of device data");
+}
+
+cohort_status_t cohort_gpu_reduce(cohort_context_t *ctx, void *dst, const void *a, const void *b,
+                                  size_t count, cohort_dtype_t dt, cohort_op_t op)
+{
+    return cohort_gpu_check(ctx, ctx->gpu.mod->reduce(dst, a, b, count, dt, op),
+                            "reduction on the device");
+}
+
+cohort_status_t cohort_gpu_finish(cohort_context_t *ctx, void *buf, size_t count, cohort_dtype_t dt,
+                                  cohort_op_t op, int nranks)
+{
+    return cohort_gpu_check(ctx, ctx->gpu.mod->finish(buf, count, dt, op, nranks),
+                            "average on the device");
+}
+
+void *cohort_gpu_pinned_get(cohort_context_t *ctx, size_t bytes)
+{
+    void *buf = cohort_scratch_cache_get(&ctx->gpu.pinned, bytes);
+
+    if (buf == NULL) {
+        cohort_error(ctx, "could not allocate %zu bytes of page-locked staging memory: %s", bytes,
+                     ctx->gpu.mod->last_error());
+    }
+    return buf;
+}
+
+void cohort_gpu_pinned_put(cohort_context_t *ctx, void *buf)
+{
+    cohort_scratch_cache_put(&ctx->gpu.pinned, buf);
+}
+
+void cohort_gpu_cleanup(cohort_context_t *ctx)
+{
+    if (ctx->gpu.state == COHORT_GPU_READY) {
+        cohort_scratch_cache_cleanup(&ctx->gpu.pinned);
+    }
+}
+
+cohort_status_t cohort_cuda_info(cohort_context_t *ctx, cohort_cuda_info_t *info)
+{
+    if (cohort_context_check(ctx, "ctx") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (info == NULL) {
+        cohort_error(ctx, "cohort_cuda_info: info is NULL");
+        return COHORT_ERR_INVALID_ARG;
+    }
+    memset(info, 0, sizeof(*info));
+#ifdef COHORT_HAVE_CUDA
+    info->built = 1;
+#endif
+    (void)cohort_gpu_get(ctx);
+    info->devices = ctx->gpu.ndevices;
+    info->ucx_cuda = ctx->ucx_mem_cuda;
+    info->ipc = info->devices > 0 && ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_ON;
+    snprintf(info->reason, sizeof(info->reason), "%s",
+             ctx->gpu.state == COHORT_GPU_READY ? "" : ctx->gpu.why);
+    return COHORT_OK;
+}

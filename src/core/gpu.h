@@ -1,0 +1,41 @@
+/*
+ * The CUDA module as the engine and the layers above see it: loaded the first time a call
+ * needs to know where a buffer lives (never at init), and absent — every buffer is host memory
+ * — when the library was built without CUDA, COHORT_CUDA=off, the module does not load, or
+ * there is no driver or device. Nothing here names a CUDA type.
+ */
+#ifndef COHORT_CORE_GPU_H
+#define COHORT_CORE_GPU_H
+
+#include "core/request.h"
+#include "core/scratch.h"
+#include "reduce/gpu_module.h"
+
+typedef enum { COHORT_GPU_UNTRIED = 0, COHORT_GPU_READY, COHORT_GPU_NONE } cohort_gpu_state_t;
+
+typedef struct {
+    cohort_gpu_state_t state;
+    const cohort_gpu_module_t *mod; /* READY only */
+    int ndevices;
+    char why[192];                 /* NONE: why (module not built / not found / no device) */
+    cohort_scratch_cache_t pinned; /* page-locked staging buffers */
+} cohort_gpu_t;
+
+/* The module when a device is there (loads it on first use), else NULL. */
+const cohort_gpu_module_t *cohort_gpu_get(cohort_context_t *ctx);
+/* Where @a ptr lives: COHORT_MEM_CUDA for device and managed memory. Cheap when there is no
+ * device (one test after the first call). */
+cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr);
+/* Copies in any direction, reductions on device memory; logged on failure (COHORT_ERR_CUDA). */
+cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *src, size_t bytes);
+cohort_status_t cohort_gpu_reduce(cohort_context_t *ctx, void *dst, const void *a, const void *b,
+                                  size_t count, cohort_dtype_t dt, cohort_op_t op);
+cohort_status_t cohort_gpu_finish(cohort_context_t *ctx, void *buf, size_t count, cohort_dtype_t dt,
+                                  cohort_op_t op, int nranks);
+/* A page-locked host buffer of at least @a bytes from the context's cache, or NULL (logged). */
+void *cohort_gpu_pinned_get(cohort_context_t *ctx, size_t bytes);
+void cohort_gpu_pinned_put(cohort_context_t *ctx, void *buf);
+/* At context destruction: the pinned cache. The module stays loaded (see gpu.c). */
+void cohort_gpu_cleanup(cohort_context_t *ctx);
+
+#endif

@@ -1,0 +1,24 @@
+/* The reduction kernels' launchers (kernels.cu), called by the module (module.c). */
+#ifndef COHORT_CUDA_KERNELS_H
+#define COHORT_CUDA_KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include "cohort.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dst = a op b on stream @a s (AVG sums); cudaErrorInvalidValue for an unknown pair. */
+cudaError_t cohort_cuda_reduce_launch(void *dst, const void *a, const void *b, size_t count,
+                                      cohort_dtype_t dt, cohort_op_t op, cudaStream_t s);
+/* COHORT_AVG's division by @a nranks on stream @a s. */
+cudaError_t cohort_cuda_finish_launch(void *buf, size_t count, cohort_dtype_t dt, int nranks,
+                                      cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

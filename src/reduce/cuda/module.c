@@ -1,0 +1,306 @@
+/*
+ * The CUDA module: the table of gpu_module.h over the CUDA runtime. Loaded by libcohort with
+ * dlopen the first time a call needs it, so that libcudart (and through it the driver) is only
+ * touched by programs that ask for CUDA, and a machine without a driver just answers "no
+ * device" (open() returns 0 with the runtime's reason).
+ *
+ * The module's state (its streams) is per process, not per context: the CUDA runtime's own
+ * state is per process, and two contexts sharing the streams is harmless because every call
+ * below returns only when its work is done (copy_async excepted, which its caller waits for).
+ */
+#include <cuda.h> /* types of the driver entry points only: libcuda is not linked */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+#include "reduce/cuda/kernels.h"
+#include "reduce/gpu_module.h"
+
+typedef CUresult (*cohort_cu_pointer_attr_t)(void *data, CUpointer_attribute attr, CUdeviceptr p);
+typedef CUresult (*cohort_cu_address_range_t)(CUdeviceptr *base, size_t *size, CUdeviceptr p);
+
+static struct {
+    int opened;
+    int ndevices;
+    char why[160];
+    cudaStream_t lane[COHORT_GPU_LANES];
+    cohort_cu_pointer_attr_t pointer_attr;
+    cohort_cu_address_range_t address_range;
+} cohort_cuda;
+
+static __thread char cohort_cuda_error[256];
+
+static cohort_status_t cohort_cuda_fail(const char *what, cudaError_t e)
+{
+    snprintf(cohort_cuda_error, sizeof(cohort_cuda_error), "%s: %s (%s)", what,
+             cudaGetErrorString(e), cudaGetErrorName(e));
+    return COHORT_ERR_CUDA;
+}
+
+static const char *cohort_cuda_last_error(void)
+{
+    return cohort_cuda_error;
+}
+
+/* The driver calls that the runtime has no twin for (an allocation's range and buffer id, for
+ * the IPC cache), fetched through the runtime so that libcuda is never linked. */
+static void cohort_cuda_driver_entries(void)
+{
+    enum cudaDriverEntryPointQueryResult q;
+    void *fn = NULL;
+
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &fn, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess) {
+        cohort_cuda.pointer_attr = (cohort_cu_pointer_attr_t)fn;
+    }
+    fn = NULL;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess) {
+        cohort_cuda.address_range = (cohort_cu_address_range_t)fn;
+    }
+}
+
+static int cohort_cuda_open(char *why, size_t whylen)
+{
+    cudaError_t e;
+    int n = 0;
+
+    if (!cohort_cuda.opened) {
+        cohort_cuda.opened = 1;
+        e = cudaGetDeviceCount(&n);
+        if (e != cudaSuccess || n == 0) {
+            /* No driver, no device: the runtime's own words, and the sticky error cleared. */
+            snprintf(cohort_cuda.why, sizeof(cohort_cuda.why), "no CUDA device (%s)",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
+            (void)cudaGetLastError();
+            n = 0;
+        }
+        if (n > 0) {
+            cohort_cuda_driver_entries();
+        }
+        cohort_cuda.ndevices = n;
+    }
+    if (why != NULL && whylen > 0) {
+        snprintf(why, whylen, "%s", cohort_cuda.why);
+    }
+    return cohort_cuda.ndevices;
+}
+
+/* The streams are made when the first device buffer is seen, not at open: a program that only
+ * passes host buffers never creates a CUDA context (hundreds of MiB of device memory per
+ * process). They belong to the device current then. */
+static cohort_status_t cohort_cuda_lanes(void)
+{
+    cudaError_t e;
+
+    for (int i = 0; i < COHORT_GPU_LANES; i++) {
+        if (cohort_cuda.lane[i] == NULL) {
+            e = cudaStreamCreateWithFlags(&cohort_cuda.lane[i], cudaStreamNonBlocking);
+            if (e != cudaSuccess) {
+                cohort_cuda.lane[i] = NULL;
+                return cohort_cuda_fail("cudaStreamCreateWithFlags", e);
+            }
+        }
+    }
+    return COHORT_OK;
+}
+
+static cohort_gpu_ptr_kind_t cohort_cuda_ptr_kind(const void *ptr, int *device)
+{
+    struct cudaPointerAttributes attr;
+
+    if (ptr == NULL || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+        /* Memory CUDA never heard of; older runtimes said so with an error. */
+        (void)cudaGetLastError();
+        return COHORT_GPU_PTR_HOST;
+    }
+    if (device != NULL) {
+        *device = attr.device;
+    }
+    switch (attr.type) {
+    case cudaMemoryTypeDevice:
+        return COHORT_GPU_PTR_DEVICE;
+    case cudaMemoryTypeManaged:
+        return COHORT_GPU_PTR_MANAGED;
+    default:
+        return COHORT_GPU_PTR_HOST;
+    }
+}
+
+static cohort_status_t cohort_cuda_copy_async(void *dst, const void *src, size_t bytes, int lane)
+{
+    cudaError_t e;
+
+    if (cohort_cuda_lanes() != COHORT_OK) {
+        return COHORT_ERR_CUDA;
+    }
+    e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cohort_cuda.lane[lane]);
+    return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("cudaMemcpyAsync", e);
+}
+
+static cohort_status_t cohort_cuda_copy_wait(int lane)
+{
+    cudaError_t e = cudaStreamSynchronize(cohort_cuda.lane[lane]);
+
+    return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("cudaStreamSynchronize", e);
+}
+
+static cohort_status_t cohort_cuda_copy(void *dst, const void *src, size_t bytes)
+{
+    cohort_status_t status;
+
+    if (bytes == 0 || dst == src) {
+        return COHORT_OK;
+    }
+    status = cohort_cuda_copy_async(dst, src, bytes, 0);
+    return status == COHORT_OK ? cohort_cuda_copy_wait(0) : status;
+}
+
+static cohort_status_t cohort_cuda_reduce(void *dst, const void *a, const void *b, size_t count,
+                                          cohort_dtype_t dt, cohort_op_t op)
+{
+    cudaError_t e;
+
+    if (cohort_cuda_lanes() != COHORT_OK) {
+        return COHORT_ERR_CUDA;
+    }
+    e = cohort_cuda_reduce_launch(dst, a, b, count, dt, op, cohort_cuda.lane[0]);
+    if (e != cudaSuccess) {
+        return cohort_cuda_fail("reduction kernel", e);
+    }
+    return cohort_cuda_copy_wait(0);
+}
+
+static cohort_status_t cohort_cuda_finish(void *buf, size_t count, cohort_dtype_t dt,
+                                          cohort_op_t op, int nranks)
+{
+    cudaError_t e;
+
+    if (op != COHORT_AVG) {
+        return COHORT_OK;
+    }
+    if (cohort_cuda_lanes() != COHORT_OK) {
+        return COHORT_ERR_CUDA;
+    }
+    e = cohort_cuda_finish_launch(buf, count, dt, nranks, cohort_cuda.lane[0]);
+    if (e != cudaSuccess) {
+        return cohort_cuda_fail("average kernel", e);
+    }
+    return cohort_cuda_copy_wait(0);
+}
+
+static cohort_status_t cohort_cuda_host_alloc(void **ptr, size_t bytes)
+{
+    cudaError_t e = cudaHostAlloc(ptr, bytes > 0 ? bytes : 1, cudaHostAllocPortable);
+
+    return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("cudaHostAlloc", e);
+}
+
+static void cohort_cuda_host_free(void *ptr)
+{
+    if (ptr != NULL) {
+        (void)cudaFreeHost(ptr);
+    }
+}
+
+static cohort_status_t cohort_cuda_device_alloc(void **ptr, size_t bytes)
+{
+    cudaError_t e = cudaMalloc(ptr, bytes > 0 ? bytes : 1);
+
+    return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("cudaMalloc", e);
+}
+
+static void cohort_cuda_device_free(void *ptr)
+{
+    if (ptr != NULL) {
+        (void)cudaFree(ptr);
+    }
+}
+
+static cohort_status_t cohort_cuda_ipc_get(const void *ptr, cohort_gpu_ipc_t *ipc)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    unsigned long long id = 0;
+    cudaIpcMemHandle_t h;
+    cudaError_t e;
+    int device = -1;
+
+    if (cohort_cuda.address_range == NULL || cohort_cuda.pointer_attr == NULL) {
+        snprintf(cohort_cuda_error, sizeof(cohort_cuda_error),
+                 "cuMemGetAddressRange/cuPointerGetAttribute not available from the runtime");
+        return COHORT_ERR_CUDA;
+    }
+    if (cohort_cuda_ptr_kind(ptr, &device) != COHORT_GPU_PTR_DEVICE ||
+        cohort_cuda.address_range(&base, &size, (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS ||
+        cohort_cuda.pointer_attr(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                 (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS) {
+        snprintf(cohort_cuda_error, sizeof(cohort_cuda_error),
+                 "%p is not in a cudaMalloc allocation", ptr);
+        return COHORT_ERR_CUDA;
+    }
+    e = cudaIpcGetMemHandle(&h, (void *)(uintptr_t)base);
+    if (e != cudaSuccess) {
+        return cohort_cuda_fail("cudaIpcGetMemHandle", e);
+    }
+    memcpy(ipc->handle, &h, sizeof(h) < sizeof(ipc->handle) ? sizeof(h) : sizeof(ipc->handle));
+    ipc->buffer_id = id;
+    ipc->offset = (size_t)((uintptr_t)ptr - (uintptr_t)base);
+    ipc->alloc_size = size;
+    ipc->device = device;
+    return COHORT_OK;
+}
+
+static cohort_status_t cohort_cuda_ipc_open(const cohort_gpu_ipc_t *ipc, void **base)
+{
+    cudaIpcMemHandle_t h;
+    cudaError_t e;
+
+    memcpy(&h, ipc->handle, sizeof(h));
+    e = cudaIpcOpenMemHandle(base, h, cudaIpcMemLazyEnablePeerAccess);
+    return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("cudaIpcOpenMemHandle", e);
+}
+
+static void cohort_cuda_ipc_close(void *base)
+{
+    if (base != NULL) {
+        (void)cudaIpcCloseMemHandle(base);
+    }
+}
+
+static int cohort_cuda_can_access(int a, int b)
+{
+    int ok = 0;
+
+    if (a == b) {
+        return 1;
+    }
+    if (cudaDeviceCanAccessPeer(&ok, a, b) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return ok;
+}
+
+/* The one exported symbol (the module is built with hidden visibility otherwise). */
+__attribute__((visibility("default"))) const cohort_gpu_module_t cohort_gpu_module = {
+    .abi = COHORT_GPU_MODULE_ABI,
+    .name = "cuda",
+    .open = cohort_cuda_open,
+    .last_error = cohort_cuda_last_error,
+    .ptr_kind = cohort_cuda_ptr_kind,
+    .copy = cohort_cuda_copy,
+    .copy_async = cohort_cuda_copy_async,
+    .copy_wait = cohort_cuda_copy_wait,
+    .reduce = cohort_cuda_reduce,
+    .finish = cohort_cuda_finish,
+    .host_alloc = cohort_cuda_host_alloc,
+    .host_free = cohort_cuda_host_free,
+    .device_alloc = cohort_cuda_device_alloc,
+    .device_free = cohort_cuda_device_free,
+    .ipc_get = cohort_cuda_ipc_get,
+    .ipc_open = cohort_cuda_ipc_open,
+    .ipc_close = cohort_cuda_ipc_close,
+    .can_access = cohort_cuda_can_access,
+};

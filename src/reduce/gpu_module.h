@@ -1,0 +1,79 @@
+/*
+ * The interface of the CUDA module (src/reduce/cuda/, built as cohort_cuda.so only when
+ * configure found the toolkit). libcohort never links the CUDA runtime: it dlopens the module
+ * the first time a call needs it (src/core/gpu.c) and sees only this table, so a program built
+ * on a machine with CUDA starts on one without a driver, and a build without CUDA has no CUDA
+ * symbol at all. Plain C types only: no CUDA header is needed to include this.
+ */
+#ifndef COHORT_GPU_MODULE_H
+#define COHORT_GPU_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cohort.h"
+
+#define COHORT_GPU_MODULE_ABI    1
+#define COHORT_GPU_MODULE_SYMBOL "cohort_gpu_module"
+#define COHORT_GPU_MODULE_FILE   "cohort_cuda.so"
+/* cudaIpcMemHandle_t is 64 bytes; kept opaque here. */
+#define COHORT_GPU_IPC_HANDLE_BYTES 64
+
+/* What a pointer is, as far as the module can tell. */
+typedef enum {
+    COHORT_GPU_PTR_HOST = 0,    /* pageable or pinned host memory, or unknown to CUDA */
+    COHORT_GPU_PTR_DEVICE = 1,  /* cudaMalloc'ed */
+    COHORT_GPU_PTR_MANAGED = 2, /* cudaMallocManaged: treated as device memory */
+} cohort_gpu_ptr_kind_t;
+
+/* Where an IPC handle points: the allocation's handle and the buffer's offset into it. The
+ * id changes when the allocation at that address changes (CU_POINTER_ATTRIBUTE_BUFFER_ID), so
+ * a cache keyed by address can tell a stale entry. */
+typedef struct {
+    uint8_t handle[COHORT_GPU_IPC_HANDLE_BYTES];
+    uint64_t buffer_id;
+    size_t offset;
+    size_t alloc_size;
+    int device;
+} cohort_gpu_ipc_t;
+
+/*
+ * Every call returns COHORT_OK or COHORT_ERR_CUDA; after an error, last_error() says what CUDA
+ * said (per thread). Copies and reductions run on the module's own stream and return when their
+ * result is in place: the caller's data is ready when a cohort call is made (DESIGN.md "CUDA
+ * streams"), and nothing cohort writes is read before the call or request that wrote it ends.
+ */
+typedef struct cohort_gpu_module {
+    uint32_t abi;
+    const char *name;
+    /* How many devices this process sees; 0 (with why) when none or no driver: never fails. */
+    int (*open)(char *why, size_t whylen);
+    const char *(*last_error)(void);
+    cohort_gpu_ptr_kind_t (*ptr_kind)(const void *ptr, int *device);
+    /* Any direction (host or device on either side). */
+    cohort_status_t (*copy)(void *dst, const void *src, size_t bytes);
+    /* Asynchronous copy on stream @a lane (0..COHORT_GPU_LANES-1); copy_wait waits for it. */
+    cohort_status_t (*copy_async)(void *dst, const void *src, size_t bytes, int lane);
+    cohort_status_t (*copy_wait)(int lane);
+    /* dst = a op b on device memory, as cohort_reduce_local does on the host (bitwise). */
+    cohort_status_t (*reduce)(void *dst, const void *a, const void *b, size_t count,
+                              cohort_dtype_t dt, cohort_op_t op);
+    /* COHORT_AVG's division, as cohort_reduce_finish. */
+    cohort_status_t (*finish)(void *buf, size_t count, cohort_dtype_t dt, cohort_op_t op,
+                              int nranks);
+    /* Page-locked host memory, for staging. */
+    cohort_status_t (*host_alloc)(void **ptr, size_t bytes);
+    void (*host_free)(void *ptr);
+    cohort_status_t (*device_alloc)(void **ptr, size_t bytes);
+    void (*device_free)(void *ptr);
+    /* Same-node IPC: describe a device buffer; map a peer's (returns the mapped base of the
+     * whole allocation); unmap. can_access: whether device a can read and write device b's
+     * memory (the same device, or peer access). */
+    cohort_status_t (*ipc_get)(const void *ptr, cohort_gpu_ipc_t *ipc);
+    cohort_status_t (*ipc_open)(const cohort_gpu_ipc_t *ipc, void **base);
+    void (*ipc_close)(void *base);
+    int (*can_access)(int device_a, int device_b);
+} cohort_gpu_module_t;
+
+#define COHORT_GPU_LANES 2
+
+#endif

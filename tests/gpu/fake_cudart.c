@@ -1,0 +1,413 @@
+/*
+ * A stand-in for libcudart.so.13 with one fake device, so that the device paths of cohort (the
+ * CUDA module's staging, memory-type detection, p2p and every collective) run in CI on a
+ * machine without a GPU. "Device" memory is mapped PROT_NONE: any host access to it by cohort
+ * faults, as it would on a real GPU; only this runtime's copies open it, for the copy. Kernels
+ * cannot run here: a launch fails with cudaErrorNoKernelImageForDevice, so a device reduction
+ * that should not happen on the staged path shows up as an error. IPC works between processes
+ * of one user: device memory is a memfd, a handle names (pid, fd), and opening it maps
+ * /proc/<pid>/fd/<fd> (so copies through IPC run here too; reductions need kernels).
+ *
+ * Built only with CUDA (it needs the runtime's headers for its types) and only for tests: see
+ * tests/gpu/fake_check.sh. Single-threaded, like the ranks that use it.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define FAKE_MAX_ALLOCS 4096
+
+typedef struct {
+    char *base;
+    size_t len; /* mapped bytes */
+    int managed;
+    int fd;     /* the memfd behind device memory; -1 for managed memory */
+    int opened; /* mapped from another process's handle */
+} fake_alloc_t;
+
+typedef struct {
+    int pid, fd;
+    size_t len;
+} fake_handle_t;
+
+static fake_alloc_t fake_allocs[FAKE_MAX_ALLOCS];
+static CUresult fake_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p);
+static CUresult fake_pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p);
+static cudaError_t fake_last;
+
+static cudaError_t fake_set(cudaError_t e)
+{
+    if (e != cudaSuccess) {
+        fake_last = e;
+    }
+    return e;
+}
+
+static fake_alloc_t *fake_find(const void *p)
+{
+    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
+        fake_alloc_t *a = &fake_allocs[i];
+        if (a->base != NULL && (const char *)p >= a->base && (const char *)p < a->base + a->len) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
+static cudaError_t fake_register(void *p, size_t len, int managed, int fd, int opened)
+{
+    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
+        if (fake_allocs[i].base == NULL) {
+            fake_allocs[i] = (fake_alloc_t){p, len, managed, fd, opened};
+            return cudaSuccess;
+        }
+    }
+    return fake_set(cudaErrorMemoryAllocation);
+}
+
+static cudaError_t fake_map(void **ptr, size_t bytes, int managed)
+{
+    size_t len = (bytes + 4095) & ~(size_t)4095;
+    int fd = -1;
+    void *p;
+
+    if (len == 0) {
+        len = 4096;
+    }
+    if (!managed) {
+        fd = memfd_create("fake-cuda", 0);
+        if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+            return fake_set(cudaErrorMemoryAllocation);
+        }
+    }
+    p = managed ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                : mmap(NULL, len, PROT_NONE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED || fake_register(p, len, managed, fd, 0) != cudaSuccess) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return fake_set(cudaErrorMemoryAllocation);
+    }
+    *ptr = p;
+    return cudaSuccess;
+}
+
+static void fake_open(fake_alloc_t *a, int open)
+{
+    if (a != NULL && !a->managed) {
+        mprotect(a->base, a->len, open ? PROT_READ | PROT_WRITE : PROT_NONE);
+    }
+}
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    *count = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    return device == 0 ? cudaSuccess : fake_set(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = fake_last;
+
+    fake_last = cudaSuccess;
+    return e;
+}
+
+const char *cudaGetErrorString(cudaError_t e)
+{
+    return e == cudaSuccess ? "no error" : "fake CUDA runtime: not supported";
+}
+
+const char *cudaGetErrorName(cudaError_t e)
+{
+    return e == cudaSuccess ? "cudaSuccess" : "cudaErrorFake";
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
+{
+    static int streams[8];
+    static int next;
+
+    *s = (cudaStream_t)&streams[next++ % 8];
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *q)
+{
+    *fn = strcmp(symbol, "cuMemGetAddressRange") == 0    ? (void *)fake_address_range
+          : strcmp(symbol, "cuPointerGetAttribute") == 0 ? (void *)fake_pointer_attr
+                                                         : NULL;
+    if (q != NULL) {
+        *q = *fn != NULL ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *p)
+{
+    fake_alloc_t *a = fake_find(p);
+
+    memset(attr, 0, sizeof(*attr));
+    attr->device = a != NULL ? 0 : -2;
+    attr->type = a == NULL    ? cudaMemoryTypeUnregistered
+                 : a->managed ? cudaMemoryTypeManaged
+                              : cudaMemoryTypeDevice;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    return fake_map(p, bytes, 0);
+}
+
+cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned int flags)
+{
+    return fake_map(p, bytes, 1);
+}
+
+cudaError_t cudaFree(void *p)
+{
+    fake_alloc_t *a = fake_find(p);
+
+    if (p == NULL) {
+        return cudaSuccess;
+    }
+    if (a == NULL || a->base != p) {
+        return fake_set(cudaErrorInvalidValue);
+    }
+    munmap(a->base, a->len);
+    if (a->fd >= 0) {
+        close(a->fd);
+    }
+    a->base = NULL;
+    return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
+{
+    return posix_memalign(p, 4096, bytes) == 0 ? cudaSuccess : fake_set(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+    free(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
+    fake_alloc_t *d = fake_find(dst), *s = fake_find(src);
+
+    if ((d != NULL && (char *)dst + bytes > d->base + d->len) ||
+        (s != NULL && (const char *)src + bytes > s->base + s->len)) {
+        return fake_set(cudaErrorInvalidValue); /* past the end of an allocation */
+    }
+    fake_open(d, 1);
+    fake_open(s, 1);
+    memmove(dst, src, bytes);
+    fake_open(d, 0);
+    fake_open(s, 0);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
+                            cudaStream_t s)
+{
+    return cudaMemcpy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemset(void *p, int value, size_t bytes)
+{
+    fake_alloc_t *a = fake_find(p);
+
+    fake_open(a, 1);
+    memset(p, value, bytes);
+    fake_open(a, 0);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    *e = (cudaEvent_t)malloc(sizeof(double));
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    *ms = 1.0f;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    free(e);
+    return cudaSuccess;
+}
+
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
+{
+    fake_alloc_t *a = fake_find(p);
+    fake_handle_t fh;
+
+    if (a == NULL || a->base != p || a->fd < 0 || a->opened) {
+        return fake_set(cudaErrorInvalidValue);
+    }
+    fh = (fake_handle_t){(int)getpid(), a->fd, a->len};
+    memset(h, 0, sizeof(*h));
+    memcpy(h, &fh, sizeof(fh));
+    return cudaSuccess;
+}
+
+cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int flags)
+{
+    fake_handle_t fh;
+    char path[64];
+    void *m;
+    int fd;
+
+    memcpy(&fh, &h, sizeof(fh));
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", fh.pid, fh.fd);
+    fd = open(path, O_RDWR);
+    if (fd < 0) {
+        return fake_set(cudaErrorInvalidResourceHandle);
+    }
+    m = mmap(NULL, fh.len, PROT_NONE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED || fake_register(m, fh.len, 0, fd, 1) != cudaSuccess) {
+        close(fd);
+        return fake_set(cudaErrorMemoryAllocation);
+    }
+    *p = m;
+    return cudaSuccess;
+}
+
+cudaError_t cudaIpcCloseMemHandle(void *p)
+{
+    fake_alloc_t *a = fake_find(p);
+
+    if (a == NULL || !a->opened) {
+        return fake_set(cudaErrorInvalidValue);
+    }
+    munmap(a->base, a->len);
+    close(a->fd);
+    a->base = NULL;
+    return cudaSuccess;
+}
+
+/* cuMemGetAddressRange and cuPointerGetAttribute(BUFFER_ID), as the module asks for them. */
+static CUresult fake_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+    fake_alloc_t *a = fake_find((void *)(uintptr_t)p);
+
+    if (a == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *base = (CUdeviceptr)(uintptr_t)a->base;
+    *size = a->len;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p)
+{
+    fake_alloc_t *a = fake_find((void *)(uintptr_t)p);
+
+    if (a == NULL || attr != CU_POINTER_ATTRIBUTE_BUFFER_ID) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *(unsigned long long *)data =
+        (unsigned long long)(uintptr_t)a->base ^ (unsigned long long)a->fd;
+    return CUDA_SUCCESS;
+}
+
+cudaError_t cudaDeviceCanAccessPeer(int *ok, int a, int b)
+{
+    *ok = a == b;
+    return cudaSuccess;
+}
+
+/* What nvcc's generated code calls to register and launch kernels (crt/host_runtime.h; not in
+ * the public headers, so declared here with the shapes it uses). */
+void **__cudaRegisterFatBinary(void *fatbin);
+void __cudaRegisterFatBinaryEnd(void **handle);
+void __cudaUnregisterFatBinary(void **handle);
+void __cudaRegisterFunction(void **handle, const char *host, char *dev, const char *name, int limit,
+                            void *tid, void *bid, void *bdim, void *gdim, int *wsize);
+unsigned __cudaPushCallConfiguration(dim3 g, dim3 b, size_t shmem, void *stream);
+cudaError_t __cudaPopCallConfiguration(dim3 *g, dim3 *b, size_t *shmem, void *stream);
+cudaError_t __cudaLaunchKernel(const void *fn, dim3 g, dim3 b, void **args, size_t shmem,
+                               cudaStream_t s);
+cudaError_t __cudaGetKernel(void **kernel, const void *fn);
+void __cudaInitModule(void **handle);
+
+static void *fake_module;
+
+void **__cudaRegisterFatBinary(void *fatbin)
+{
+    return &fake_module;
+}
+
+void __cudaRegisterFatBinaryEnd(void **handle) {}
+
+void __cudaUnregisterFatBinary(void **handle) {}
+
+void __cudaRegisterFunction(void **handle, const char *host, char *dev, const char *name, int limit,
+                            void *tid, void *bid, void *bdim, void *gdim, int *wsize)
+{
+}
+
+unsigned __cudaPushCallConfiguration(dim3 g, dim3 b, size_t shmem, void *stream)
+{
+    return 0;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3 *g, dim3 *b, size_t *shmem, void *stream)
+{
+    return cudaSuccess;
+}
+
+cudaError_t __cudaLaunchKernel(const void *fn, dim3 g, dim3 b, void **args, size_t shmem,
+                               cudaStream_t s)
+{
+    return fake_set(cudaErrorNoKernelImageForDevice);
+}
+
+cudaError_t __cudaGetKernel(void **kernel, const void *fn)
+{
+    *kernel = NULL;
+    return cudaSuccess;
+}
+
+void __cudaInitModule(void **handle) {}

@@ -1,0 +1,476 @@
+/* clang-format off */
+/* run: 2 */
+/* run: 4 */
+/* run: 3 COHORT_CUDA_IPC=off */
+/* run: 2 COHORT_CUDA_IPC=on */
+/* run: 3 COHORT_CUDA_IPC=on */
+/* run: 4 COHORT_CUDA_IPC=on */
+/* run: 4 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck */
+/* run: singleton */
+/* clang-format on */
+/*
+ * Every collective with CUDA buffers: each case runs with host buffers and then with device
+ * buffers, device send + host receive, host send + device receive, managed memory, and in
+ * place on the device; every result must be bitwise the reference each rank computes locally
+ * from every rank's (regenerated) input, the data chosen so that the order of combination does
+ * not matter. Every dtype x valid op x a
+ * few counts (one past the rendezvous threshold), every root; then point-to-point with device
+ * buffers. Ranks may share one GPU (device = local rank % devices).
+ *
+ * CUDA_COLL_ONLY=<name> runs that collective only (tests/gpu/fake_check.sh: the fake runtime
+ * runs no kernels, so only allgather goes through its IPC path there).
+ *
+ * Without a device the test prints "SKIP: no CUDA device (...)" and exits 77; before that it
+ * checks that the no-device answer is a status, not a failure, and that host buffers work.
+ */
+#include <stdint.h>
+#include <string.h>
+#include "harness.h"
+#include "../../tools/bench/cudart.h"
+
+static const cohort_dtype_t dtypes[] = {
+    COHORT_INT8,   COHORT_UINT8,   COHORT_INT32,    COHORT_UINT32,  COHORT_INT64,
+    COHORT_UINT64, COHORT_FLOAT16, COHORT_BFLOAT16, COHORT_FLOAT32, COHORT_FLOAT64,
+};
+static const cohort_op_t ops[] = {COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX, COHORT_AVG};
+static const size_t counts[] = {1, 7, 1023, 40000};
+
+typedef enum { PLACE_DD, PLACE_HD, PLACE_DH, PLACE_MM, PLACE_INPLACE, PLACE_LAST } place_t;
+static const char *const place_names[] = {"device", "host->device", "device->host", "managed",
+                                          "device in place"};
+
+static bench_cudart_t cu;
+static int nranks, me;
+
+static size_t esize(cohort_dtype_t dt)
+{
+    switch (dt) {
+    case COHORT_INT8:
+    case COHORT_UINT8:
+        return 1;
+    case COHORT_FLOAT16:
+    case COHORT_BFLOAT16:
+        return 2;
+    case COHORT_INT32:
+    case COHORT_UINT32:
+    case COHORT_FLOAT32:
+        return 4;
+    default:
+        return 8;
+    }
+}
+
+static int is_float(cohort_dtype_t dt)
+{
+    return dt == COHORT_FLOAT16 || dt == COHORT_BFLOAT16 || dt == COHORT_FLOAT32 ||
+           dt == COHORT_FLOAT64;
+}
+
+/* Rank r's input: any bits for integers; for floats one of the small integers -3..3 (so no
+ * NaN, whose payload a reduction may take from either operand), by its encoding. */
+static void fill(void *buf, size_t n, cohort_dtype_t dt, int r, unsigned salt)
+{
+    size_t es = esize(dt);
+    uint64_t small[7] = {0};
+
+    for (int v = 0; v < 7 && is_float(dt); v++) {
+        float f = (float)(v - 3);
+        double d = f;
+        uint16_t h =
+            dt == COHORT_FLOAT16 ? cohort_float_to_float16(f) : cohort_float_to_bfloat16(f);
+        small[v] = 0;
+        memcpy(&small[v],
+               dt == COHORT_FLOAT64 ? (void *)&d
+               : es == 4            ? (void *)&f
+                                    : (void *)&h,
+               es);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = (uint64_t)(i * 2654435761u) ^ (uint64_t)(r * 40503u) ^ salt;
+        uint64_t bits = is_float(dt) ? small[h % 7] : h * 0x9e3779b97f4a7c15ULL;
+        memcpy((char *)buf + i * es, &bits, es); /* little-endian: the low bytes */
+    }
+}
+
+/* Element i of @a buf as raw bits, and back. */
+static uint64_t get_bits(const void *buf, size_t i, size_t es)
+{
+    uint64_t v = 0;
+
+    memcpy(&v, (const char *)buf + i * es, es);
+    return v;
+}
+
+static void put_bits(void *buf, size_t i, size_t es, uint64_t v)
+{
+    memcpy((char *)buf + i * es, &v, es);
+}
+
+static double to_double(cohort_dtype_t dt, uint64_t v)
+{
+    float f;
+    double d;
+
+    switch (dt) {
+    case COHORT_FLOAT16:
+        return cohort_float16_to_float((uint16_t)v);
+    case COHORT_BFLOAT16:
+        return cohort_bfloat16_to_float((uint16_t)v);
+    case COHORT_FLOAT32:
+        memcpy(&f, &v, 4);
+        return f;
+    default:
+        memcpy(&d, &v, 8);
+        return d;
+    }
+}
+
+static uint64_t from_double(cohort_dtype_t dt, double x)
+{
+    uint64_t v = 0;
+    float f = (float)x;
+
+    switch (dt) {
+    case COHORT_FLOAT16:
+        return cohort_float_to_float16(f);
+    case COHORT_BFLOAT16:
+        return cohort_float_to_bfloat16(f);
+    case COHORT_FLOAT32:
+        memcpy(&v, &f, 4);
+        return v;
+    default:
+        memcpy(&v, &x, 8);
+        return v;
+    }
+}
+
+/* a op b for one element, as the library must compute it. The test's data make the result
+ * independent of the order of combination (small integers for floats; integers wrap alike in
+ * any order), so one reference serves every algorithm. AVG divides at the end (ref_finish). */
+static uint64_t ref_op(cohort_dtype_t dt, cohort_op_t op, uint64_t a, uint64_t b)
+{
+    size_t es = esize(dt);
+    int sh = 64 - 8 * (int)es;
+    int is_signed = dt == COHORT_INT8 || dt == COHORT_INT32 || dt == COHORT_INT64;
+    int64_t sa = (int64_t)(a << sh) >> sh, sb = (int64_t)(b << sh) >> sh;
+    int less = is_signed ? sa < sb : a < b;
+
+    if (is_float(dt)) {
+        double x = to_double(dt, a), y = to_double(dt, b);
+        return from_double(dt, op == COHORT_PROD  ? x * y
+                               : op == COHORT_MIN ? (x < y ? x : y)
+                               : op == COHORT_MAX ? (x > y ? x : y)
+                                                  : x + y);
+    }
+    switch (op) {
+    case COHORT_PROD:
+        return a * b;
+    case COHORT_MIN:
+        return less ? a : b;
+    case COHORT_MAX:
+        return less ? b : a;
+    default:
+        return a + b;
+    }
+}
+
+/* The result every member must get, computed locally from every member's input (each
+ * regenerated by fill): the reference for every placement and path, IPC included. */
+static void reference(int c, cohort_dtype_t dt, cohort_op_t op, size_t n, int root, size_t sfac,
+                      unsigned salt, char *ref)
+{
+    size_t es = esize(dt), len = n * sfac;
+    char *in = malloc(len * es * (size_t)nranks);
+
+    CHECK(in != NULL);
+    for (int r = 0; r < nranks; r++) {
+        fill(in + (size_t)r * len * es, len, dt, r, salt);
+    }
+    switch (c) {
+    case 0: /* bcast */
+        memcpy(ref, in + (size_t)root * len * es, len * es);
+        break;
+    case 3: /* allgather */
+        memcpy(ref, in, len * es * (size_t)nranks);
+        break;
+    case 5: /* alltoall: block k from rank k's block me */
+        for (int k = 0; k < nranks; k++) {
+            memcpy(ref + (size_t)k * n * es, in + ((size_t)k * len + (size_t)me * n) * es, n * es);
+        }
+        break;
+    default: { /* reduce, allreduce: n elements; reduce_scatter: block me of each input */
+        size_t off = c == 4 ? (size_t)me * n : 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t acc = get_bits(in, off + i, es);
+            for (int r = 1; r < nranks; r++) {
+                acc = ref_op(dt, op, acc, get_bits(in + (size_t)r * len * es, off + i, es));
+            }
+            if (op == COHORT_AVG) {
+                acc = from_double(dt, to_double(dt, acc) / nranks);
+            }
+            put_bits(ref, i, es, acc);
+        }
+        break;
+    }
+    }
+    free(in);
+}
+
+typedef struct {
+    const char *name;
+    int has_op, has_root, in_place;
+    size_t sfac, rfac; /* send and receive sizes, in counts: 1 or the group size */
+} coll_t;
+
+static cohort_status_t run(int c, cohort_group_t *g, const void *s, void *r, size_t n,
+                           cohort_dtype_t dt, cohort_op_t op, int root)
+{
+    switch (c) {
+    case 0:
+        return cohort_bcast(g, r, n, dt, root);
+    case 1:
+        return cohort_reduce(g, s, r, n, dt, op, root);
+    case 2:
+        return cohort_allreduce(g, s, r, n, dt, op);
+    case 3:
+        return cohort_allgather(g, s, r, n, dt);
+    case 4:
+        return cohort_reduce_scatter(g, s, r, n, dt, op);
+    default:
+        return cohort_alltoall(g, s, r, n, dt);
+    }
+}
+
+static void *dev_alloc(size_t bytes, int managed)
+{
+    void *p = NULL;
+
+    if (managed) {
+        CHECK(cu.malloc_managed(&p, bytes, 1) == 0);
+    } else {
+        CHECK(cu.malloc_device(&p, bytes) == 0);
+    }
+    return p;
+}
+
+static void to_dev(void *d, const void *h, size_t bytes)
+{
+    CHECK(cu.memcpy_any(d, h, bytes, BENCH_CUDA_MEMCPY_DEFAULT) == 0);
+}
+
+static void from_dev(void *h, const void *d, size_t bytes)
+{
+    CHECK(cu.memcpy_any(h, d, bytes, BENCH_CUDA_MEMCPY_DEFAULT) == 0);
+}
+
+/* One (collective, dtype, op, count, root) case in every placement. */
+static int one_case(cohort_group_t *g, const coll_t *co, int c, cohort_dtype_t dt, cohort_op_t op,
+                    size_t n, int root)
+{
+    size_t es = esize(dt), sbytes = n * es * co->sfac, rbytes = n * es * co->rfac;
+    int writes_r = !(c == 1 && me != root);
+    char *hin = malloc(sbytes), *ref = calloc(1, rbytes), *got = malloc(rbytes);
+    char *rin = malloc(rbytes > sbytes ? rbytes : sbytes);
+    int checked = 0;
+
+    CHECK(hin && ref && got && rin);
+    unsigned salt = (unsigned)(c * 131 + (int)dt * 17 + (int)op);
+
+    fill(hin, n * co->sfac, dt, me, salt);
+    reference(c, dt, op, n, root, co->sfac, salt, ref);
+    /* The host path agrees with the reference (host buffers; under COHORT_CUDA_IPC=on they go
+     * through the IPC path, staged into device scratch). */
+    memcpy(got, hin, c == 0 ? rbytes : 0);
+    CHECK_OK(run(c, g, hin, got, n, dt, op, root));
+    CHECK(!writes_r || memcmp(got, ref, c == 4 ? n * es : rbytes) == 0);
+    for (int p = 0; p < PLACE_LAST; p++) {
+        void *ds = NULL, *dr = NULL;
+        const void *s;
+        void *r;
+        if (p == PLACE_INPLACE && !co->in_place) {
+            continue;
+        }
+        ds = p == PLACE_HD ? NULL : dev_alloc(sbytes, p == PLACE_MM);
+        /* in place, reduce_scatter's rbuf holds the whole input */
+        dr = p == PLACE_DH ? NULL : dev_alloc(rbytes > sbytes ? rbytes : sbytes, p == PLACE_MM);
+        if (ds != NULL) {
+            to_dev(ds, hin, sbytes);
+        }
+        memset(got, 0x5a, rbytes);
+        if (dr != NULL) {
+            to_dev(dr, got, rbytes);
+        }
+        s = ds != NULL ? ds : hin;
+        r = dr != NULL ? dr : got;
+        if (c == 0) {
+            /* bcast has one buffer: the device one (host->device is the same case) */
+            if (p == PLACE_HD || p == PLACE_DH) {
+                goto next;
+            }
+            to_dev(dr, hin, rbytes);
+        }
+        /* Only the root of a reduce may pass COHORT_IN_PLACE; the others pass their input. */
+        if (p == PLACE_INPLACE && !(c == 1 && me != root)) {
+            /* the input where COHORT_IN_PLACE says it is */
+            memset(rin, 0, rbytes);
+            if (c == 3) {
+                memcpy(rin + (size_t)me * n * es, hin, n * es);
+            } else {
+                memcpy(rin, hin, sbytes);
+            }
+            to_dev(dr, rin, rbytes > sbytes ? rbytes : sbytes);
+            s = COHORT_IN_PLACE;
+        }
+        CHECK_OK(run(c, g, s, r, n, dt, op, root));
+        if (dr != NULL) {
+            from_dev(got, dr, rbytes);
+        }
+        if (writes_r) {
+            size_t cmp = c == 4 ? n * es : rbytes;
+            if (memcmp(got, ref, cmp) != 0) {
+                size_t i = 0;
+                while (i < cmp && got[i] == ref[i]) {
+                    i++;
+                }
+                fprintf(stderr,
+                        "rank %d: %s dtype %d op %d count %zu root %d with %s buffers: byte %zu "
+                        "differs from the reference (0x%02x, want 0x%02x)\n",
+                        me, co->name, (int)dt, co->has_op ? (int)op : -1, n, root, place_names[p],
+                        i, (unsigned char)got[i], (unsigned char)ref[i]);
+                exit(1);
+            }
+        }
+        checked++;
+    next:
+        if (ds != NULL) {
+            cu.free_device(ds);
+        }
+        if (dr != NULL) {
+            cu.free_device(dr);
+        }
+    }
+    free(hin);
+    free(ref);
+    free(got);
+    free(rin);
+    return checked;
+}
+
+static void test_p2p(cohort_group_t *w)
+{
+    size_t n = 300000; /* rendezvous-sized */
+    uint32_t *h = malloc(n * 4), *back = malloc(n * 4);
+    void *d = dev_alloc(n * 4, 0), *d2 = dev_alloc(n * 4, 0);
+    int right = (me + 1) % nranks, left = (me + nranks - 1) % nranks;
+    cohort_request_t *rq[2];
+
+    CHECK(h && back);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = (uint32_t)(me * 1000003u + i);
+    }
+    to_dev(d, h, n * 4);
+    CHECK_OK(cohort_irecv(w, d2, n, COHORT_UINT32, left, 5, &rq[0]));
+    CHECK_OK(cohort_isend(w, d, n, COHORT_UINT32, right, 5, &rq[1]));
+    CHECK_OK(cohort_wait(rq[0]));
+    CHECK_OK(cohort_wait(rq[1]));
+    cohort_request_free(rq[0]);
+    cohort_request_free(rq[1]);
+    from_dev(back, d2, n * 4);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(back[i] == (uint32_t)(left * 1000003u + i));
+    }
+    /* host send, device receive, blocking: pairs (2k, 2k + 1); an odd last rank sits out */
+    if (me % 2 == 0 && me + 1 < nranks) {
+        CHECK_OK(cohort_send(w, h, n, COHORT_UINT32, me + 1, 6));
+    } else if (me % 2 == 1) {
+        CHECK_OK(cohort_recv(w, d2, n, COHORT_UINT32, me - 1, 6));
+        from_dev(back, d2, n * 4);
+        CHECK(back[n - 1] == (uint32_t)((me - 1) * 1000003u + n - 1));
+    }
+    cu.free_device(d);
+    cu.free_device(d2);
+    free(h);
+    free(back);
+}
+
+int main(void)
+{
+    static const coll_t colls[] = {
+        {"bcast", 0, 1, 0, 1, 1},          {"reduce", 1, 1, 1, 1, 1},
+        {"allreduce", 1, 0, 1, 1, 1},      {"allgather", 0, 0, 1, 1, 0},
+        {"reduce_scatter", 1, 0, 1, 0, 1}, {"alltoall", 0, 0, 0, 0, 0},
+    };
+    cohort_context_t *ctx = test_init();
+    cohort_group_t *w = cohort_world(ctx);
+    cohort_cuda_info_t info;
+    char why[256];
+    int x, sum = 0, ndev = 0, cases = 0;
+
+    nranks = cohort_world_size(ctx);
+    me = cohort_world_rank(ctx);
+    x = me + 1;
+    CHECK_OK(cohort_cuda_info(ctx, &info));
+    CHECK_STATUS(cohort_cuda_info(ctx, NULL), COHORT_ERR_INVALID_ARG);
+    /* Whatever CUDA says, host buffers work (an allgather: under the fake runtime with IPC on
+     * a reduction would need kernels). */
+    {
+        int *all = calloc((size_t)nranks, sizeof(int));
+        CHECK(all != NULL);
+        CHECK_OK(cohort_allgather(w, &x, all, 1, COHORT_INT32));
+        for (int r = 0; r < nranks; r++) {
+            sum += all[r];
+        }
+        free(all);
+    }
+    CHECK(sum == nranks * (nranks + 1) / 2);
+    if (info.devices == 0) {
+        CHECK(info.reason[0] != '\0' && info.ipc == 0);
+        if (me == 0) {
+            printf("cuda_coll: SKIP: %s (built with CUDA: %s)\n", info.reason,
+                   info.built ? "yes" : "no");
+        }
+        CHECK_OK(cohort_finalize(ctx));
+        return 77;
+    }
+    CHECK(info.built == 1 && info.reason[0] == '\0');
+    CHECK(bench_cudart_load(&cu, why, sizeof(why)) == 0);
+    CHECK(cu.get_device_count(&ndev) == 0 && ndev > 0);
+    if (me == 0) {
+        printf("cuda_coll: %d device(s), UCX CUDA memory %s, IPC %s\n", info.devices,
+               info.ucx_cuda ? "yes" : "no (staged)", info.ipc ? "on" : "off");
+    }
+    for (int c = 0; c < 6; c++) {
+        const coll_t *co = &colls[c];
+        const char *only = getenv("CUDA_COLL_ONLY");
+        coll_t sized = *co;
+        if (only != NULL && strcmp(only, co->name) != 0) {
+            continue;
+        }
+        sized.sfac = co->sfac ? 1 : (size_t)nranks;
+        sized.rfac = co->rfac ? 1 : (size_t)nranks;
+        for (size_t d = 0; d < sizeof(dtypes) / sizeof(dtypes[0]); d++) {
+            for (size_t o = 0; o < (co->has_op ? sizeof(ops) / sizeof(ops[0]) : 1); o++) {
+                if (co->has_op && ops[o] == COHORT_AVG && !is_float(dtypes[d])) {
+                    continue;
+                }
+                for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+                    /* every root for the smallest count, root 0 and the last otherwise */
+                    for (int root = 0; root < (co->has_root ? nranks : 1); root++) {
+                        if (k > 0 && root != 0 && root != nranks - 1) {
+                            continue;
+                        }
+                        cases += one_case(w, &sized, c, dtypes[d], ops[o], counts[k], root);
+                    }
+                }
+            }
+        }
+    }
+    if (getenv("CUDA_COLL_ONLY") == NULL) {
+        test_p2p(w);
+    }
+    if (me == 0) {
+        printf("cuda_coll: %d device cases matched the reference\n", cases);
+    }
+    test_finish(ctx, "cuda_coll");
+    return 0;
+}

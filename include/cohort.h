@@ -245,9 +245,11 @@ COHORT_API void cohort_layout_spec_free(cohort_layout_spec_t *spec);
 COHORT_API int cohort_layout_spec_size(const cohort_layout_spec_t *spec, const char *dim);
 
 /**
- * Write the spec in full, every size given and the order completed, e.g.
+ * Write the spec in full, every size given, e.g.
  * "tp=8,pp=16,cp=2,ep=8,etp=8,order=tp-cp-ep-dp-pp", then hcp=, dopt=, embd= when the spec gave
- * them; the text parses back to the same layout.
+ * them; the text parses back to the same layout. The order is written as the spec gave it (or
+ * the default): Megatron checks the order string before completing it ("ends with pp"), so a
+ * completed order would not always read back.
  * @param [in]  spec  a parsed spec.
  * @param [out] buf   the text, NUL-terminated when @a len > 0; may be NULL when @a len is 0.
  * @param [in]  len   size of @a buf.

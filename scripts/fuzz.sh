@@ -30,7 +30,8 @@ seed header '\300\002\000\000\001\000\000\000\010\007\006\005\004\003\002\001\00
 seed config 'TIMEOUT=2.5\nKEEPALIVE_S=1\nWATCH_S=0' 'PMIX_PLUGIN=fence\nPROGRESS=block' \
     'FAULT=send:3@1\nORPHAN_LIMIT=1024' 'ALGO_ALLREDUCE=0-64k:recursive_doubling,64k-inf:ring'
 seed layout '\020\000tp=2,pp=2' '\000\001tp=8,pp=4,cp=2,order=tp-cp-ep-dp-pp' \
-    '\100\000tp=2,pp=2,ep=2,etp=1,hcp=2:2,dopt=2,embd=first-last'
+    '\100\000tp=2,pp=2,ep=2,etp=1,hcp=2:2,dopt=2,embd=first-last' \
+    '\337\001tp=4,pp=4,cp=2,order=tp-cp-dp-pp'
 
 build() { # target, sources...
     t=$1

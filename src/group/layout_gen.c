@@ -506,6 +506,7 @@ cohort_status_t cohort_layout_gen_parse(const char *spec, int world, cohort_layo
     }
 
     s.norder = norder;
+    s.norder_given = ngiven;
     for (i = 0; i < norder; i++) {
         snprintf(s.order[i], sizeof(s.order[i]), "%s", dim_names[order[i]]);
         s.order_dim[i] = order[i];

@@ -27,6 +27,9 @@ struct cohort_layout_spec {
      * have size 1), so norder is always 5, e.g. {"tp","cp","ep","dp","pp"}. The dense and the
      * expert generator share it, as they do in Megatron; only the sizes differ. */
     int norder;
+    /* how many leading names of order the spec gave: Megatron checks the order string as
+     * given (before completion), so the text writes only these and reads back the same */
+    int norder_given;
     char order[COHORT_LAYOUT_MAX_DIMS][4];
     int order_dim[COHORT_LAYOUT_MAX_DIMS]; /* COHORT_LAYOUT_DIM_* per position */
     /* sizes per order position: dense (tp, pp, dp, cp, ep=1) and expert (etp, pp, edp, cp=1, ep) */

@@ -85,7 +85,7 @@ int cohort_layout_spec_text(const cohort_layout_spec_t *spec, char *buf, size_t 
     if (spec == NULL || (buf == NULL && len > 0)) {
         return -1;
     }
-    for (int i = 0; i < spec->norder; i++) {
+    for (int i = 0; i < spec->norder_given; i++) {
         used += (size_t)snprintf(order + used, sizeof(order) - used, "%s%s", i ? "-" : "",
                                  spec->order[i]);
     }

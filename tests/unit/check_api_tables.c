@@ -107,7 +107,10 @@ END_TEST
 START_TEST(test_layout_public_roundtrip)
 {
     static const char *const specs[] = {"tp=2,pp=2,cp=2,ep=2,etp=1", "pp=4,order=tp-pp-dp",
-                                        "tp=4,ep=4,etp=1,order=tp-cp-ep-dp-pp"};
+                                        "tp=4,ep=4,etp=1,order=tp-cp-ep-dp-pp",
+                                        /* ep left out: the text must not append it, or the
+                                         * order no longer ends with pp and cannot be read */
+                                        "tp=2,pp=2,cp=2,order=tp-cp-dp-pp"};
 
     for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
         cohort_layout_spec_t *s = parse_ok(specs[i], 32), *back;

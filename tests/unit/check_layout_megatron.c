@@ -309,7 +309,7 @@ typedef struct {
 static void oracle_init(oracle_t *o, const cohort_layout_spec_t *s, int expert)
 {
     char text[256], *order;
-    int sz[5];
+    int sz[5], seen[5] = {0};
 
     sz[0] = cohort_layout_spec_size(s, expert ? "etp" : "tp");
     sz[1] = cohort_layout_spec_size(s, "pp");
@@ -317,7 +317,8 @@ static void oracle_init(oracle_t *o, const cohort_layout_spec_t *s, int expert)
     sz[3] = expert ? cohort_layout_spec_size(s, "ep") : 1;
     sz[4] = expert ? 1 : cohort_layout_spec_size(s, "cp");
     o->world = cohort_layout_spec_size(s, "world");
-    /* the completed order, from the spec's own text */
+    /* the order as the spec's text gives it, completed as RankGenerator does: the names left
+     * out appended in name_to_size order (tp, pp, dp, ep, cp) */
     cohort_layout_spec_text(s, text, sizeof(text));
     order = strstr(text, "order=") + 6;
     o->n = 0;
@@ -326,7 +327,15 @@ static void oracle_init(oracle_t *o, const cohort_layout_spec_t *s, int expert)
             if (strcmp(t, dims[d]) == 0) {
                 o->dim[o->n] = d;
                 o->size[o->n++] = sz[d];
+                seen[d] = 1;
             }
+        }
+    }
+    for (int d = 0; d < 5; d++) {
+        if (!seen[d]) {
+            ck_assert_int_eq(sz[d], 1);
+            o->dim[o->n] = d;
+            o->size[o->n++] = 1;
         }
     }
     ck_assert_int_eq(o->n, 5);

@@ -105,21 +105,29 @@ static void cohort_context_plugin_log(void *arg, int level, const char *fmt, va_
  * both (posix and sysv share the "MM_" sub-table) through ucp_config_modify as MM_ERROR_HANDLING
  * (the POSIX_/SYSV_ spellings are environment-only there). A user's own UCX_*_ERROR_HANDLING
  * wins. */
+/* Whether UCX_TLS lets UCX load a transport with one of these names (unset, or "^..." which
+ * only takes some away, lets it load all). */
+static int cohort_ucx_tls_may_use(const char *const *names, size_t n)
+{
+    const char *tls = getenv("UCX_TLS");
+    int uses = tls == NULL || tls[0] == '^';
+
+    for (size_t i = 0; !uses && i < n; i++) {
+        uses = strstr(tls, names[i]) != NULL;
+    }
+    return uses;
+}
+
 static void cohort_context_ucx_defaults(cohort_context_t *ctx, ucp_config_t *config)
 {
     static const char *const shm[] = {"all", "sm", "shm", "mm", "posix", "sysv"};
-    const char *tls = getenv("UCX_TLS");
     ucs_status_t ucs;
-    int uses_shm = tls == NULL || tls[0] == '^';
 
     if (getenv("UCX_POSIX_ERROR_HANDLING") != NULL || getenv("UCX_SYSV_ERROR_HANDLING") != NULL ||
         getenv("UCX_MM_ERROR_HANDLING") != NULL) {
         return;
     }
-    for (size_t i = 0; !uses_shm && i < sizeof(shm) / sizeof(shm[0]); i++) {
-        uses_shm = strstr(tls, shm[i]) != NULL;
-    }
-    if (!uses_shm) {
+    if (!cohort_ucx_tls_may_use(shm, sizeof(shm) / sizeof(shm[0]))) {
         return; /* UCX would warn about a setting for transports it was told not to load */
     }
     ucs = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
@@ -127,6 +135,28 @@ static void cohort_context_ucx_defaults(cohort_context_t *ctx, ucp_config_t *con
         cohort_warn(ctx,
                     "cannot keep shared memory under PEER error handling (%s): peers on "
                     "this node may use tcp",
+                    ucs_status_string(ucs));
+    }
+}
+
+/* UCX's tcp transport connects with a blocking connect() by default: wiring a peer behind a
+ * cut link then stopped this rank for the kernel's SYN retries (about 2 minutes), every group
+ * it is in with it (measured in tests/launch/linkcut.sh). The engine never blocks, so the
+ * connect does not either. A user's own UCX_TCP_CONN_NB wins. */
+static void cohort_context_ucx_tcp(cohort_context_t *ctx, ucp_config_t *config)
+{
+    static const char *const tcp[] = {"all", "tcp"};
+    ucs_status_t ucs;
+
+    if (getenv("UCX_TCP_CONN_NB") != NULL || !cohort_ucx_tls_may_use(tcp, 2)) {
+        return;
+    }
+    /* the tcp iface table holds it at top level, without the TCP_ its environment name has */
+    ucs = ucp_config_modify(config, "CONN_NB", "y");
+    if (ucs != UCS_OK) {
+        cohort_warn(ctx,
+                    "cannot make UCX's tcp connect nonblocking (%s): wiring a peer that does "
+                    "not answer may stop this rank for minutes",
                     ucs_status_string(ucs));
     }
 }
@@ -164,6 +194,7 @@ static cohort_status_t cohort_context_ucx_init(cohort_context_t *ctx)
         return cohort_ucs_status(ucs);
     }
     cohort_context_ucx_defaults(ctx, config);
+    cohort_context_ucx_tcp(ctx, config);
     cohort_context_ucx_keepalive(ctx, config);
 
     memset(&params, 0, sizeof(params));

@@ -9,7 +9,7 @@
 #
 #   bash tests/launch/linkcut.sh            # from a tree built by scripts/setup.sh, as root
 # Settings: COHL_LINKCUT_TIMEOUT (COHORT_TIMEOUT for the ranks, 10 s), LAUNCH_TIMEOUT (180 s
-# per job), COHL_KEEP=1.
+# per job), COHL_KEEP=1, COHORT_LOG (passed to the ranks).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/launch/common.sh
@@ -39,7 +39,8 @@ for victim in cohl-h1 cohl-h0; do
     hosts_links_up || launch_die "links not up again"
     launch_log "cut $victim's data link mid-run (COHORT_TIMEOUT=$COHORT_TIMEOUT)"
     t0=$(date +%s.%N)
-    hosts_mpirun 2 4 -x COHORT_TIMEOUT -x LINKCUT_READY -x LINKCUT_CUT "$T/linkcut" "$map" \
+    hosts_mpirun 2 4 -x COHORT_TIMEOUT -x LINKCUT_READY -x LINKCUT_CUT ${COHORT_LOG:+-x COHORT_LOG} \
+        "$T/linkcut" "$map" \
         >"$T/out.$victim" 2>&1 &
     job=$!
     job_gone() { ! kill -0 "$job" 2>/dev/null; }

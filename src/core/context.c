@@ -100,11 +100,6 @@ static void cohort_context_plugin_log(void *arg, int level, const char *fmt, va_
     cohort_vlog(cohort_ctx_log(arg), level, fmt, ap);
 }
 
-/* Shared-memory transports drop out of PEER error-handling mode unless told they may stay:
- * measured here, that costs 3-16x (tcp/lo instead of sysv). UCX 1.13 takes the setting for
- * both (posix and sysv share the "MM_" sub-table) through ucp_config_modify as MM_ERROR_HANDLING
- * (the POSIX_/SYSV_ spellings are environment-only there). A user's own UCX_*_ERROR_HANDLING
- * wins. */
 /* Whether UCX_TLS lets UCX load a transport with one of these names (unset, or "^..." which
  * only takes some away, lets it load all). */
 static int cohort_ucx_tls_may_use(const char *const *names, size_t n)
@@ -118,10 +113,27 @@ static int cohort_ucx_tls_may_use(const char *const *names, size_t n)
     return uses;
 }
 
-static void cohort_context_ucx_defaults(cohort_context_t *ctx, ucp_config_t *config)
+/* One setting on cohort's own UCX configuration, never the process environment; @a otherwise
+ * says what the user gets when UCX refuses it. */
+static void cohort_ucx_set(cohort_context_t *ctx, ucp_config_t *config, const char *key,
+                           const char *value, const char *otherwise)
+{
+    ucs_status_t ucs = ucp_config_modify(config, key, value);
+
+    if (ucs != UCS_OK) {
+        cohort_warn(ctx, "cannot set UCX's %s=%s (%s): %s", key, value, ucs_status_string(ucs),
+                    otherwise);
+    }
+}
+
+/* Shared-memory transports drop out of PEER error-handling mode unless told they may stay:
+ * measured here, that costs 3-16x (tcp/lo instead of sysv). UCX 1.13 takes the setting for
+ * both (posix and sysv share the "MM_" sub-table) through ucp_config_modify as MM_ERROR_HANDLING
+ * (the POSIX_/SYSV_ spellings are environment-only there). A user's own UCX_*_ERROR_HANDLING
+ * wins. */
+static void cohort_context_ucx_shm(cohort_context_t *ctx, ucp_config_t *config)
 {
     static const char *const shm[] = {"all", "sm", "shm", "mm", "posix", "sysv"};
-    ucs_status_t ucs;
 
     if (getenv("UCX_POSIX_ERROR_HANDLING") != NULL || getenv("UCX_SYSV_ERROR_HANDLING") != NULL ||
         getenv("UCX_MM_ERROR_HANDLING") != NULL) {
@@ -130,13 +142,7 @@ static void cohort_context_ucx_defaults(cohort_context_t *ctx, ucp_config_t *con
     if (!cohort_ucx_tls_may_use(shm, sizeof(shm) / sizeof(shm[0]))) {
         return; /* UCX would warn about a setting for transports it was told not to load */
     }
-    ucs = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
-    if (ucs != UCS_OK) {
-        cohort_warn(ctx,
-                    "cannot keep shared memory under PEER error handling (%s): peers on "
-                    "this node may use tcp",
-                    ucs_status_string(ucs));
-    }
+    cohort_ucx_set(ctx, config, "MM_ERROR_HANDLING", "y", "peers on this node may use tcp");
 }
 
 /* UCX's tcp transport connects with a blocking connect() by default: wiring a peer behind a
@@ -146,19 +152,13 @@ static void cohort_context_ucx_defaults(cohort_context_t *ctx, ucp_config_t *con
 static void cohort_context_ucx_tcp(cohort_context_t *ctx, ucp_config_t *config)
 {
     static const char *const tcp[] = {"all", "tcp"};
-    ucs_status_t ucs;
 
     if (getenv("UCX_TCP_CONN_NB") != NULL || !cohort_ucx_tls_may_use(tcp, 2)) {
         return;
     }
     /* the tcp iface table holds it at top level, without the TCP_ its environment name has */
-    ucs = ucp_config_modify(config, "CONN_NB", "y");
-    if (ucs != UCS_OK) {
-        cohort_warn(ctx,
-                    "cannot make UCX's tcp connect nonblocking (%s): wiring a peer that does "
-                    "not answer may stop this rank for minutes",
-                    ucs_status_string(ucs));
-    }
+    cohort_ucx_set(ctx, config, "CONN_NB", "y",
+                   "wiring a peer that does not answer may stop this rank for minutes");
 }
 
 /* Keepalive is what turns a dead peer into an endpoint error; UCX's 20 s default made
@@ -166,19 +166,13 @@ static void cohort_context_ucx_tcp(cohort_context_t *ctx, ucp_config_t *config)
 static void cohort_context_ucx_keepalive(cohort_context_t *ctx, ucp_config_t *config)
 {
     char value[32];
-    ucs_status_t ucs;
 
     if (ctx->cfg.keepalive_s <= 0 || getenv("UCX_KEEPALIVE_INTERVAL") != NULL) {
         return;
     }
     snprintf(value, sizeof(value), "%.6fs", ctx->cfg.keepalive_s);
-    ucs = ucp_config_modify(config, "KEEPALIVE_INTERVAL", value);
-    if (ucs != UCS_OK) {
-        cohort_warn(ctx,
-                    "cannot set UCX's keepalive to %s (%s): a dead peer may take 20 s or "
-                    "more to show",
-                    value, ucs_status_string(ucs));
-    }
+    cohort_ucx_set(ctx, config, "KEEPALIVE_INTERVAL", value,
+                   "a dead peer may take 20 s or more to show");
 }
 
 static cohort_status_t cohort_context_ucx_init(cohort_context_t *ctx)
@@ -193,7 +187,7 @@ static cohort_status_t cohort_context_ucx_init(cohort_context_t *ctx)
         cohort_error(ctx, "ucp_config_read failed: %s", ucs_status_string(ucs));
         return cohort_ucs_status(ucs);
     }
-    cohort_context_ucx_defaults(ctx, config);
+    cohort_context_ucx_shm(ctx, config);
     cohort_context_ucx_tcp(ctx, config);
     cohort_context_ucx_keepalive(ctx, config);
 

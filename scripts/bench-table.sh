@@ -7,7 +7,8 @@
 #
 #   bash scripts/bench-table.sh [RANKS...]       # default: 2 4; from a built tree
 # Settings: BENCH_REPEATS, BENCH_SIZES ("512 64K 1M 16M"), BENCH_COLLS, BENCH_CSV_DIR (keep the
-# raw rows there). Benchmark a quiet machine: other load shows up as noise in both columns.
+# raw rows there); COHORT_* settings in the environment are passed to the ranks. Benchmark a
+# quiet machine: other load shows up as noise in both columns.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD
@@ -19,6 +20,10 @@ raw=${BENCH_CSV_DIR:-$(mktemp -d /tmp/cohort-table.XXXXXX)}
 mkdir -p "$raw"
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+pass=()
+for v in $(env | grep -o '^COHORT_[A-Z0-9_]*' | grep -v '^COHORT_PLUGIN_PATH$'); do
+    pass+=(-x "$v")
+done
 [ -x tools/cohort_bench ] || { echo "bench-table: build first (tools/cohort_bench missing)"; exit 1; }
 
 # median and spread of the numbers on stdin: "median min-max"
@@ -30,6 +35,7 @@ stats() {
 }
 
 echo "# cohort $(git -C "$top" describe --always --dirty 2>/dev/null), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+[ ${#pass[@]} -gt 0 ] && echo "# settings: $(env | grep '^COHORT_' | grep -v '^COHORT_PLUGIN_PATH=' | tr '\n' ' ')"
 echo "# $reps runs per cell; ratio = Open MPI time / cohort time (median, min-max); busbw GB/s (median)"
 for np in $ranks; do
     bind=(--bind-to none)
@@ -49,7 +55,7 @@ for np in $ranks; do
             : >"$f"
             for _ in $(seq "$reps"); do
                 timeout 300 mpirun "${root[@]}" --oversubscribe "${bind[@]}" \
-                    --mca mpi_yield_when_idle 1 -np "$np" -x COHORT_PLUGIN_PATH="$top/.libs" \
+                    --mca mpi_yield_when_idle 1 -np "$np" -x COHORT_PLUGIN_PATH="$top/.libs" "${pass[@]}" \
                     tools/cohort_bench "$c" -b "$s" -e "$s" --csv 2>/dev/null |
                     grep -E '^[0-9]' >>"$f"
             done

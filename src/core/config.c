@@ -38,11 +38,12 @@ static const cohort_setting_t cohort_settings[] = {
     {"COHORT_CMA", "auto | on | off", "auto",
      "single-copy same-node transfers (process_vm_readv) for large messages; auto: unless the "
      "kernel's ptrace scope forbids it"},
-    {"COHORT_CMA_MIN", "bytes", "1048576", "the smallest same-node message sent by single copy"},
+    {"COHORT_CMA_MIN", "bytes (K, M, G allowed)", "1048576",
+     "the smallest same-node message sent by single copy"},
     {"COHORT_CHECK", "0 | 1", "0",
      "collectives carry a fingerprint; a mismatch between members is COHORT_ERR_MISMATCH"},
     {"COHORT_LOG", "error | warn | info | debug", "warn", "log level (stderr, per context)"},
-    {"COHORT_ORPHAN_LIMIT", "bytes", "67108864",
+    {"COHORT_ORPHAN_LIMIT", "bytes (K, M, G allowed)", "67108864",
      "messages kept for groups not created yet; past it they are dropped and counted"},
     {"COHORT_FAULT", "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma", "",
      "testing: the n-th pass through the point fails as if memory ran out"},
@@ -101,19 +102,40 @@ static cohort_status_t cohort_config_seconds(const char *name, const char *value
     return COHORT_OK;
 }
 
+/* Bytes, with an optional binary suffix (K, M, G, either case) as COHORT_ALGO_* sizes take. */
 static cohort_status_t cohort_config_bytes(const char *name, const char *value, size_t *out,
                                            char *err, size_t errlen)
 {
     char *end;
-    unsigned long long v;
+    unsigned long long v, mult = 1;
 
     errno = 0;
     v = strtoull(value, &end, 10);
-    if (errno != 0 || end == value || *end != '\0' || value[0] == '-' || v > SIZE_MAX) {
-        snprintf(err, errlen, "%s=%s: expected bytes >= 0", name, value);
+    switch (end != value ? *end : '\0') {
+    case 'k':
+    case 'K':
+        mult = 1ull << 10;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1ull << 20;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1ull << 30;
+        break;
+    default:
+        break;
+    }
+    if (mult != 1) {
+        end++;
+    }
+    if (errno != 0 || end == value || *end != '\0' || value[0] < '0' || value[0] > '9' ||
+        v > SIZE_MAX / mult) {
+        snprintf(err, errlen, "%s=%s: expected bytes >= 0, optionally with K, M or G", name, value);
         return COHORT_ERR_INVALID_ARG;
     }
-    *out = (size_t)v;
+    *out = (size_t)(v * mult);
     return COHORT_OK;
 }
 

@@ -61,6 +61,22 @@ START_TEST(test_values)
     ck_assert_int_eq(cfg.cma, COHORT_CMA_ON);
     ck_assert_uint_eq(cfg.cma_min, 4096);
     ck_assert_int_eq(cfg.check, 1);
+    {
+        /* sizes take K, M and G, binary, either case */
+        static const struct {
+            const char *set;
+            size_t bytes;
+        } sized[] = {{"COHORT_CMA_MIN=64K", 65536},
+                     {"COHORT_CMA_MIN=1m", 1048576},
+                     {"COHORT_CMA_MIN=2G", 2147483648u},
+                     {"COHORT_CMA_MIN=0", 0}};
+        for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
+            char *one[] = {(char *)sized[i].set, NULL};
+            ck_assert_int_eq(parse(one), COHORT_OK);
+            ck_assert_uint_eq(cfg.cma_min, sized[i].bytes);
+        }
+        ck_assert_int_eq(parse(env), COHORT_OK);
+    }
     ck_assert_int_eq(cfg.log_level, 3);
     ck_assert_str_eq(cfg.plugin_path, "/a:/b");
     /* Kept as text for the collective layer, in order. */
@@ -104,7 +120,11 @@ START_TEST(test_bad_values_named)
         {"COHORT_WATCH_S=nan", "COHORT_WATCH_S"},
         {"COHORT_CMA=yes", "COHORT_CMA"},
         {"COHORT_CMA_MIN=-1", "COHORT_CMA_MIN"},
-        {"COHORT_CMA_MIN=1m", "COHORT_CMA_MIN"},
+        {"COHORT_CMA_MIN=1x", "COHORT_CMA_MIN"},
+        {"COHORT_CMA_MIN=K", "COHORT_CMA_MIN"},
+        {"COHORT_CMA_MIN=1kk", "COHORT_CMA_MIN"},
+        {"COHORT_CMA_MIN= 1", "COHORT_CMA_MIN"},
+        {"COHORT_CMA_MIN=99999999999999G", "COHORT_CMA_MIN"},
         {"COHORT_CHECK=yes", "COHORT_CHECK"},
         {"COHORT_LOG=verbose", "COHORT_LOG"},
         {"COHORT_ALGO_ALLREDUCE=", "COHORT_ALGO_ALLREDUCE"},

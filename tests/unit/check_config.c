@@ -24,7 +24,7 @@ START_TEST(test_defaults)
     ck_assert(cfg.timeout_s == 0);
     ck_assert(cfg.keepalive_s == 1.0 && cfg.watch_s == 1.0);
     ck_assert_int_eq(cfg.cma, COHORT_CMA_AUTO);
-    ck_assert_uint_eq(cfg.cma_min, 1u << 20);
+    ck_assert_uint_eq(cfg.cma_min, 64u << 10);
     ck_assert_int_eq(cfg.check, 0);
     ck_assert_int_eq(cfg.log_level, 1);
     ck_assert_str_eq(cfg.plugin_path, "");

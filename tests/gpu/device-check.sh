@@ -183,10 +183,11 @@ for np in 2 4; do
                 fails=$((fails + 1))
                 continue
             fi
-            d2d=$(sed -n 's/^# cudaMemcpy device to device: \([0-9]*\) bytes, \([0-9.]*\) GB\/s.*/\2 GB\/s at \1 B/p' "$log")
-            [ -n "$d2d" ] && [ "$coll" = allreduce ] && say "np=$np cudaMemcpy D2D (same run): $d2d"
-            rows=$(awk '!/^#/ && NF >= 8 { printf "%s:%s ", $1, $8 }' "$log")
-            say "np=$np $path $coll busbw by bytes: $rows"
+            d2d=$(sed -n 's/^# memcpy bound: \([0-9.]*\) GB\/s (cudaMemcpy device to device of \([0-9]*\) B.*/\1 GB\/s at \2 B/p' "$log")
+            [ -n "$d2d" ] && [ "$coll" = allreduce ] &&
+                say "np=$np cudaMemcpy D2D bound (same run, all ranks at once, the lowest): $d2d"
+            rows=$(awk '!/^#/ && NF >= 9 { printf "%s:%s(%s) ", $1, $8, $9 }' "$log")
+            say "np=$np $path $coll busbw (fraction of the bound) by bytes: $rows"
         done
     done
 done

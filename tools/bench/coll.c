@@ -9,16 +9,15 @@
 #endif
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #ifdef BENCH_WITH_MPI
 #include <mpi.h>
 #endif
 #include "bench.h"
-#include "cudart.h"
 
 extern char **environ;
 
@@ -29,6 +28,17 @@ extern char **environ;
 #define BENCH_SENTINEL   0xa5
 #define BENCH_LIB_COHORT 0
 #define BENCH_LIB_MPI    1
+/* The memcpy bound: 11 copies, so that one slowed by another process on a shared core moves
+ * the median by at most a place; at least 1 MiB, past the first cache levels, as the largest
+ * sizes of a sweep are. */
+#define BENCH_BOUND_REPS 11
+#define BENCH_BOUND_MIN  (BENCH_KIB * BENCH_KIB)
+
+#ifdef PACKAGE_VERSION
+#define BENCH_VERSION PACKAGE_VERSION
+#else
+#define BENCH_VERSION "0.1"
+#endif
 
 enum {
     BENCH_BARRIER,
@@ -97,8 +107,9 @@ typedef struct {
     cohort_op_t op;
     long root;
     int root_given, op_given, no_mpi, check, csv;
-    int mem_cuda;      /* --mem cuda: sbuf and rbuf are device buffers */
-    bench_cudart_t cu; /* the CUDA runtime, loaded by --mem cuda only */
+    const char *json_path; /* --json: a file, or "-" for stdout */
+    int mem_cuda;          /* --mem cuda: sbuf and rbuf are device buffers */
+    bench_cudart_t cu;     /* the CUDA runtime, loaded by --mem cuda only */
     int argc;
     char **argv;
     /* the run */
@@ -108,8 +119,18 @@ typedef struct {
     int mpi;        /* MPI runs side by side */
     int yield_set;  /* this program set OMPI_MCA_mpi_yield_when_idle */
     int allmax_p2p; /* cohort_allreduce is not available: reduce times over send/recv */
-    double vmod;    /* check values are taken modulo this */
-    int vsparse;    /* too many ranks for dense values: one rank contributes per element */
+    int mpi_yield;  /* mpi_yield_when_idle as Open MPI uses it; -1: unknown */
+    char yield_note[160];
+    char mpi_lib[160];
+    char mem_note[160]; /* --mem cuda: the devices and the path cohort takes */
+    int text;           /* the header and rows (table or CSV) on stdout: not with --json - */
+    FILE *json_file;    /* rank 0 with --json */
+    bench_json_t json;
+    double bound_gbs; /* the memcpy bound of the rows; 0: n/a */
+    size_t bound_bytes;
+    char bound_how[224];
+    double vmod; /* check values are taken modulo this */
+    int vsparse; /* too many ranks for dense values: one rank contributes per element */
     /* the current size */
     size_t bytes, elems, count, sbytes, rbytes;
     void *sbuf, *rbuf;   /* what the calls get: host memory, or device memory (--mem cuda) */
@@ -138,20 +159,25 @@ static void bench_usage(FILE *f, const char *coll)
             "  -o, --op OP             sum (default) prod min max avg (avg: floating types)\n"
             "  -r, --root R            root of bcast and reduce (default 0)\n"
             "  -m, --mem M             host (default) or cuda: buffers in device memory (rank\n"
-            "                          i on GPU i %% devices; MPI is not run); the header gives\n"
-            "                          cudaMemcpy device-to-device bandwidth at --max-bytes\n"
+            "                          i on GPU i %% devices; MPI is not run; the memcpy bound\n"
+            "                          is then cudaMemcpy device to device)\n"
             "      --no-mpi            cohort only, even when built with MPI\n"
             "      --check             verify each size once against a local reference first;\n"
             "                          exit 1 on a mismatch\n"
             "      --csv               comma-separated rows instead of the table\n"
+            "      --json FILE         also write the header and rows as one JSON object to FILE\n"
+            "                          (rank 0; - for stdout, which then carries nothing else)\n"
             "  -h, --help              this text\n"
             "Columns: size (bytes, the whole per-rank buffer as nccl-tests counts it), count\n"
             "(elements), type, redop (or none), root (or -1), then per library time (us, the\n"
             "largest over ranks of the mean per-iteration time), algbw = size/time (GB/s) and\n"
             "busbw = algbw x factor: allreduce 2(n-1)/n; allgather, reduce_scatter and alltoall\n"
             "(n-1)/n; bcast and reduce 1. ratio = MPI time / cohort time: above 1, cohort is\n"
-            "faster. MPI has no 16-bit float type: its reductions of float16 and bfloat16 show\n"
-            "n/a. MPI has no AVG: it runs SUM, marked '*'.\n"
+            "faster. busbw/memcpy = cohort busbw / the memcpy bound: single-thread memcpy\n"
+            "bandwidth of the largest size (at least 1 MiB), measured at start by every rank at\n"
+            "once, the lowest rank's (header line '# memcpy bound'). MPI has no 16-bit float\n"
+            "type: its reductions of float16 and bfloat16 show n/a. MPI has no AVG: it runs\n"
+            "SUM, marked '*'.\n"
             "Fairness: on an oversubscribed machine (more ranks than cores) run Open MPI with\n"
             "  mpirun --mca mpi_yield_when_idle 1 ...\n"
             "so its waits yield the core as cohort's do (COHORT_PROGRESS=yield). MCA parameters\n"
@@ -241,7 +267,8 @@ enum {
     OPT_DTYPE,
     OPT_OP,
     OPT_ROOT,
-    OPT_MEM
+    OPT_MEM,
+    OPT_JSON
 };
 
 /* The options that take a value, short and long. */
@@ -251,6 +278,7 @@ static const char *const bench_opts[][2] = {
     [OPT_WARMUP] = {"-w", "--warmup"},    [OPT_BLOCKS] = {"", "--blocks"},
     [OPT_DTYPE] = {"-d", "--dtype"},      [OPT_OP] = {"-o", "--op"},
     [OPT_ROOT] = {"-r", "--root"},        [OPT_MEM] = {"-m", "--mem"},
+    [OPT_JSON] = {"", "--json"},
 };
 
 #define BENCH_NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -289,6 +317,12 @@ static const char *bench_parse_value(bench_t *b, int opt, const char *val)
         if (bench_parse_long(val, 0, &b->root) != 0 || b->root > INT_MAX) {
             return "expects a rank >= 0";
         }
+        return NULL;
+    case OPT_JSON:
+        if (val[0] == '\0') {
+            return "expects a file name, or - for stdout";
+        }
+        b->json_path = val;
         return NULL;
     case OPT_MEM:
         if (strcmp(val, "host") != 0 && strcmp(val, "cuda") != 0) {
@@ -365,6 +399,10 @@ static int bench_parse(bench_t *b, int argc, char **argv)
     if (err == NULL && b->min_bytes > b->max_bytes) {
         arg = "--min-bytes";
         err = "is larger than --max-bytes";
+    }
+    if (err == NULL && b->csv && b->json_path != NULL && strcmp(b->json_path, "-") == 0) {
+        arg = "--csv";
+        err = "and --json - would both write stdout (give --json a file)";
     }
     if (err == NULL && bench_colls[b->coll].has_op && b->op == COHORT_AVG && !b->dt->is_float) {
         arg = "--op avg";
@@ -697,6 +735,18 @@ static int bench_mpi_cvar(const char *name)
 }
 #endif
 
+/* Why the header has no MPI figures. */
+static const char *bench_mpi_absent(const bench_t *b)
+{
+#ifdef BENCH_WITH_MPI
+    return b->mem_cuda ? "not run (device buffers; this MPI is not CUDA-aware)"
+                       : "not run (--no-mpi)";
+#else
+    (void)b;
+    return "not built in (cohort only)";
+#endif
+}
+
 /* MPI can run this size: built with it, a type for it, and a count that fits an int. */
 static int bench_mpi_usable(const bench_t *b)
 {
@@ -706,14 +756,6 @@ static int bench_mpi_usable(const bench_t *b)
     (void)b;
     return 0;
 #endif
-}
-
-static double bench_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* A cohort call failed. UNSUPPORTED and INVALID_ARG come from argument checks and algorithm
@@ -895,41 +937,116 @@ static long bench_default_iters(size_t bytes)
     return iters < 10 ? 10 : iters;
 }
 
+/* One row as every output writes it: times in seconds, NAN where the table says n/a. */
+typedef struct {
+    const char *type, *op;
+    const char *mpi_note; /* the CSV's last MPI column: "", "mpi-ran-sum" or "no-mpi-type" */
+    int root;
+    double time, algbw, busbw, frac;
+    double mpi_time, mpi_algbw, mpi_busbw, ratio;
+} bench_row_t;
+
+/* v in fmt, or "n/a" where it is not a number. */
+static const char *bench_fmt(char *buf, size_t len, const char *fmt, double v)
+{
+    if (!isfinite(v)) {
+        return "n/a";
+    }
+    snprintf(buf, len, fmt, v);
+    return buf;
+}
+
+static void bench_row_csv(const bench_t *b, const bench_row_t *r)
+{
+    char frac[32];
+
+    printf("%zu,%zu,%s,%s,%d,%.3f,%.4f,%.4f", b->bytes, b->elems, r->type, r->op, r->root,
+           r->time * 1e6, r->algbw, r->busbw);
+    if (b->mpi && isfinite(r->mpi_time)) {
+        printf(",%.3f,%.4f,%.4f,%.4f,%s", r->mpi_time * 1e6, r->mpi_algbw, r->mpi_busbw, r->ratio,
+               r->mpi_note);
+    } else if (b->mpi) {
+        printf(",n/a,n/a,n/a,n/a,%s", r->mpi_note);
+    }
+    /* Last, so that the columns before it keep their places for the scripts that read them. */
+    printf(",%s\n", bench_fmt(frac, sizeof(frac), "%.6f", r->frac));
+}
+
+static void bench_row_table(const bench_t *b, const bench_row_t *r)
+{
+    char frac[32];
+    char mark = strcmp(r->mpi_note, "mpi-ran-sum") == 0 ? '*' : ' ';
+
+    printf("%12zu  %12zu  %8s  %5s  %4d  %9.2f  %6.2f  %6.2f  %12s", b->bytes, b->elems, r->type,
+           r->op, r->root, r->time * 1e6, r->algbw, r->busbw,
+           bench_fmt(frac, sizeof(frac), "%.4f", r->frac));
+    if (b->mpi && isfinite(r->mpi_time)) {
+        printf("  %9.2f%c %6.2f  %6.2f\n", r->mpi_time * 1e6, mark, r->mpi_busbw, r->ratio);
+    } else {
+        printf("%s\n", b->mpi ? "        n/a     n/a     n/a" : "");
+    }
+}
+
+/* The CSV's names, where the CSV has the column. */
+static void bench_row_json(bench_t *b, const bench_row_t *r)
+{
+    bench_json_t *j = &b->json;
+
+    bench_json_object(j, NULL);
+    bench_json_integer(j, "size", (long long)b->bytes);
+    bench_json_integer(j, "count", (long long)b->elems);
+    bench_json_string(j, "type", r->type);
+    bench_json_string(j, "redop", r->op);
+    bench_json_integer(j, "root", r->root);
+    bench_json_number(j, "time_us", r->time * 1e6);
+    bench_json_number(j, "algbw_gbs", r->algbw);
+    bench_json_number(j, "busbw_gbs", r->busbw);
+    bench_json_number(j, "busbw_frac_memcpy", r->frac);
+    bench_json_number(j, "mpi_time_us", r->mpi_time * 1e6);
+    bench_json_number(j, "mpi_algbw_gbs", r->mpi_algbw);
+    bench_json_number(j, "mpi_busbw_gbs", r->mpi_busbw);
+    bench_json_number(j, "ratio", r->ratio);
+    bench_json_string(j, "mpi_note", r->mpi_note[0] != '\0' ? r->mpi_note : NULL);
+    bench_json_end(j);
+    fflush(b->json_file);
+}
+
 static void bench_row(bench_t *b, double t_cohort, double t_mpi, int mpi_ran)
 {
-    const char *type = b->coll == BENCH_BARRIER ? "none" : b->dt->name;
-    const char *op = bench_colls[b->coll].has_op ? bench_ops[b->op] : "none";
-    int root = bench_colls[b->coll].has_root ? (int)b->root : -1;
-    double f = bench_busbw_factor(b), alg = (double)b->bytes / 1e9 / t_cohort;
-    double alg_mpi = mpi_ran ? (double)b->bytes / 1e9 / t_mpi : 0;
-    char mark = mpi_ran && bench_colls[b->coll].has_op && b->op == COHORT_AVG ? '*' : ' ';
+    double f = bench_busbw_factor(b);
+    bench_row_t r = {
+        .type = b->coll == BENCH_BARRIER ? "none" : b->dt->name,
+        .op = bench_colls[b->coll].has_op ? bench_ops[b->op] : "none",
+        .mpi_note = !b->mpi                                              ? ""
+                    : !mpi_ran                                           ? "no-mpi-type"
+                    : bench_colls[b->coll].has_op && b->op == COHORT_AVG ? "mpi-ran-sum"
+                                                                         : "",
+        .root = bench_colls[b->coll].has_root ? (int)b->root : -1,
+        .time = t_cohort,
+        .algbw = (double)b->bytes / 1e9 / t_cohort,
+        .mpi_time = mpi_ran ? t_mpi : NAN,
+    };
 
-    b->busbw_sum[0] += alg * f;
-    b->busbw_sum[1] += alg_mpi * f;
+    r.busbw = r.algbw * f;
+    /* A barrier moves nothing: it has no bandwidth to hold against the bound. */
+    r.frac = b->bound_gbs > 0 && f > 0 ? r.busbw / b->bound_gbs : NAN;
+    r.mpi_algbw = (double)b->bytes / 1e9 / r.mpi_time;
+    r.mpi_busbw = r.mpi_algbw * f;
+    r.ratio = r.mpi_time / t_cohort;
+    b->busbw_sum[0] += r.busbw;
+    b->busbw_sum[1] += mpi_ran ? r.mpi_busbw : 0;
     b->rows++;
     b->mpi_rows += mpi_ran;
     if (b->rank != 0) {
         return;
     }
-    if (b->csv) {
-        printf("%zu,%zu,%s,%s,%d,%.3f,%.4f,%.4f", b->bytes, b->elems, type, op, root,
-               t_cohort * 1e6, alg, alg * f);
-        if (b->mpi && mpi_ran) {
-            printf(",%.3f,%.4f,%.4f,%.4f,%s\n", t_mpi * 1e6, alg_mpi, alg_mpi * f, t_mpi / t_cohort,
-                   mark == '*' ? "mpi-ran-sum" : "");
-        } else {
-            printf("%s\n", b->mpi ? ",n/a,n/a,n/a,n/a,no-mpi-type" : "");
-        }
-    } else {
-        printf("%12zu  %12zu  %8s  %5s  %4d  %9.2f  %6.2f  %6.2f", b->bytes, b->elems, type, op,
-               root, t_cohort * 1e6, alg, alg * f);
-        if (b->mpi && mpi_ran) {
-            printf("  %9.2f%c %6.2f  %6.2f\n", t_mpi * 1e6, mark, alg_mpi * f, t_mpi / t_cohort);
-        } else {
-            printf("%s\n", b->mpi ? "        n/a     n/a     n/a" : "");
-        }
+    if (b->text) {
+        (b->csv ? bench_row_csv : bench_row_table)(b, &r);
+        fflush(stdout);
     }
-    fflush(stdout);
+    if (b->json_file != NULL) {
+        bench_row_json(b, &r);
+    }
 }
 
 /* One size: buffers, optional check, warmup, then the A/B/B/A blocks, then one row. */
@@ -1011,7 +1128,74 @@ out_free:
     return rc;
 }
 
-static void bench_header(bench_t *b, const char *yield_note)
+static const char *bench_stat(const char *s)
+{
+    return s != NULL ? s : "?";
+}
+
+/* The size of the step that asks for @a req bytes: whole elements, and for the split
+ * collectives whole elements per rank, at least one, as nccl-tests rounds. */
+static size_t bench_round(const bench_t *b, size_t req)
+{
+    size_t per = b->dt->size * (bench_colls[b->coll].split ? (size_t)b->n : 1);
+
+    return (req / per > 0 ? req / per : 1) * per;
+}
+
+/* The request after @a req in the sweep; 0 past --max-bytes. */
+static size_t bench_next(const bench_t *b, size_t req)
+{
+    return req > b->max_bytes / b->step ? 0 : req * b->step;
+}
+
+/* -b 0 asks for the smallest size there is: one element. */
+static size_t bench_first(const bench_t *b)
+{
+    return b->min_bytes > 0 ? b->min_bytes : 1;
+}
+
+static int bench_bound_sync(void *arg)
+{
+    bench_t *b = arg;
+    cohort_status_t st = cohort_barrier(b->world);
+
+    return st == COHORT_OK ? 0 : bench_fail(b, "barrier (memcpy bound)", st);
+}
+
+/* The memcpy bound of the rows: the largest size of the sweep (a barrier's: none), and at
+ * least BENCH_BOUND_MIN so that the copy does not run from the first cache levels; the lowest
+ * rank's median, as the times are reduced (the largest of the negated values). */
+static int bench_bound(bench_t *b)
+{
+    bench_bound_spec_t spec = {.reps = BENCH_BOUND_REPS, .sync = bench_bound_sync, .arg = b};
+    size_t req = bench_first(b), last = req;
+    double v = 0;
+
+    while ((req = bench_next(b, req)) != 0) {
+        last = req;
+    }
+    spec.bytes = b->coll == BENCH_BARRIER ? 0 : bench_round(b, last);
+    spec.bytes = spec.bytes > BENCH_BOUND_MIN ? spec.bytes : BENCH_BOUND_MIN;
+    spec.cu = b->mem_cuda ? &b->cu : NULL;
+    b->bound_bytes = spec.bytes;
+    if (bench_memcpy_bound(&spec, &v) != 0) {
+        return 1;
+    }
+    v = -v;
+    if (bench_allmax(b, &v, 1) != 0) {
+        return 1;
+    }
+    b->bound_gbs = -v;
+    snprintf(b->bound_how, sizeof(b->bound_how),
+             "%s of %zu B, %s, all %d ranks at once, median of %d copies after a warm one, the "
+             "lowest rank's",
+             b->mem_cuda ? "cudaMemcpy device to device" : "memcpy host to host", b->bound_bytes,
+             b->mem_cuda ? "each rank on its device" : "one thread per rank", b->n,
+             BENCH_BOUND_REPS);
+    return 0;
+}
+
+static void bench_header(const bench_t *b)
 {
     cohort_stats_t stats;
     const char *algo_env = NULL;
@@ -1022,14 +1206,8 @@ static void bench_header(bench_t *b, const char *yield_note)
         memset(&stats, 0, sizeof(stats));
     }
     printf("# cohort_bench %s: cohort %s, world size %d, progress %s, exchange plugin %s\n",
-           bench_colls[b->coll].name,
-#ifdef PACKAGE_VERSION
-           PACKAGE_VERSION,
-#else
-           "0.1",
-#endif
-           b->n, stats.progress ? stats.progress : "?",
-           stats.pmix_plugin ? stats.pmix_plugin : "?");
+           bench_colls[b->coll].name, BENCH_VERSION, b->n, bench_stat(stats.progress),
+           bench_stat(stats.pmix_plugin));
     snprintf(want, sizeof(want), "COHORT_ALGO_%s=", bench_colls[b->coll].name);
     for (char *p = want; *p != '\0'; p++) {
         *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
@@ -1047,15 +1225,18 @@ static void bench_header(bench_t *b, const char *yield_note)
     printf("%s\n", algo_env != NULL ? " (forced)"
                    : other > 0      ? " (this collective: default selection)"
                                     : " default selection (no COHORT_ALGO_* set)");
-#ifdef BENCH_WITH_MPI
+    if (b->mem_cuda) {
+        printf("# buffers: %s\n", b->mem_note);
+    }
+    if (b->bound_gbs > 0) {
+        printf("# memcpy bound: %.2f GB/s (%s)\n", b->bound_gbs, b->bound_how);
+    } else {
+        printf("# memcpy bound: n/a (%s: not every rank had the buffers%s)\n", b->bound_how,
+               b->mem_cuda ? " or the CUDA events" : "");
+    }
     if (b->mpi) {
-        char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len = 0;
-
-        MPI_Get_library_version(lib, &len);
-        lib[strcspn(lib, "\n,")] = '\0';
-        printf("# MPI side by side: %s on MPI_COMM_WORLD, A/B/B/A x %ld blocks; %s\n", lib,
-               b->blocks, yield_note);
+        printf("# MPI side by side: %s on MPI_COMM_WORLD, A/B/B/A x %ld blocks; %s\n", b->mpi_lib,
+               b->blocks, b->yield_note);
         if (bench_colls[b->coll].has_op && b->op == COHORT_AVG) {
             printf("# '*': MPI has no AVG; it ran SUM\n");
         }
@@ -1063,12 +1244,8 @@ static void bench_header(bench_t *b, const char *yield_note)
             printf("# MPI has no %s reduction: its columns say n/a\n", b->dt->name);
         }
     } else {
-        printf("# MPI: not run (--no-mpi)\n");
+        printf("# MPI: %s\n", bench_mpi_absent(b));
     }
-#else
-    (void)yield_note;
-    printf("# MPI: not built in (cohort only)\n");
-#endif
     if (b->allmax_p2p) {
         printf("# times: max over ranks through send/recv (cohort_allreduce is not available)\n");
     }
@@ -1096,31 +1273,139 @@ static void bench_header(bench_t *b, const char *yield_note)
     }
     printf("\n");
     if (b->csv) {
-        printf("size,count,type,redop,root,time_us,algbw_gbs,busbw_gbs%s\n",
+        printf("size,count,type,redop,root,time_us,algbw_gbs,busbw_gbs%s,busbw_frac_memcpy\n",
                b->mpi ? ",mpi_time_us,mpi_algbw_gbs,mpi_busbw_gbs,ratio,mpi_note" : "");
     } else {
-        /* The widths of bench_row(): 49 columns of description, 27 per library. */
-        printf("#\n%-49s  %25s%s\n", "#", "--------- cohort --------",
+        /* The widths of bench_row_table(): 49 columns of description, 41 for cohort, 27 for
+         * MPI. */
+        printf("#\n%-49s  %39s%s\n", "#", "---------------- cohort ---------------",
                b->mpi ? "  ----------- MPI ---------" : "");
-        printf("#%11s  %12s  %8s  %5s  %4s  %9s  %6s  %6s", "size", "count", "type", "redop",
-               "root", "time", "algbw", "busbw");
+        printf("#%11s  %12s  %8s  %5s  %4s  %9s  %6s  %6s  %12s", "size", "count", "type", "redop",
+               "root", "time", "algbw", "busbw", "busbw/memcpy");
         printf("%s\n", b->mpi ? "       time   busbw   ratio" : "");
-        printf("#%11s  %12s  %8s  %5s  %4s  %9s  %6s  %6s", "(B)", "(elements)", "", "", "", "(us)",
-               "(GB/s)", "(GB/s)");
+        printf("#%11s  %12s  %8s  %5s  %4s  %9s  %6s  %6s  %12s", "(B)", "(elements)", "", "", "",
+               "(us)", "(GB/s)", "(GB/s)", "(fraction)");
         printf("%s\n", b->mpi ? "       (us)  (GB/s)  MPI/co" : "");
     }
     fflush(stdout);
 }
 
-/* --mem cuda: the runtime, a device per rank (ranks may share one), and the bandwidth of a
- * device-to-device cudaMemcpy of --max-bytes on rank 0, the yardstick for the rows below. */
+/* A count the options left to the size (-1) as JSON null. */
+static void bench_json_count(bench_json_t *j, const char *key, long v)
+{
+    if (v < 0) {
+        bench_json_string(j, key, NULL);
+    } else {
+        bench_json_integer(j, key, v);
+    }
+}
+
+/* The header's facts, then the opening of "rows"; bench_json_finish closes them. */
+static void bench_json_header(bench_t *b)
+{
+    bench_json_t *j = &b->json;
+    cohort_stats_t stats;
+
+    if (cohort_stats(b->ctx, &stats) != COHORT_OK) {
+        memset(&stats, 0, sizeof(stats));
+    }
+    bench_json_open(j, b->json_file);
+    bench_json_string(j, "collective", bench_colls[b->coll].name);
+    bench_json_string(j, "cohort_version", BENCH_VERSION);
+    bench_json_integer(j, "world_size", b->n);
+    bench_json_string(j, "progress", stats.progress);
+    bench_json_string(j, "exchange_plugin", stats.pmix_plugin);
+    bench_json_array(j, "algorithm_env");
+    for (char **e = environ; *e != NULL; e++) {
+        if (strncmp(*e, "COHORT_ALGO_", 12) == 0) {
+            bench_json_string(j, NULL, *e);
+        }
+    }
+    bench_json_end(j);
+    bench_json_string(j, "mpi_library", b->mpi ? b->mpi_lib : NULL);
+    bench_json_string(j, "mpi_absent", b->mpi ? NULL : bench_mpi_absent(b));
+    if (b->mpi && b->mpi_yield >= 0) {
+        bench_json_integer(j, "mpi_yield_when_idle", b->mpi_yield);
+    } else {
+        bench_json_string(j, "mpi_yield_when_idle", NULL);
+    }
+    bench_json_string(j, "mpi_yield_note", b->mpi ? b->yield_note : NULL);
+    bench_json_number(j, "memcpy_bound_gbs", b->bound_gbs > 0 ? b->bound_gbs : NAN);
+    bench_json_integer(j, "memcpy_bound_bytes", (long long)b->bound_bytes);
+    bench_json_string(j, "memcpy_bound_method", b->bound_how);
+    bench_json_array(j, "command");
+    bench_json_string(j, NULL, "cohort_bench");
+    for (int i = 0; i < b->argc; i++) {
+        bench_json_string(j, NULL, b->argv[i]);
+    }
+    bench_json_end(j);
+    bench_json_string(j, "dtype", b->coll == BENCH_BARRIER ? "none" : b->dt->name);
+    bench_json_string(j, "op", bench_colls[b->coll].has_op ? bench_ops[b->op] : "none");
+    bench_json_string(j, "mem", b->mem_cuda ? "cuda" : "host");
+    bench_json_count(j, "iters", b->iters);
+    bench_json_count(j, "warmup", b->warmup);
+    bench_json_integer(j, "blocks", b->blocks);
+    bench_json_bool(j, "check", b->check);
+    bench_json_array(j, "rows");
+    fflush(b->json_file);
+}
+
+/* The rows' end and the summary line's figures. @return 0, or 1 when the file could not be
+ * written (said on stderr). */
+static int bench_json_finish(bench_t *b, int rc)
+{
+    bench_json_t *j = &b->json;
+    int bad;
+
+    bench_json_end(j); /* rows */
+    /* As the summary line: none for a barrier, whose busbw is 0 by definition. */
+    bench_json_number(j, "avg_busbw_gbs",
+                      b->rows > 0 && b->coll != BENCH_BARRIER ? b->busbw_sum[0] / b->rows : NAN);
+    bench_json_number(j, "mpi_avg_busbw_gbs",
+                      b->mpi_rows > 0 && b->coll != BENCH_BARRIER ? b->busbw_sum[1] / b->mpi_rows
+                                                                  : NAN);
+    /* false: the sweep stopped on an error (on stderr), and rows holds the sizes before it. */
+    bench_json_bool(j, "completed", rc == 0);
+    bench_json_end(j);
+    bad = ferror(b->json_file);
+    if (b->json_file != stdout) {
+        bad |= fclose(b->json_file) != 0;
+    }
+    b->json_file = NULL;
+    if (bad) {
+        fprintf(stderr, "cohort_bench: --json %s: could not write the results\n", b->json_path);
+    }
+    return bad ? 1 : 0;
+}
+
+/* Rank 0 opens the file before anything is measured; every rank learns whether it could. */
+static int bench_json_start(bench_t *b)
+{
+    double bad = 0;
+
+    if (b->json_path == NULL) {
+        return 0;
+    }
+    if (b->rank == 0) {
+        b->json_file = strcmp(b->json_path, "-") == 0 ? stdout : fopen(b->json_path, "w");
+        if (b->json_file == NULL) {
+            fprintf(stderr, "cohort_bench %s: --json %s: cannot open for writing: %s\n",
+                    bench_colls[b->coll].name, b->json_path, strerror(errno));
+            bad = 1;
+        }
+    }
+    if (bench_allmax(b, &bad, 1) != 0) {
+        return 1;
+    }
+    return bad != 0 ? 2 : 0;
+}
+
+/* --mem cuda: the runtime and a device per rank (ranks may share one). */
 static int bench_cuda_setup(bench_t *b)
 {
     cohort_cuda_info_t info;
     char why[256] = "";
-    void *x = NULL, *y = NULL, *ev[2] = {NULL, NULL};
-    float ms = 0;
-    int ndev = 0, reps = 10;
+    int ndev = 0;
 
     if (bench_cudart_load(&b->cu, why, sizeof(why)) != 0 || b->cu.get_device_count(&ndev) != 0 ||
         b->cu.set_device(b->rank % ndev) != 0) {
@@ -1132,43 +1417,111 @@ static int bench_cuda_setup(bench_t *b)
                 info.reason);
         return 1;
     }
-    if (b->rank != 0) {
-        return 0;
-    }
-    printf("# buffers: CUDA device memory (%d device(s), rank i on device i %% %d); UCX %s; "
-           "CUDA IPC %s\n",
-           ndev, ndev, info.ucx_cuda ? "takes CUDA memory" : "has no CUDA transport (staged)",
-           info.ipc ? "allowed" : "off");
-    if (b->cu.malloc_device(&x, b->max_bytes) == 0 && b->cu.malloc_device(&y, b->max_bytes) == 0 &&
-        b->cu.event_create(&ev[0]) == 0 && b->cu.event_create(&ev[1]) == 0) {
-        b->cu.memcpy_any(y, x, b->max_bytes, BENCH_CUDA_MEMCPY_DEFAULT);
-        b->cu.event_record(ev[0], NULL);
-        for (int i = 0; i < reps; i++) {
-            b->cu.memcpy_any(y, x, b->max_bytes, BENCH_CUDA_MEMCPY_DEFAULT);
-        }
-        b->cu.event_record(ev[1], NULL);
-        b->cu.event_synchronize(ev[1]);
-        b->cu.event_elapsed(&ms, ev[0], ev[1]);
-        printf("# cudaMemcpy device to device: %zu bytes, %.2f GB/s\n", b->max_bytes,
-               ms > 0 ? (double)b->max_bytes * reps / (ms * 1e-3) / 1e9 : 0);
-    }
-    for (int i = 0; i < 2; i++) {
-        if (ev[i] != NULL) {
-            b->cu.event_destroy(ev[i]);
-        }
-    }
-    b->cu.free_device(x);
-    b->cu.free_device(y);
+    snprintf(b->mem_note, sizeof(b->mem_note),
+             "CUDA device memory (%d device(s), rank i on device i %% %d); UCX %s; CUDA IPC %s",
+             ndev, ndev, info.ucx_cuda ? "takes CUDA memory" : "has no CUDA transport (staged)",
+             info.ipc ? "allowed" : "off");
     return 0;
+}
+
+#ifdef BENCH_WITH_MPI
+/* MPI beside cohort: one job, and what the header says of Open MPI's waits and version. */
+static void bench_mpi_facts(bench_t *b)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int mrank, msize, len = 0;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &mrank);
+    MPI_Comm_size(MPI_COMM_WORLD, &msize);
+    if (mrank != b->rank || msize != b->n) {
+        fprintf(stderr, "cohort_bench: MPI says rank %d of %d, cohort rank %d of %d: not one job\n",
+                mrank, msize, b->rank, b->n);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    b->mpi_yield = bench_mpi_cvar("mpi_yield_when_idle");
+    snprintf(b->yield_note, sizeof(b->yield_note), "mpi_yield_when_idle=%s (%s)",
+             b->mpi_yield < 0 ? "?"
+             : b->mpi_yield   ? "1"
+                              : "0",
+             b->yield_set ? "set by cohort_bench through OMPI_MCA_mpi_yield_when_idle"
+                          : "as the launcher or environment set it");
+    MPI_Get_library_version(lib, &len);
+    lib[strcspn(lib, "\n,")] = '\0';
+    snprintf(b->mpi_lib, sizeof(b->mpi_lib), "%.*s", (int)sizeof(b->mpi_lib) - 1, lib);
+}
+#endif
+
+/* Everything before the first size: the root, the JSON file, the devices, how times are
+ * reduced, the memcpy bound, the header. @return 0, or the exit status. */
+static int bench_prepare(bench_t *b)
+{
+    double probe = 0;
+    int rc;
+
+    if (bench_colls[b->coll].has_root && b->root >= b->n) {
+        if (b->rank == 0) {
+            fprintf(stderr, "cohort_bench %s: --root %ld is not a rank of a world of %d\n",
+                    bench_colls[b->coll].name, b->root, b->n);
+        }
+        return 2;
+    }
+    rc = bench_json_start(b);
+    if (rc != 0) {
+        return rc;
+    }
+    if (b->mem_cuda && bench_cuda_setup(b) != 0) {
+        return 2;
+    }
+    /* Settle how times are reduced now, so that cohort's log line about a missing allreduce
+     * comes before the table, not inside it. */
+    if (bench_allmax(b, &probe, 1) != 0 || bench_bound(b) != 0) {
+        return 1;
+    }
+    if (b->rank == 0 && b->text) {
+        bench_header(b);
+    }
+    if (b->json_file != NULL) {
+        bench_json_header(b);
+    }
+    return 0;
+}
+
+static int bench_sweep(bench_t *b)
+{
+    size_t prev = 0;
+    int rc = 0;
+
+    b->vmod = bench_colls[b->coll].has_op ? b->dt->cap / b->n : b->dt->cap;
+    b->vsparse = b->vmod < 2;
+    if (b->coll == BENCH_BARRIER) {
+        return bench_size(b);
+    }
+    for (size_t req = bench_first(b); req != 0 && rc == 0; req = bench_next(b, req)) {
+        b->bytes = bench_round(b, req);
+        if (b->bytes == prev) {
+            continue;
+        }
+        b->elems = b->bytes / b->dt->size;
+        b->count = bench_colls[b->coll].split ? b->elems / (size_t)b->n : b->elems;
+        rc = bench_size(b);
+        prev = b->bytes;
+    }
+    return rc;
+}
+
+static void bench_summary(const bench_t *b)
+{
+    printf("# Avg bus bandwidth: cohort %.4f GB/s", b->busbw_sum[0] / b->rows);
+    if (b->mpi_rows > 0) {
+        printf(", MPI %.4f GB/s (over %d sizes)", b->busbw_sum[1] / b->mpi_rows, b->mpi_rows);
+    }
+    printf("\n");
 }
 
 int cohort_bench_coll(int argc, char **argv)
 {
     bench_t b;
-    char yield_note[160] = "";
-    double probe = 0;
     cohort_status_t st;
-    size_t req, per, prev = 0, es;
     int rc = 0;
 
     memset(&b, 0, sizeof(b));
@@ -1182,11 +1535,13 @@ int cohort_bench_coll(int argc, char **argv)
     b.op = COHORT_SUM;
     b.argc = argc;
     b.argv = argv;
+    b.mpi_yield = -1;
     rc = bench_parse(&b, argc, argv);
     if (rc != 0) {
         return rc == 1 ? 0 : 2;
     }
-    es = b.dt->size;
+    /* stdout carries the JSON alone when it goes there. */
+    b.text = b.json_path == NULL || strcmp(b.json_path, "-") != 0;
     /* MPI here is not CUDA-aware: with device buffers cohort runs alone. */
     b.no_mpi |= b.mem_cuda;
 #ifdef BENCH_WITH_MPI
@@ -1214,80 +1569,24 @@ int cohort_bench_coll(int argc, char **argv)
     b.n = cohort_world_size(b.ctx);
 #ifdef BENCH_WITH_MPI
     if (b.mpi) {
-        int mrank, msize, value;
-
-        MPI_Comm_rank(MPI_COMM_WORLD, &mrank);
-        MPI_Comm_size(MPI_COMM_WORLD, &msize);
-        if (mrank != b.rank || msize != b.n) {
-            fprintf(stderr,
-                    "cohort_bench: MPI says rank %d of %d, cohort rank %d of %d: not one job\n",
-                    mrank, msize, b.rank, b.n);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        value = bench_mpi_cvar("mpi_yield_when_idle");
-        snprintf(yield_note, sizeof(yield_note), "mpi_yield_when_idle=%s (%s)",
-                 value < 0 ? "?"
-                 : value   ? "1"
-                           : "0",
-                 b.yield_set ? "set by cohort_bench through OMPI_MCA_mpi_yield_when_idle"
-                             : "as the launcher or environment set it");
+        bench_mpi_facts(&b);
     }
 #endif
-    if (bench_colls[b.coll].has_root && b.root >= b.n) {
-        if (b.rank == 0) {
-            fprintf(stderr, "cohort_bench %s: --root %ld is not a rank of a world of %d\n", argv[0],
-                    b.root, b.n);
-        }
-        rc = 2;
-        goto out_cohort;
+    rc = bench_prepare(&b);
+    if (rc != 0) {
+        goto out_json;
     }
-    if (b.mem_cuda && bench_cuda_setup(&b) != 0) {
-        rc = 2;
-        goto out_cohort;
+    rc = bench_sweep(&b);
+    if (rc == 0 && b.rank == 0 && b.text && b.rows > 0 && b.coll != BENCH_BARRIER) {
+        bench_summary(&b);
     }
-    /* Settle how times are reduced now, so that cohort's log line about a missing allreduce
-     * comes before the table, not inside it. */
-    if (bench_allmax(&b, &probe, 1) != 0) {
+out_json:
+    if (b.json_file != NULL && b.json.depth > 0 && bench_json_finish(&b, rc) != 0 && rc == 0) {
         rc = 1;
-        goto out_cohort;
     }
-    if (b.rank == 0) {
-        bench_header(&b, yield_note);
+    if (b.json_file != NULL && b.json_file != stdout) {
+        fclose(b.json_file); /* opened, but failed before the header: nothing to finish */
     }
-    b.vmod = bench_colls[b.coll].has_op ? b.dt->cap / b.n : b.dt->cap;
-    b.vsparse = b.vmod < 2;
-    if (b.coll == BENCH_BARRIER) {
-        rc = bench_size(&b);
-        goto out_summary;
-    }
-    for (req = b.min_bytes;;) {
-        /* Whole elements, and for the split collectives whole elements per rank, at least
-         * one, as nccl-tests rounds. */
-        per = bench_colls[b.coll].split ? es * (size_t)b.n : es;
-        b.bytes = (req / per > 0 ? req / per : 1) * per;
-        b.elems = b.bytes / es;
-        b.count = bench_colls[b.coll].split ? b.elems / (size_t)b.n : b.elems;
-        if (b.bytes != prev) {
-            rc = bench_size(&b);
-            if (rc != 0) {
-                break;
-            }
-            prev = b.bytes;
-        }
-        if (req > b.max_bytes / b.step) {
-            break;
-        }
-        req *= b.step;
-    }
-out_summary:
-    if (rc == 0 && b.rank == 0 && b.rows > 0 && b.coll != BENCH_BARRIER) {
-        printf("# Avg bus bandwidth: cohort %.4f GB/s", b.busbw_sum[0] / b.rows);
-        if (b.mpi_rows > 0) {
-            printf(", MPI %.4f GB/s (over %d sizes)", b.busbw_sum[1] / b.mpi_rows, b.mpi_rows);
-        }
-        printf("\n");
-    }
-out_cohort:
     cohort_finalize(b.ctx);
 out_mpi:
 #ifdef BENCH_WITH_MPI

@@ -551,6 +551,8 @@ typedef struct {
     uint64_t messages_rejected; /**< messages dropped as malformed: a bad header, or a sender
                                      that is not a member of the group the message names */
     uint64_t peers_failed;      /**< world ranks known failed (cohort_failed_ranks) */
+    uint64_t single_copies;     /**< messages this rank received by single copy (COHORT_CMA) */
+    uint64_t single_copy_bytes; /**< the bytes of those */
 } cohort_stats_t;
 
 COHORT_API cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);

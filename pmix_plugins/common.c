@@ -469,13 +469,13 @@ cohort_status_t cohort_pmix_node_info(cohort_pmix_ctx_t *p, int rank, int *same_
     pmix_value_t *val = NULL;
     pmix_proc_t proc;
 
-    *node_id = UINT32_MAX;
-    host[0] = '\0';
     if (p->singleton) {
         *same_node = 1;
-        *node_id = 0;
-        if (gethostname(host, hostlen) != 0 && hostlen > 0) {
-            host[0] = '\0';
+        if (node_id != NULL) {
+            *node_id = 0;
+            if (hostlen > 0 && gethostname(host, hostlen) != 0) {
+                host[0] = '\0';
+            }
         }
         return COHORT_OK;
     }
@@ -483,6 +483,13 @@ cohort_status_t cohort_pmix_node_info(cohort_pmix_ctx_t *p, int rank, int *same_
     *same_node = rank == (int)p->me.rank ||
                  (p->nlocal > 0 && bsearch(&rank, p->local, (size_t)p->nlocal, sizeof(int),
                                            cohort_pmix_int_cmp) != NULL);
+    if (node_id == NULL) {
+        return COHORT_OK; /* locality only: a remote rank's node id may cost a round trip */
+    }
+    *node_id = UINT32_MAX;
+    if (hostlen > 0) {
+        host[0] = '\0';
+    }
     /* Node id and host name: Open MPI 4.1's server gives them for this node's ranks only. */
     PMIX_LOAD_PROCID(&proc, p->me.nspace, (pmix_rank_t)rank);
     if (PMIx_Get(&proc, PMIX_NODEID, NULL, 0, &val) == PMIX_SUCCESS && val != NULL &&

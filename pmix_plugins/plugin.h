@@ -62,7 +62,8 @@ typedef struct {
     void (*group_release)(cohort_pmix_ctx_t *pctx, uint64_t gid);
     /* Where a rank runs (job-level data, answered by the local server): whether it shares this
      * rank's node, the launcher's node id (UINT32_MAX when the launcher does not say) and host
-     * name ("" likewise). NULL: the core takes every rank for one node. */
+     * name ("" likewise). With node_id NULL only same_node is asked, which never leaves this
+     * node (the engine's send path asks it). NULL: the core takes every rank for one node. */
     cohort_status_t (*node_info)(cohort_pmix_ctx_t *pctx, int rank, int *same_node,
                                  uint32_t *node_id, char *host, size_t hostlen);
     /* Disconnect. An error (logged) says that something the plugin finished here failed, such

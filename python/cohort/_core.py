@@ -496,6 +496,7 @@ class Context(_Released):
                 "endpoints": s.endpoints, "messages_sent": s.messages_sent,
                 "messages_dropped": s.messages_dropped,
                 "messages_rejected": s.messages_rejected, "peers_failed": s.peers_failed,
+                "single_copies": s.single_copies, "single_copy_bytes": s.single_copy_bytes,
                 "pmix_plugin": (s.pmix_plugin or b"").decode(),
                 "progress": (s.progress or b"").decode()}
 

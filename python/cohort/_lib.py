@@ -34,6 +34,8 @@ class Stats(ctypes.Structure):
         ("progress", ctypes.c_char_p),
         ("messages_rejected", ctypes.c_uint64),
         ("peers_failed", ctypes.c_uint64),
+        ("single_copies", ctypes.c_uint64),
+        ("single_copy_bytes", ctypes.c_uint64),
     ]
 
 

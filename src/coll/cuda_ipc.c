@@ -19,6 +19,7 @@
 #include <string.h>
 #include "coll/coll_reduce.h"
 #include "core/context.h"
+#include "core/endpoint.h"
 #include "core/gpu.h"
 #include "core/log.h"
 
@@ -347,7 +348,6 @@ static const cohort_coll_algo_t cohort_coll_cuda_ipc = {
 const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a)
 {
     cohort_context_t *ctx = g->ctx;
-    cohort_node_info_t node;
 
     if (ctx->cfg.cuda_ipc != COHORT_CUDA_IPC_ON || a->count == 0 || g->size < 2 ||
         (a->coll != COHORT_COLL_ALLREDUCE && a->coll != COHORT_COLL_REDUCE_SCATTER &&
@@ -356,8 +356,8 @@ const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const coho
         return NULL;
     }
     for (int k = 0; k < g->size; k++) {
-        if (cohort_node_info(ctx, cohort_comm_world_rank(g, k), &node) != COHORT_OK ||
-            !node.same_node) {
+        cohort_peer_t *peer = cohort_peer_get(ctx, cohort_comm_world_rank(g, k));
+        if (peer == NULL || !cohort_peer_same_node(peer)) {
             return NULL;
         }
     }

@@ -52,12 +52,8 @@ int cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer)
         (x->kind != COHORT_MSG_P2P && x->kind != COHORT_MSG_COLL)) {
         return 0;
     }
-    if (peer->local == 0) {
-        cohort_node_info_t node;
-        peer->local =
-            cohort_node_info(ctx, peer->rank, &node) == COHORT_OK && node.same_node ? 1 : -1;
-    }
-    if (peer->local < 0 || cohort_map_put(&ctx->cma_sends, ctx->cma_next, x) != COHORT_OK) {
+    if (!cohort_peer_same_node(peer) ||
+        cohort_map_put(&ctx->cma_sends, ctx->cma_next, x) != COHORT_OK) {
         return 0;
     }
     memset(&d, 0, sizeof(d));
@@ -178,6 +174,8 @@ void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t
         return;
     }
     x->received = d.len;
+    ctx->stat_cma++;
+    ctx->stat_cma_bytes += d.len;
     cohort_xfer_finish(x, COHORT_OK);
     cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
 }

@@ -87,7 +87,9 @@ struct cohort_context {
     uint64_t stat_msgs;
     uint64_t stat_rejected; /* malformed messages, or from a non-member */
     uint64_t stat_failed;   /* peers marked failed */
-    int in_progress;        /* guards against re-entering progress from a callback */
+    uint64_t stat_cma;      /* messages received by single copy, and their bytes */
+    uint64_t stat_cma_bytes;
+    int in_progress; /* guards against re-entering progress from a callback */
     int finalizing;
 };
 

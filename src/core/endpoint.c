@@ -529,6 +529,21 @@ static void cohort_endpoint_transports(ucp_ep_h ep, char *out, size_t outlen)
     free(text);
 }
 
+int cohort_peer_same_node(cohort_peer_t *peer)
+{
+    cohort_context_t *ctx = peer->ctx;
+    int same = 1;
+
+    if (peer->local == 0) {
+        if (ctx->plugin->node_info != NULL &&
+            ctx->plugin->node_info(ctx->pmix, peer->rank, &same, NULL, NULL, 0) != COHORT_OK) {
+            same = 0;
+        }
+        peer->local = same ? 1 : -1;
+    }
+    return peer->local > 0;
+}
+
 cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
                                  cohort_node_info_t *info)
 {
@@ -593,6 +608,8 @@ cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
     stats->messages_dropped = ctx->orphans_dropped;
     stats->messages_rejected = ctx->stat_rejected;
     stats->peers_failed = ctx->stat_failed;
+    stats->single_copies = ctx->stat_cma;
+    stats->single_copy_bytes = ctx->stat_cma_bytes;
     stats->pmix_plugin = ctx->singleton ? "singleton" : ctx->plugin->name;
     stats->progress = cohort_progress_mode_name(ctx->cfg.progress);
     return COHORT_OK;

@@ -40,6 +40,9 @@ struct cohort_peer {
 
 /* The entry for world rank @a rank, made (NONE) when first named; NULL when out of memory. */
 cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank);
+/* Whether @a peer shares this rank's node: job-level data of the local PMIx server (no message
+ * to another node, unlike its node id), asked once per peer. */
+int cohort_peer_same_node(cohort_peer_t *peer);
 /* Peers a collective will send to: start their lookups now, so they overlap. */
 void cohort_peer_want(cohort_peer_t *peer);
 /* Advance lookups in flight; wire and flush the peers whose address arrived. */

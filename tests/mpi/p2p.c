@@ -3,6 +3,7 @@
 /* run: 3 COHORT_PROGRESS=block */
 /* run: 2 COHORT_PROGRESS=spin */
 /* run: 2 COHORT_CMA=on COHORT_CMA_MIN=1 */
+/* run: 2 COHORT_CMA=off */
 /* run: 3 COHORT_CMA=on COHORT_CMA_MIN=1 COHORT_FAULT=cma:2 */
 /*
  * Point-to-point: sizes 0 B .. 64 MiB with content checked (eager and rendezvous), ordering of
@@ -58,6 +59,24 @@ int main(void)
         verify(rbuf, sizes[s], left, (int)s);
         if (sizes[s] < max) {
             CHECK(rbuf[sizes[s]] == 0xee); /* nothing written past the message */
+        }
+    }
+
+    /* Forced single copy (and no fault injected): every message of the ring above came from
+     * another rank of this node and was read straight out of its buffer; forced off, none. */
+    {
+        const char *cma = getenv("COHORT_CMA"), *fault = getenv("COHORT_FAULT");
+        uint64_t bytes = 0;
+        cohort_stats_t st;
+        CHECK_OK(cohort_stats(ctx, &st));
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            bytes += sizes[s];
+        }
+        if (cma != NULL && strcmp(cma, "on") == 0 && fault == NULL && n >= 2) {
+            CHECK(st.single_copies >= 10 && st.single_copy_bytes >= bytes);
+        }
+        if (cma != NULL && strcmp(cma, "off") == 0) {
+            CHECK(st.single_copies == 0 && st.single_copy_bytes == 0);
         }
     }
 

@@ -302,6 +302,10 @@ def check_groups_and_layouts(ok, ctx):
     ok(st["pmix_plugin"] in ("dmodex", "fence", "global", "group", "singleton") and
        st["progress"] in ("yield", "spin", "block") and st["groups_created"] >= 1,
        "stats: %s" % st)
+    # the counters after the strings, in cohort_stats_t's order: bytes are never fewer than
+    # messages, and failures none in a healthy job
+    ok(st["single_copy_bytes"] >= st["single_copies"] >= 0 and st["peers_failed"] == 0,
+       "stats counters: %s" % st)
     peers = ctx.wired_peers()
     ok(peers == sorted(peers), "wired peers ascending")
     for p in peers[:2]:

@@ -334,6 +334,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     ctx->cma_rnext = 1;
     cohort_list_init(&ctx->to_close);
     cohort_list_init(&ctx->ctl_inflight);
+    cohort_list_init(&ctx->ctl_resend);
     cohort_list_init(&ctx->requests);
     cohort_list_init(&ctx->req_free);
     cohort_list_init(&ctx->group_list);

@@ -19,7 +19,7 @@ typedef struct {
 
 /* A header-only control message; UCX reads hdr until the send completes. */
 typedef struct {
-    cohort_list_t link; /* in peer->ctl_pending, or ctx->ctl_inflight */
+    cohort_list_t link; /* in peer->ctl_pending, ctx->ctl_inflight or ctx->ctl_resend */
     cohort_peer_t *peer;
     uint8_t hdr[COHORT_AM_HDR_BYTES];
 } cohort_ctl_t;
@@ -98,12 +98,10 @@ static void cohort_ctl_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
     ucp_request_free(ucx_req);
     if (ucs == UCS_ERR_CANCELED && !peer->ctx->finalizing && peer->state == COHORT_PEER_NONE) {
         /* Its endpoint was closed by force under it (a request freed with a send in flight
-         * to that peer): the peer still has to be told, over a new endpoint. */
-        cohort_peer_want(peer);
-        if (peer->state == COHORT_PEER_LOOKING_UP) {
-            cohort_list_push(&peer->ctl_pending, &m->link);
-            return;
-        }
+         * to that peer): the peer still has to be told, over a new endpoint, wired from
+         * progress rather than inside UCX's callback. */
+        cohort_list_push(&peer->ctx->ctl_resend, &m->link);
+        return;
     }
     free(m);
 }
@@ -126,6 +124,30 @@ static void cohort_ctl_issue(cohort_ctl_t *m)
         return;
     }
     free(m);
+}
+
+static int cohort_ctl_resend(cohort_context_t *ctx)
+{
+    int n = 0;
+
+    while (!cohort_list_empty(&ctx->ctl_resend)) {
+        cohort_ctl_t *m = cohort_container_of(ctx->ctl_resend.next, cohort_ctl_t, link);
+        cohort_peer_t *peer = m->peer;
+
+        cohort_list_del(&m->link);
+        n++;
+        if (!ctx->finalizing) {
+            cohort_peer_want(peer);
+        }
+        if (peer->state == COHORT_PEER_WIRED) {
+            cohort_ctl_issue(m);
+        } else if (peer->state == COHORT_PEER_LOOKING_UP) {
+            cohort_list_push(&peer->ctl_pending, &m->link);
+        } else {
+            free(m); /* failed or gone meanwhile: nobody to tell */
+        }
+    }
+    return n;
 }
 
 int cohort_ctl_send(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h)
@@ -239,7 +261,7 @@ static void cohort_notify_watch(cohort_context_t *ctx, double now)
 
 int cohort_notify_progress(cohort_context_t *ctx)
 {
-    int n = 0;
+    int n = cohort_list_empty(&ctx->ctl_resend) ? 0 : cohort_ctl_resend(ctx);
 
     while (!cohort_list_empty(&ctx->notices)) {
         cohort_notice_t *notice = cohort_container_of(ctx->notices.next, cohort_notice_t, link);
@@ -261,14 +283,18 @@ int cohort_notify_progress(cohort_context_t *ctx)
 
 void cohort_notify_cleanup(cohort_context_t *ctx)
 {
+    cohort_list_t *lists[] = {&ctx->ctl_inflight, &ctx->ctl_resend};
+
     while (!cohort_list_empty(&ctx->notices)) {
         cohort_notice_t *n = cohort_container_of(ctx->notices.next, cohort_notice_t, link);
         cohort_list_del(&n->link);
         free(n);
     }
-    while (!cohort_list_empty(&ctx->ctl_inflight)) {
-        cohort_ctl_t *m = cohort_container_of(ctx->ctl_inflight.next, cohort_ctl_t, link);
-        cohort_list_del(&m->link);
-        free(m);
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        while (!cohort_list_empty(lists[i])) {
+            cohort_ctl_t *m = cohort_container_of(lists[i]->next, cohort_ctl_t, link);
+            cohort_list_del(&m->link);
+            free(m);
+        }
     }
 }

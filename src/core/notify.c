@@ -126,26 +126,36 @@ static void cohort_ctl_issue(cohort_ctl_t *m)
     free(m);
 }
 
+/* On to its peer: sent when wired, queued while its address is looked up, else dropped.
+ * @return 0 when sent or queued, -1 when the peer cannot be told. */
+static int cohort_ctl_route(cohort_ctl_t *m)
+{
+    cohort_peer_t *peer = m->peer;
+
+    if (!peer->ctx->finalizing) {
+        cohort_peer_want(peer);
+    }
+    if (peer->state == COHORT_PEER_WIRED) {
+        cohort_ctl_issue(m);
+    } else if (peer->state == COHORT_PEER_LOOKING_UP) {
+        cohort_list_push(&peer->ctl_pending, &m->link);
+    } else {
+        free(m); /* failed or gone: nobody to tell */
+        return -1;
+    }
+    return 0;
+}
+
 static int cohort_ctl_resend(cohort_context_t *ctx)
 {
     int n = 0;
 
     while (!cohort_list_empty(&ctx->ctl_resend)) {
         cohort_ctl_t *m = cohort_container_of(ctx->ctl_resend.next, cohort_ctl_t, link);
-        cohort_peer_t *peer = m->peer;
 
         cohort_list_del(&m->link);
+        cohort_ctl_route(m);
         n++;
-        if (!ctx->finalizing) {
-            cohort_peer_want(peer);
-        }
-        if (peer->state == COHORT_PEER_WIRED) {
-            cohort_ctl_issue(m);
-        } else if (peer->state == COHORT_PEER_LOOKING_UP) {
-            cohort_list_push(&peer->ctl_pending, &m->link);
-        } else {
-            free(m); /* failed or gone meanwhile: nobody to tell */
-        }
     }
     return n;
 }
@@ -165,16 +175,7 @@ int cohort_ctl_send(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t
     m->peer = peer;
     cohort_am_hdr_encode(h, m->hdr);
     cohort_list_init(&m->link);
-    cohort_peer_want(peer);
-    if (peer->state == COHORT_PEER_WIRED) {
-        cohort_ctl_issue(m);
-    } else if (peer->state == COHORT_PEER_LOOKING_UP) {
-        cohort_list_push(&peer->ctl_pending, &m->link);
-    } else {
-        free(m);
-        return -1;
-    }
-    return 0;
+    return cohort_ctl_route(m);
 }
 
 void cohort_ctl_flush(cohort_peer_t *peer)

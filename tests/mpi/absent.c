@@ -19,14 +19,6 @@
 #include <unistd.h>
 #include "harness.h"
 
-static double mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Run @a fn with stderr going to a file, and return what it wrote (static buffer). */
 static const char *captured(cohort_status_t (*fn)(cohort_group_t *), cohort_group_t *g,
                             cohort_status_t *st)
@@ -61,10 +53,10 @@ int main(void)
     CHECK_STATUS(cohort_group_create(ctx, "quad", quad, 4, &g),
                  me < 4 ? COHORT_OK : COHORT_ERR_NOT_MEMBER);
     if (me < 3) {
-        double t0 = mono(), waited;
+        double t0 = test_now(), waited;
         const char *log = captured(test_one_allreduce, g, &st);
 
-        waited = mono() - t0;
+        waited = test_now() - t0;
         CHECK_STATUS(st, COHORT_ERR_TIMEOUT);
         /* No earlier than a fellow member's own COHORT_TIMEOUT (it may have started first). */
         if (waited < 1.0 || waited > 2.0 + 2.0) {
@@ -93,9 +85,9 @@ int main(void)
         /* Arrives late: the others gave up and said so, with their reason. */
         double t0;
         sleep(5);
-        t0 = mono();
+        t0 = test_now();
         CHECK_STATUS(test_one_allreduce(g), COHORT_ERR_TIMEOUT);
-        CHECK(mono() - t0 < 0.5);
+        CHECK(test_now() - t0 < 0.5);
     }
     if (g != NULL) {
         CHECK_OK(cohort_group_free(g));

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include "cohort.h"
 
 static int test_rank = -1;
@@ -29,6 +30,15 @@ static int test_rank = -1;
     } while (0)
 
 #define CHECK_OK(call) CHECK_STATUS(call, COHORT_OK)
+
+/* Seconds on the monotonic clock, for the deadlines and durations tests measure. */
+static inline double test_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static inline cohort_context_t *test_init(void)
 {

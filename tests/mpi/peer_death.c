@@ -34,14 +34,6 @@
 #define SMALL_COUNT 1024
 #define RNDV_COUNT  (16u << 20) /* floats: 64 MiB */
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct {
     const char *name;
     int victim;
@@ -160,12 +152,12 @@ int main(void)
     }
     /* Everyone starts the clock together; the world is revoked later (it holds the victim). */
     CHECK_OK(cohort_barrier(cohort_world(ctx)));
-    t0 = now_s();
+    t0 = test_now();
     t_death = t0 + RUN_S;
     for (iter = 0;; iter++) {
         int live = 0;
 
-        if (me == victim && now_s() >= t_death) {
+        if (me == victim && test_now() >= t_death) {
             if (strcmp(name, "rndv") == 0) {
                 /* Die with a 64 MiB allreduce under way, not between calls. */
                 cohort_request_t *r;
@@ -186,7 +178,7 @@ int main(void)
             }
             if (!first[k]) {
                 /* Members must stop at the same iteration: they agree on it. */
-                int stop = now_s() > t_death + HEALTHY_S, any = 0;
+                int stop = test_now() > t_death + HEALTHY_S, any = 0;
                 CHECK_OK(cohort_allreduce(gs[k], &stop, &any, 1, COHORT_INT32, COHORT_MAX));
                 if (any) {
                     done[k] = 1;
@@ -195,7 +187,7 @@ int main(void)
             }
             st = step(&d[k], iter);
             if (st != COHORT_OK) {
-                waited = now_s() - t_death;
+                waited = test_now() - t_death;
                 CHECK(first[k]); /* only the victim's group fails */
                 CHECK(waited <= DETECT_S);
                 if (st != COHORT_ERR_PEER_FAILED) {

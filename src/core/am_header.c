@@ -1,21 +1,35 @@
+#include <endian.h>
 #include <string.h>
 #include "core/am_header.h"
 
-static void cohort_put_le(uint8_t *p, uint64_t v, int bytes)
+/* Little-endian on the wire whatever the host: on x86 and arm64 these are plain moves, which
+ * matters on the small-message path (every message is decoded once, encoded once). */
+static void cohort_put_le32(uint8_t *p, uint32_t v)
 {
-    for (int i = 0; i < bytes; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
+    v = htole32(v);
+    memcpy(p, &v, 4);
 }
 
-static uint64_t cohort_get_le(const uint8_t *p, int bytes)
+static void cohort_put_le64(uint8_t *p, uint64_t v)
 {
-    uint64_t v = 0;
+    v = htole64(v);
+    memcpy(p, &v, 8);
+}
 
-    for (int i = 0; i < bytes; i++) {
-        v |= (uint64_t)p[i] << (8 * i);
-    }
-    return v;
+static uint32_t cohort_get_le32(const uint8_t *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, 4);
+    return le32toh(v);
+}
+
+static uint64_t cohort_get_le64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, 8);
+    return le64toh(v);
 }
 
 /* Layout: magic(1) kind(1) flags(1) pad(1) seq(4) gid(8) src(4) tag(4) fp(4) wsrc(4). */
@@ -25,12 +39,12 @@ void cohort_am_hdr_encode(const cohort_am_hdr_t *hdr, uint8_t *buf)
     buf[0] = COHORT_AM_MAGIC;
     buf[1] = hdr->kind;
     buf[2] = hdr->flags;
-    cohort_put_le(buf + 4, hdr->seq, 4);
-    cohort_put_le(buf + 8, hdr->gid, 8);
-    cohort_put_le(buf + 16, (uint32_t)hdr->src, 4);
-    cohort_put_le(buf + 20, (uint32_t)hdr->tag, 4);
-    cohort_put_le(buf + 24, hdr->fp, 4);
-    cohort_put_le(buf + 28, (uint32_t)hdr->wsrc, 4);
+    cohort_put_le32(buf + 4, hdr->seq);
+    cohort_put_le64(buf + 8, hdr->gid);
+    cohort_put_le32(buf + 16, (uint32_t)hdr->src);
+    cohort_put_le32(buf + 20, (uint32_t)hdr->tag);
+    cohort_put_le32(buf + 24, hdr->fp);
+    cohort_put_le32(buf + 28, (uint32_t)hdr->wsrc);
 }
 
 int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr)
@@ -44,12 +58,12 @@ int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr)
     }
     hdr->kind = p[1];
     hdr->flags = p[2];
-    hdr->seq = (uint32_t)cohort_get_le(p + 4, 4);
-    hdr->gid = cohort_get_le(p + 8, 8);
-    hdr->src = (int32_t)(uint32_t)cohort_get_le(p + 16, 4);
-    hdr->tag = (int32_t)(uint32_t)cohort_get_le(p + 20, 4);
-    hdr->fp = (uint32_t)cohort_get_le(p + 24, 4);
-    hdr->wsrc = (int32_t)(uint32_t)cohort_get_le(p + 28, 4);
+    hdr->seq = cohort_get_le32(p + 4);
+    hdr->gid = cohort_get_le64(p + 8);
+    hdr->src = (int32_t)cohort_get_le32(p + 16);
+    hdr->tag = (int32_t)cohort_get_le32(p + 20);
+    hdr->fp = cohort_get_le32(p + 24);
+    hdr->wsrc = (int32_t)cohort_get_le32(p + 28);
     /* No rank is negative; a message that says otherwise was not written by cohort. */
     if (hdr->src < 0 || hdr->wsrc < 0) {
         return -1;

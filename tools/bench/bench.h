@@ -56,4 +56,25 @@ void bench_json_number(bench_json_t *j, const char *key, double v);
 void bench_json_integer(bench_json_t *j, const char *key, long long v);
 void bench_json_bool(bench_json_t *j, const char *key, int v);
 
+/* ---- tail.c: the distribution of per-call times (--tail) ---- */
+
+enum {
+    BENCH_TAIL_P50,
+    BENCH_TAIL_P99,
+    BENCH_TAIL_P999,
+    BENCH_TAIL_MAX,
+    BENCH_TAIL_OVER_1MS,   /* calls above 1 ms */
+    BENCH_TAIL_OVER_250US, /* calls above 0.25 ms */
+    BENCH_TAIL_CALLS,      /* calls timed */
+    BENCH_TAIL_NSTATS
+};
+
+/* The statistics' names in the JSON and (prefixed) the CSV. */
+extern const char *const bench_tail_names[BENCH_TAIL_NSTATS];
+
+/* The statistics of @a n per-call times @a t (seconds; sorted in place) into @a out
+ * (BENCH_TAIL_NSTATS values: times in microseconds, counts as whole numbers); all 0 when n is
+ * 0. Doubles throughout, so that every rank's statistics reduce in one MAX allreduce. */
+void bench_tail_stats(double *t, long n, double *out);
+
 #endif

@@ -7,6 +7,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -33,6 +34,8 @@ extern char **environ;
  * sizes of a sweep are. */
 #define BENCH_BOUND_REPS 11
 #define BENCH_BOUND_MIN  (BENCH_KIB * BENCH_KIB)
+/* The most values bench_allmax reduces at once: both libraries' tail statistics. */
+#define BENCH_ALLMAX_MAX (2 * BENCH_TAIL_NSTATS)
 
 #ifdef PACKAGE_VERSION
 #define BENCH_VERSION PACKAGE_VERSION
@@ -107,6 +110,7 @@ typedef struct {
     cohort_op_t op;
     long root;
     int root_given, op_given, no_mpi, check, csv;
+    int tail;              /* --tail: every timed call timed on its own */
     const char *json_path; /* --json: a file, or "-" for stdout */
     int mem_cuda;          /* --mem cuda: sbuf and rbuf are device buffers */
     bench_cudart_t cu;     /* the CUDA runtime, loaded by --mem cuda only */
@@ -135,6 +139,9 @@ typedef struct {
     size_t bytes, elems, count, sbytes, rbytes;
     void *sbuf, *rbuf;   /* what the calls get: host memory, or device memory (--mem cuda) */
     void *hsbuf, *hrbuf; /* host views, filled and checked here: sbuf and rbuf, or copies */
+    double *laps[2];     /* --tail: each library's per-call times, allocated per size */
+    long lapped[2];      /* how many of them are taken */
+    double tail_stats[2][BENCH_TAIL_NSTATS]; /* theirs, each the largest over ranks */
     double busbw_sum[2];
     int rows, mpi_rows;
 } bench_t;
@@ -167,6 +174,10 @@ static void bench_usage(FILE *f, const char *coll)
             "      --csv               comma-separated rows instead of the table\n"
             "      --json FILE         also write the header and rows as one JSON object to FILE\n"
             "                          (rank 0; - for stdout, which then carries nothing else)\n"
+            "      --tail              time every call: p50, p99, p99.9, max (us) and the calls\n"
+            "                          above 1 ms and 0.25 ms per library (each the largest over\n"
+            "                          ranks), on a '#  tail' line after each row, appended to\n"
+            "                          the CSV, and as \"tail\" in the JSON rows\n"
             "  -h, --help              this text\n"
             "Columns: size (bytes, the whole per-rank buffer as nccl-tests counts it), count\n"
             "(elements), type, redop (or none), root (or -1), then per library time (us, the\n"
@@ -381,6 +392,9 @@ static int bench_parse(bench_t *b, int argc, char **argv)
             continue;
         } else if (strcmp(arg, "--csv") == 0) {
             b->csv = 1;
+            continue;
+        } else if (strcmp(arg, "--tail") == 0) {
+            b->tail = 1;
             continue;
         }
         for (opt = 0; opt < BENCH_NELEM(bench_opts); opt++) {
@@ -780,12 +794,13 @@ static int bench_fail(const bench_t *b, const char *call, cohort_status_t st)
     return 1;
 }
 
-/* The largest of v[0..k) over all ranks, in place (k <= 4). */
+/* The largest of v[0..k) over all ranks, in place (k <= BENCH_ALLMAX_MAX). */
 static int bench_allmax(bench_t *b, double *v, int k)
 {
-    double tmp[4];
+    double tmp[BENCH_ALLMAX_MAX];
     cohort_status_t st = COHORT_OK;
 
+    assert(k <= BENCH_ALLMAX_MAX);
     if (b->n == 1) {
         return 0;
     }
@@ -828,11 +843,25 @@ static int bench_allmax(bench_t *b, double *v, int k)
     return st == COHORT_OK ? 0 : bench_fail(b, "send/recv (of the times)", st);
 }
 
-/* iters calls of one library after that library's barrier; adds their time to *acc. */
-static int bench_segment(bench_t *b, int lib, long iters, double *acc)
+/* --tail: call i's time, from the end of the call before it. One clock read per call, and
+ * the segment's calls still add up to its time. A predicted branch without --tail. */
+static inline void bench_lap(double *laps, long i, double *prev)
+{
+    double now;
+
+    if (laps != NULL) {
+        now = bench_now();
+        laps[i] = now - *prev;
+        *prev = now;
+    }
+}
+
+/* iters calls of one library after that library's barrier; adds their time to *acc, and each
+ * call's to laps[0..iters) unless laps is NULL. */
+static int bench_segment(bench_t *b, int lib, long iters, double *acc, double *laps)
 {
     cohort_status_t st;
-    double t0;
+    double t0, prev;
 
     if (iters == 0) {
         return 0;
@@ -840,9 +869,10 @@ static int bench_segment(bench_t *b, int lib, long iters, double *acc)
 #ifdef BENCH_WITH_MPI
     if (lib == BENCH_LIB_MPI) {
         MPI_Barrier(MPI_COMM_WORLD);
-        t0 = bench_now();
+        t0 = prev = bench_now();
         for (long i = 0; i < iters; i++) {
             bench_mpi_call(b);
+            bench_lap(laps, i, &prev);
         }
         *acc += bench_now() - t0;
         return 0;
@@ -853,12 +883,13 @@ static int bench_segment(bench_t *b, int lib, long iters, double *acc)
     if (st != COHORT_OK) {
         return bench_fail(b, "barrier (before timing)", st);
     }
-    t0 = bench_now();
+    t0 = prev = bench_now();
     for (long i = 0; i < iters; i++) {
         st = bench_cohort_call(b);
         if (st != COHORT_OK) {
             return bench_fail(b, bench_colls[b->coll].name, st);
         }
+        bench_lap(laps, i, &prev);
     }
     *acc += bench_now() - t0;
     return 0;
@@ -944,6 +975,7 @@ typedef struct {
     int root;
     double time, algbw, busbw, frac;
     double mpi_time, mpi_algbw, mpi_busbw, ratio;
+    const double *tail[2]; /* --tail: each library's statistics; NULL where it did not run */
 } bench_row_t;
 
 /* v in fmt, or "n/a" where it is not a number. */
@@ -954,6 +986,20 @@ static const char *bench_fmt(char *buf, size_t len, const char *fmt, double v)
     }
     snprintf(buf, len, fmt, v);
     return buf;
+}
+
+/* --tail in the CSV: cohort's statistics, then MPI's where MPI runs beside it. */
+static void bench_tail_csv(const bench_t *b, const bench_row_t *r)
+{
+    for (int lib = BENCH_LIB_COHORT; lib <= (b->mpi ? BENCH_LIB_MPI : BENCH_LIB_COHORT); lib++) {
+        for (int s = 0; s < BENCH_TAIL_NSTATS; s++) {
+            if (r->tail[lib] == NULL) {
+                printf(",n/a");
+            } else {
+                printf(s < BENCH_TAIL_OVER_1MS ? ",%.3f" : ",%.0f", r->tail[lib][s]);
+            }
+        }
+    }
 }
 
 static void bench_row_csv(const bench_t *b, const bench_row_t *r)
@@ -969,7 +1015,35 @@ static void bench_row_csv(const bench_t *b, const bench_row_t *r)
         printf(",n/a,n/a,n/a,n/a,%s", r->mpi_note);
     }
     /* Last, so that the columns before it keep their places for the scripts that read them. */
-    printf(",%s\n", bench_fmt(frac, sizeof(frac), "%.6f", r->frac));
+    printf(",%s", bench_fmt(frac, sizeof(frac), "%.6f", r->frac));
+    if (b->tail) {
+        bench_tail_csv(b, r); /* after even that: added later, and read by name */
+    }
+    printf("\n");
+}
+
+/* One library's part of the '#  tail' line, in the widths of bench_header()'s. */
+static void bench_tail_cells(const double *t)
+{
+    if (t == NULL) {
+        printf("  %9s %9s %9s %10s %5s %6s %7s", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a");
+        return;
+    }
+    printf("  %9.2f %9.2f %9.2f %10.2f %5.0f %6.0f %7.0f", t[BENCH_TAIL_P50], t[BENCH_TAIL_P99],
+           t[BENCH_TAIL_P999], t[BENCH_TAIL_MAX], t[BENCH_TAIL_OVER_1MS], t[BENCH_TAIL_OVER_250US],
+           t[BENCH_TAIL_CALLS]);
+}
+
+/* --tail in the table: a line of its own after the row, starting with '#' so that the rows stay
+ * the only lines that do not. */
+static void bench_tail_table(const bench_t *b, const bench_row_t *r)
+{
+    printf("#%11s", "tail");
+    bench_tail_cells(r->tail[BENCH_LIB_COHORT]);
+    if (b->mpi) {
+        bench_tail_cells(r->tail[BENCH_LIB_MPI]);
+    }
+    printf("\n");
 }
 
 static void bench_row_table(const bench_t *b, const bench_row_t *r)
@@ -985,6 +1059,33 @@ static void bench_row_table(const bench_t *b, const bench_row_t *r)
     } else {
         printf("%s\n", b->mpi ? "        n/a     n/a     n/a" : "");
     }
+    if (b->tail) {
+        bench_tail_table(b, r);
+    }
+}
+
+/* --tail in a JSON row: "tail": {"cohort": {...}, "mpi": {...} or null}. */
+static void bench_tail_json(bench_json_t *j, const bench_row_t *r)
+{
+    static const char *const libs[2] = {"cohort", "mpi"};
+
+    bench_json_object(j, "tail");
+    for (int lib = BENCH_LIB_COHORT; lib <= BENCH_LIB_MPI; lib++) {
+        if (r->tail[lib] == NULL) {
+            bench_json_string(j, libs[lib], NULL);
+            continue;
+        }
+        bench_json_object(j, libs[lib]);
+        for (int s = 0; s < BENCH_TAIL_NSTATS; s++) {
+            if (s < BENCH_TAIL_OVER_1MS) {
+                bench_json_number(j, bench_tail_names[s], r->tail[lib][s]);
+            } else {
+                bench_json_integer(j, bench_tail_names[s], (long long)r->tail[lib][s]);
+            }
+        }
+        bench_json_end(j);
+    }
+    bench_json_end(j);
 }
 
 /* The CSV's names, where the CSV has the column. */
@@ -1007,6 +1108,9 @@ static void bench_row_json(bench_t *b, const bench_row_t *r)
     bench_json_number(j, "mpi_busbw_gbs", r->mpi_busbw);
     bench_json_number(j, "ratio", r->ratio);
     bench_json_string(j, "mpi_note", r->mpi_note[0] != '\0' ? r->mpi_note : NULL);
+    if (b->tail) {
+        bench_tail_json(j, r);
+    }
     bench_json_end(j);
     fflush(b->json_file);
 }
@@ -1025,6 +1129,8 @@ static void bench_row(bench_t *b, double t_cohort, double t_mpi, int mpi_ran)
         .time = t_cohort,
         .algbw = (double)b->bytes / 1e9 / t_cohort,
         .mpi_time = mpi_ran ? t_mpi : NAN,
+        .tail = {b->tail ? b->tail_stats[BENCH_LIB_COHORT] : NULL,
+                 b->tail && mpi_ran ? b->tail_stats[BENCH_LIB_MPI] : NULL},
     };
 
     r.busbw = r.algbw * f;
@@ -1047,6 +1153,47 @@ static void bench_row(bench_t *b, double t_cohort, double t_mpi, int mpi_ran)
     if (b->json_file != NULL) {
         bench_row_json(b, &r);
     }
+}
+
+/* --tail: room for every timed call of each library at this size, before any is timed. */
+static int bench_laps_alloc(bench_t *b, long iters, int mpi_ran)
+{
+    for (int lib = BENCH_LIB_COHORT; lib <= BENCH_LIB_MPI; lib++) {
+        b->lapped[lib] = 0;
+        if (lib == BENCH_LIB_COHORT || mpi_ran) {
+            b->laps[lib] = malloc((size_t)iters * sizeof(double));
+            if (b->laps[lib] == NULL) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Where the next segment of @a lib's iters calls writes their times; NULL without --tail. */
+static double *bench_laps(bench_t *b, int lib, long iters)
+{
+    double *at;
+
+    if (b->laps[lib] == NULL) {
+        return NULL;
+    }
+    at = b->laps[lib] + b->lapped[lib];
+    b->lapped[lib] += iters;
+    return at;
+}
+
+/* --tail: each library's statistics on this rank, then the largest over ranks of each. */
+static int bench_tail_reduce(bench_t *b)
+{
+    if (!b->tail) {
+        return 0;
+    }
+    for (int lib = BENCH_LIB_COHORT; lib <= BENCH_LIB_MPI; lib++) {
+        bench_tail_stats(b->laps[lib], b->laps[lib] != NULL ? b->lapped[lib] : 0,
+                         b->tail_stats[lib]);
+    }
+    return bench_allmax(b, &b->tail_stats[0][0], BENCH_ALLMAX_MAX);
 }
 
 /* One size: buffers, optional check, warmup, then the A/B/B/A blocks, then one row. */
@@ -1081,6 +1228,10 @@ static int bench_size(bench_t *b)
     if (bad != 0) {
         fprintf(stderr, "cohort_bench: rank %d: cannot allocate %zu + %zu bytes\n", b->rank,
                 b->sbytes, b->rbytes);
+    } else if (b->tail && bench_laps_alloc(b, iters, mpi_ran) != 0) {
+        fprintf(stderr, "cohort_bench: rank %d: --tail: cannot allocate 2 x %ld call times\n",
+                b->rank, iters);
+        bad = 1;
     }
     if (bench_allmax(b, &bad, 1) != 0 || bad != 0) {
         rc = 1;
@@ -1094,7 +1245,7 @@ static int bench_size(bench_t *b)
     bench_fill(b);
     for (lib = BENCH_LIB_COHORT; lib <= (mpi_ran ? BENCH_LIB_MPI : BENCH_LIB_COHORT); lib++) {
         double unused = 0;
-        if (bench_segment(b, lib, warmup, &unused) != 0) {
+        if (bench_segment(b, lib, warmup, &unused, NULL) != 0) {
             rc = 1;
             goto out_free;
         }
@@ -1104,7 +1255,8 @@ static int bench_size(bench_t *b)
         seg_iters = iters / segs + (k < iters % segs);
         for (int s = 0; s < 2; s++) {
             lib = (k % 2 == 0) == (s == 0) ? BENCH_LIB_COHORT : BENCH_LIB_MPI;
-            if ((lib == BENCH_LIB_COHORT || mpi_ran) && bench_segment(b, lib, seg_iters, &t[lib])) {
+            if ((lib == BENCH_LIB_COHORT || mpi_ran) &&
+                bench_segment(b, lib, seg_iters, &t[lib], bench_laps(b, lib, seg_iters))) {
                 rc = 1;
                 goto out_free;
             }
@@ -1112,12 +1264,15 @@ static int bench_size(bench_t *b)
     }
     t[0] /= (double)iters;
     t[1] /= (double)iters;
-    if (bench_allmax(b, t, 2) != 0) {
+    if (bench_allmax(b, t, 2) != 0 || bench_tail_reduce(b) != 0) {
         rc = 1;
         goto out_free;
     }
     bench_row(b, t[0], t[1], mpi_ran);
 out_free:
+    free(b->laps[BENCH_LIB_MPI]);
+    free(b->laps[BENCH_LIB_COHORT]);
+    b->laps[BENCH_LIB_COHORT] = b->laps[BENCH_LIB_MPI] = NULL;
     if (b->mem_cuda) {
         b->cu.free_device(b->rbuf);
         b->cu.free_device(b->sbuf);
@@ -1193,6 +1348,37 @@ static int bench_bound(bench_t *b)
              b->mem_cuda ? "each rank on its device" : "one thread per rank", b->n,
              BENCH_BOUND_REPS);
     return 0;
+}
+
+/* --tail: the CSV's columns after busbw_frac_memcpy, tail_<stat> then mpi_tail_<stat>. */
+static void bench_tail_csv_names(const bench_t *b)
+{
+    for (int lib = BENCH_LIB_COHORT; b->tail && lib <= (b->mpi ? BENCH_LIB_MPI : 0); lib++) {
+        for (int s = 0; s < BENCH_TAIL_NSTATS; s++) {
+            printf(",%stail_%s", lib == BENCH_LIB_MPI ? "mpi_" : "", bench_tail_names[s]);
+        }
+    }
+}
+
+/* --tail: the names of the '#  tail' line's cells (bench_tail_cells). */
+static void bench_tail_header(const bench_t *b)
+{
+    static const char *const lib_rule[2] = {
+        "  --------------------------- cohort --------------------------",
+        "  ----------------------------- MPI ---------------------------"};
+
+    if (!b->tail) {
+        return;
+    }
+    printf("#%11s%s%s\n", "", lib_rule[0], b->mpi ? lib_rule[1] : "");
+    for (int lib = BENCH_LIB_COHORT; lib <= (b->mpi ? BENCH_LIB_MPI : 0); lib++) {
+        if (lib == BENCH_LIB_COHORT) {
+            printf("#%11s", "tail (us)");
+        }
+        printf("  %9s %9s %9s %10s %5s %6s %7s", "p50", "p99", "p99.9", "max", ">1ms", ">.25ms",
+               "calls");
+    }
+    printf("\n");
 }
 
 static void bench_header(const bench_t *b)
@@ -1272,9 +1458,15 @@ static void bench_header(const bench_t *b)
         printf(strpbrk(b->argv[i], " \t'\"") ? " '%s'" : " %s", b->argv[i]);
     }
     printf("\n");
+    if (b->tail) {
+        printf("# tail: every timed call timed on its own; per library the largest over ranks of "
+               "each statistic\n");
+    }
     if (b->csv) {
-        printf("size,count,type,redop,root,time_us,algbw_gbs,busbw_gbs%s,busbw_frac_memcpy\n",
+        printf("size,count,type,redop,root,time_us,algbw_gbs,busbw_gbs%s,busbw_frac_memcpy",
                b->mpi ? ",mpi_time_us,mpi_algbw_gbs,mpi_busbw_gbs,ratio,mpi_note" : "");
+        bench_tail_csv_names(b);
+        printf("\n");
     } else {
         /* The widths of bench_row_table(): 49 columns of description, 41 for cohort, 27 for
          * MPI. */
@@ -1286,6 +1478,7 @@ static void bench_header(const bench_t *b)
         printf("#%11s  %12s  %8s  %5s  %4s  %9s  %6s  %6s  %12s", "(B)", "(elements)", "", "", "",
                "(us)", "(GB/s)", "(GB/s)", "(fraction)");
         printf("%s\n", b->mpi ? "       (us)  (GB/s)  MPI/co" : "");
+        bench_tail_header(b);
     }
     fflush(stdout);
 }
@@ -1346,6 +1539,12 @@ static void bench_json_header(bench_t *b)
     bench_json_count(j, "warmup", b->warmup);
     bench_json_integer(j, "blocks", b->blocks);
     bench_json_bool(j, "check", b->check);
+    if (b->tail) {
+        /* Only with --tail, so that a run without it writes what it always did. */
+        bench_json_string(j, "tail",
+                          "every timed call timed on its own; per library the "
+                          "largest over ranks of each statistic");
+    }
     bench_json_array(j, "rows");
     fflush(b->json_file);
 }

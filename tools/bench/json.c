@@ -50,6 +50,7 @@ static void bench_json_member(bench_json_t *j, const char *key, int container)
 static void bench_json_push(bench_json_t *j, const char *key, char open, char close)
 {
     int inside_array = j->depth > 0 && j->close[j->depth - 1] == ']';
+    int inside_row = j->depth > 0 && j->oneline[j->depth - 1];
 
     assert(j->depth < BENCH_JSON_DEPTH);
     bench_json_member(j, key, 1);
@@ -57,7 +58,8 @@ static void bench_json_push(bench_json_t *j, const char *key, char open, char cl
     j->close[j->depth] = close;
     j->first[j->depth] = 1;
     j->broken[j->depth] = 0;
-    j->oneline[j->depth] = open == '{' && inside_array;
+    /* An object inside a row (--tail's) stays on the row's line, as the row does. */
+    j->oneline[j->depth] = open == '{' && (inside_array || inside_row);
     j->depth++;
 }
 

@@ -10,11 +10,13 @@
 #include "core/log.h"
 #include "core/notify.h"
 
-/* An ACK to send from progress (never from inside a UCX callback). */
+/* An ACK to send from progress (never from inside a UCX callback), and the receive that
+ * finishes when it is sent (NULL when none waits on it). */
 typedef struct {
     cohort_list_t link;
     int world_rank;
     cohort_am_hdr_t hdr;
+    cohort_xfer_t *x;
 } cohort_cma_ack_t;
 
 static int cohort_cma_world(const cohort_xfer_t *x)
@@ -69,8 +71,9 @@ int cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer)
     return 1;
 }
 
-static void cohort_cma_answer(cohort_context_t *ctx, const cohort_msg_t *m, uint64_t token,
-                              cohort_status_t status, uint32_t rtoken)
+static cohort_cma_ack_t *cohort_cma_answer(cohort_context_t *ctx, const cohort_msg_t *m,
+                                           uint64_t token, cohort_status_t status,
+                                           uint32_t rtoken)
 {
     cohort_cma_ack_t *a = calloc(1, sizeof(*a));
 
@@ -78,7 +81,7 @@ static void cohort_cma_answer(cohort_context_t *ctx, const cohort_msg_t *m, uint
         /* The sender then waits on us until its peer or its timeout fails it. */
         cohort_error(ctx, "out of memory answering a single-copy transfer from world rank %d",
                      m->hdr.wsrc);
-        return;
+        return NULL;
     }
     a->world_rank = m->hdr.wsrc;
     a->hdr.kind = COHORT_MSG_CMA_ACK;
@@ -89,6 +92,7 @@ static void cohort_cma_answer(cohort_context_t *ctx, const cohort_msg_t *m, uint
     a->hdr.wsrc = ctx->rank;
     a->hdr.tag = -1;
     cohort_list_push(&ctx->cma_acks, &a->link);
+    return a;
 }
 
 /* The kernel would not let us read the sender: ask for the data instead, and stop trying. */
@@ -116,6 +120,7 @@ static void cohort_cma_refused(cohort_context_t *ctx, cohort_xfer_t *x, const co
 
 void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m)
 {
+    cohort_cma_ack_t *a;
     cohort_cma_desc_t d;
     size_t done = 0;
 
@@ -176,8 +181,13 @@ void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t
     x->received = d.len;
     ctx->stat_cma++;
     ctx->stat_cma_bytes += d.len;
-    cohort_xfer_finish(x, COHORT_OK);
-    cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
+    a = cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
+    if (a == NULL) {
+        cohort_xfer_finish(x, COHORT_OK);
+        return;
+    }
+    a->x = x;
+    x->cma_state = COHORT_CMA_ACKING;
 }
 
 void cohort_cma_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
@@ -244,6 +254,16 @@ void cohort_cma_forget(cohort_xfer_t *x)
         cohort_map_del(&ctx->cma_recvs, x->cma_token);
     } else if (x->cma_state == COHORT_CMA_RESEND) {
         cohort_list_del(&x->link);
+    } else if (x->cma_state == COHORT_CMA_ACKING) {
+        cohort_list_t *pos, *tmp;
+        /* Given up on (cancelled, freed): its ACK still goes, the sender waits for it. */
+        cohort_list_for_each(pos, tmp, &ctx->cma_acks)
+        {
+            cohort_cma_ack_t *a = cohort_container_of(pos, cohort_cma_ack_t, link);
+            if (a->x == x) {
+                a->x = NULL;
+            }
+        }
     }
     x->cma_state = COHORT_CMA_NONE;
     x->cma_token = 0;
@@ -278,12 +298,30 @@ void cohort_cma_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t
 
 int cohort_cma_progress(cohort_context_t *ctx)
 {
+    cohort_list_t *pos, *tmp;
     int n = 0;
 
-    while (!cohort_list_empty(&ctx->cma_acks)) {
-        cohort_cma_ack_t *a = cohort_container_of(ctx->cma_acks.next, cohort_cma_ack_t, link);
+    cohort_list_for_each(pos, tmp, &ctx->cma_acks)
+    {
+        cohort_cma_ack_t *a = cohort_container_of(pos, cohort_cma_ack_t, link);
+        cohort_peer_t *peer = cohort_peer_get(ctx, a->world_rank);
+        cohort_xfer_t *x = a->x;
+
+        if (peer != NULL && !ctx->finalizing) {
+            cohort_peer_want(peer);
+        }
+        if (peer != NULL && peer->state == COHORT_PEER_LOOKING_UP) {
+            continue; /* its receive stays unfinished, so that whoever waits on it progresses */
+        }
         cohort_list_del(&a->link);
-        cohort_ctl_send(ctx, a->world_rank, &a->hdr);
+        if (peer != NULL && peer->state == COHORT_PEER_WIRED) {
+            cohort_ctl_send(ctx, a->world_rank, &a->hdr);
+        }
+        /* The data is here whether or not the sender can still be told. */
+        if (x != NULL) {
+            x->cma_state = COHORT_CMA_NONE;
+            cohort_xfer_finish(x, COHORT_OK);
+        }
         free(a);
         n++;
     }

@@ -27,7 +27,16 @@ typedef struct {
 } cohort_cma_desc_t;
 
 /* Where a transfer is in the protocol (cohort_xfer_t.cma_state). */
-enum { COHORT_CMA_NONE = 0, COHORT_CMA_SENT, COHORT_CMA_WANT_DATA, COHORT_CMA_RESEND };
+/* ACKING: a receive that has its data, done once its ACK is on a wired endpoint: finished
+ * earlier, the receiver could stop calling cohort (its part is done) while the ACK still waits
+ * for the sender's address, and the sender would wait for it forever. */
+enum {
+    COHORT_CMA_NONE = 0,
+    COHORT_CMA_SENT,
+    COHORT_CMA_WANT_DATA,
+    COHORT_CMA_RESEND,
+    COHORT_CMA_ACKING
+};
 
 /* Decide whether send @a x to @a peer goes by single copy; if so, fill its descriptor and
  * header flag and register it. @return 1 when it does. */

@@ -72,8 +72,7 @@ int cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer)
 }
 
 static cohort_cma_ack_t *cohort_cma_answer(cohort_context_t *ctx, const cohort_msg_t *m,
-                                           uint64_t token, cohort_status_t status,
-                                           uint32_t rtoken)
+                                           uint64_t token, cohort_status_t status, uint32_t rtoken)
 {
     cohort_cma_ack_t *a = calloc(1, sizeof(*a));
 

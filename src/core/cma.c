@@ -11,7 +11,8 @@
 #include "core/notify.h"
 
 /* An ACK to send from progress (never from inside a UCX callback), and the receive that
- * finishes when it is sent (NULL when none waits on it). */
+ * finishes when UCX has sent it (NULL when none waits on it). In ctx->cma_acks until handed to
+ * a wired endpoint, then in ctx->cma_acks_sent until UCX is done with it. */
 typedef struct {
     cohort_list_t link;
     int world_rank;
@@ -255,12 +256,15 @@ void cohort_cma_forget(cohort_xfer_t *x)
         cohort_list_del(&x->link);
     } else if (x->cma_state == COHORT_CMA_ACKING) {
         cohort_list_t *pos, *tmp;
+        cohort_list_t *lists[] = {&ctx->cma_acks, &ctx->cma_acks_sent};
         /* Given up on (cancelled, freed): its ACK still goes, the sender waits for it. */
-        cohort_list_for_each(pos, tmp, &ctx->cma_acks)
-        {
-            cohort_cma_ack_t *a = cohort_container_of(pos, cohort_cma_ack_t, link);
-            if (a->x == x) {
-                a->x = NULL;
+        for (int i = 0; i < 2; i++) {
+            cohort_list_for_each(pos, tmp, lists[i])
+            {
+                cohort_cma_ack_t *a = cohort_container_of(pos, cohort_cma_ack_t, link);
+                if (a->x == x) {
+                    a->x = NULL;
+                }
             }
         }
     }
@@ -295,6 +299,19 @@ void cohort_cma_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t
     cohort_cma_fail_map(ctx, &ctx->cma_recvs, world_rank, status);
 }
 
+static void cohort_cma_ack_sent(void *arg)
+{
+    cohort_cma_ack_t *a = arg;
+    cohort_xfer_t *x = a->x;
+
+    cohort_list_del(&a->link);
+    if (x != NULL) {
+        x->cma_state = COHORT_CMA_NONE;
+        cohort_xfer_finish(x, COHORT_OK);
+    }
+    free(a);
+}
+
 int cohort_cma_progress(cohort_context_t *ctx)
 {
     cohort_list_t *pos, *tmp;
@@ -313,8 +330,13 @@ int cohort_cma_progress(cohort_context_t *ctx)
             continue; /* its receive stays unfinished, so that whoever waits on it progresses */
         }
         cohort_list_del(&a->link);
+        n++;
         if (peer != NULL && peer->state == COHORT_PEER_WIRED) {
-            cohort_ctl_send(ctx, a->world_rank, &a->hdr);
+            /* Finished only when UCX has sent it: a new endpoint's first message may wait for
+             * its wireup, which needs this rank's progress. */
+            cohort_list_push(&ctx->cma_acks_sent, &a->link);
+            cohort_ctl_send_then(ctx, a->world_rank, &a->hdr, cohort_cma_ack_sent, a);
+            continue;
         }
         /* The data is here whether or not the sender can still be told. */
         if (x != NULL) {
@@ -322,7 +344,6 @@ int cohort_cma_progress(cohort_context_t *ctx)
             cohort_xfer_finish(x, COHORT_OK);
         }
         free(a);
-        n++;
     }
     while (!cohort_list_empty(&ctx->cma_resend)) {
         cohort_xfer_t *x = cohort_container_of(ctx->cma_resend.next, cohort_xfer_t, link);
@@ -336,10 +357,14 @@ int cohort_cma_progress(cohort_context_t *ctx)
 
 void cohort_cma_cleanup(cohort_context_t *ctx)
 {
-    while (!cohort_list_empty(&ctx->cma_acks)) {
-        cohort_cma_ack_t *a = cohort_container_of(ctx->cma_acks.next, cohort_cma_ack_t, link);
-        cohort_list_del(&a->link);
-        free(a);
+    cohort_list_t *lists[] = {&ctx->cma_acks, &ctx->cma_acks_sent};
+
+    for (int i = 0; i < 2; i++) {
+        while (!cohort_list_empty(lists[i])) {
+            cohort_cma_ack_t *a = cohort_container_of(lists[i]->next, cohort_cma_ack_t, link);
+            cohort_list_del(&a->link);
+            free(a);
+        }
     }
     cohort_map_cleanup(&ctx->cma_sends);
     cohort_map_cleanup(&ctx->cma_recvs);

@@ -327,6 +327,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_list_init(&ctx->ready);
     cohort_list_init(&ctx->notices);
     cohort_list_init(&ctx->cma_acks);
+    cohort_list_init(&ctx->cma_acks_sent);
     cohort_list_init(&ctx->cma_resend);
     cohort_map_init(&ctx->cma_sends);
     cohort_map_init(&ctx->cma_recvs);

@@ -60,12 +60,13 @@ struct cohort_context {
     cohort_map_t cma_recvs;   /* token -> receive waiting for data it asked for */
     uint64_t cma_next;
     uint32_t cma_rnext;
-    cohort_list_t cma_acks;     /* ACKs to send */
-    cohort_list_t cma_resend;   /* sends whose receiver asked for the data */
-    int cma_usable;             /* the kernel lets this process read its peers */
-    cohort_list_t ctl_inflight; /* control messages UCX has not completed */
-    cohort_list_t ctl_resend;   /* control messages a force-close cancelled, to send again */
-    double watch_next;          /* when waits are next looked over (COHORT_WATCH_S) */
+    cohort_list_t cma_acks;      /* ACKs to send */
+    cohort_list_t cma_acks_sent; /* ACKs UCX has not finished sending */
+    cohort_list_t cma_resend;    /* sends whose receiver asked for the data */
+    int cma_usable;              /* the kernel lets this process read its peers */
+    cohort_list_t ctl_inflight;  /* control messages UCX has not completed */
+    cohort_list_t ctl_resend;    /* control messages a force-close cancelled, to send again */
+    double watch_next;           /* when waits are next looked over (COHORT_WATCH_S) */
     unsigned watch_tick;
     cohort_list_t requests; /* every request not yet released (live or user-freed) */
     cohort_list_t req_free; /* released request blocks, for reuse */

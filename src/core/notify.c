@@ -22,7 +22,17 @@ typedef struct {
     cohort_list_t link; /* in peer->ctl_pending, ctx->ctl_inflight or ctx->ctl_resend */
     cohort_peer_t *peer;
     uint8_t hdr[COHORT_AM_HDR_BYTES];
+    void (*done)(void *arg); /* when it has left, failed or been dropped; NULL: nobody asks */
+    void *arg;
 } cohort_ctl_t;
+
+static void cohort_ctl_free(cohort_ctl_t *m)
+{
+    if (m->done != NULL) {
+        m->done(m->arg);
+    }
+    free(m);
+}
 
 /* How often waits are looked over for peers to watch, at most. */
 #define COHORT_WATCH_SCAN_S 0.1
@@ -103,7 +113,7 @@ static void cohort_ctl_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
         cohort_list_push(&peer->ctx->ctl_resend, &m->link);
         return;
     }
-    free(m);
+    cohort_ctl_free(m);
 }
 
 static void cohort_ctl_issue(cohort_ctl_t *m)
@@ -123,7 +133,7 @@ static void cohort_ctl_issue(cohort_ctl_t *m)
         cohort_list_push(&peer->ctx->ctl_inflight, &m->link);
         return;
     }
-    free(m);
+    cohort_ctl_free(m);
 }
 
 /* On to its peer: sent when wired, queued while its address is looked up, else dropped.
@@ -140,7 +150,7 @@ static int cohort_ctl_route(cohort_ctl_t *m)
     } else if (peer->state == COHORT_PEER_LOOKING_UP) {
         cohort_list_push(&peer->ctl_pending, &m->link);
     } else {
-        free(m); /* failed or gone: nobody to tell */
+        cohort_ctl_free(m); /* failed or gone: nobody to tell */
         return -1;
     }
     return 0;
@@ -160,22 +170,30 @@ static int cohort_ctl_resend(cohort_context_t *ctx)
     return n;
 }
 
-int cohort_ctl_send(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h)
+int cohort_ctl_send_then(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h,
+                         void (*done)(void *arg), void *arg)
 {
     cohort_peer_t *peer = cohort_peer_get(ctx, world_rank);
     cohort_ctl_t *m;
 
-    if (peer == NULL || peer->state == COHORT_PEER_FAILED || peer->state == COHORT_PEER_LEFT) {
-        return -1;
-    }
-    m = malloc(sizeof(*m));
-    if (m == NULL) {
+    if (peer == NULL || peer->state == COHORT_PEER_FAILED || peer->state == COHORT_PEER_LEFT ||
+        (m = malloc(sizeof(*m))) == NULL) {
+        if (done != NULL) {
+            done(arg);
+        }
         return -1;
     }
     m->peer = peer;
+    m->done = done;
+    m->arg = arg;
     cohort_am_hdr_encode(h, m->hdr);
     cohort_list_init(&m->link);
     return cohort_ctl_route(m);
+}
+
+int cohort_ctl_send(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h)
+{
+    return cohort_ctl_send_then(ctx, world_rank, h, NULL, NULL);
 }
 
 void cohort_ctl_flush(cohort_peer_t *peer)
@@ -192,7 +210,7 @@ void cohort_ctl_drop(cohort_peer_t *peer)
     while (!cohort_list_empty(&peer->ctl_pending)) {
         cohort_ctl_t *m = cohort_container_of(peer->ctl_pending.next, cohort_ctl_t, link);
         cohort_list_del(&m->link);
-        free(m);
+        cohort_ctl_free(m);
     }
 }
 

@@ -299,6 +299,7 @@ void cohort_cma_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t
     cohort_cma_fail_map(ctx, &ctx->cma_recvs, world_rank, status);
 }
 
+/* The ACK has left (or cannot go): its receive, if still wanted, is done. */
 static void cohort_cma_ack_sent(void *arg)
 {
     cohort_cma_ack_t *a = arg;
@@ -321,7 +322,6 @@ int cohort_cma_progress(cohort_context_t *ctx)
     {
         cohort_cma_ack_t *a = cohort_container_of(pos, cohort_cma_ack_t, link);
         cohort_peer_t *peer = cohort_peer_get(ctx, a->world_rank);
-        cohort_xfer_t *x = a->x;
 
         if (peer != NULL && !ctx->finalizing) {
             cohort_peer_want(peer);
@@ -329,21 +329,16 @@ int cohort_cma_progress(cohort_context_t *ctx)
         if (peer != NULL && peer->state == COHORT_PEER_LOOKING_UP) {
             continue; /* its receive stays unfinished, so that whoever waits on it progresses */
         }
-        cohort_list_del(&a->link);
         n++;
         if (peer != NULL && peer->state == COHORT_PEER_WIRED) {
             /* Finished only when UCX has sent it: a new endpoint's first message may wait for
              * its wireup, which needs this rank's progress. */
+            cohort_list_del(&a->link);
             cohort_list_push(&ctx->cma_acks_sent, &a->link);
             cohort_ctl_send_then(ctx, a->world_rank, &a->hdr, cohort_cma_ack_sent, a);
-            continue;
+        } else {
+            cohort_cma_ack_sent(a); /* nobody to tell: the data is here all the same */
         }
-        /* The data is here whether or not the sender can still be told. */
-        if (x != NULL) {
-            x->cma_state = COHORT_CMA_NONE;
-            cohort_xfer_finish(x, COHORT_OK);
-        }
-        free(a);
     }
     while (!cohort_list_empty(&ctx->cma_resend)) {
         cohort_xfer_t *x = cohort_container_of(ctx->cma_resend.next, cohort_xfer_t, link);

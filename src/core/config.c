@@ -85,6 +85,18 @@ static int cohort_config_choice(const char *value, const char *const *choices)
     return -1;
 }
 
+/* One of @a choices: its index, or -1 with "NAME=value: expected <expected>" in err. */
+static int cohort_config_pick(const char *name, const char *value, const char *const *choices,
+                              const char *expected, char *err, size_t errlen)
+{
+    int idx = cohort_config_choice(value, choices);
+
+    if (idx < 0) {
+        snprintf(err, errlen, "%s=%s: expected %s", name, value, expected);
+    }
+    return idx;
+}
+
 static cohort_status_t cohort_config_seconds(const char *name, const char *value, const char *zero,
                                              double *out, char *err, size_t errlen)
 {
@@ -146,14 +158,16 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
     static const char *const modes[] = {"yield", "spin", "block", NULL};
     static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
     static const char *const ipc_modes[] = {"auto", "off", "on", NULL}; /* cohort_cuda_ipc_mode_t */
+    static const char *const cma[] = {"off", "auto", "on", NULL};       /* cohort_cma_mode_t */
+    static const char *const bools[] = {"0", "1", NULL};
+    static const char *const cuda[] = {"auto", "off", NULL};
     char *end;
     int idx;
 
     *known = 1;
     if (strcmp(name, "COHORT_PMIX_PLUGIN") == 0) {
-        if (cohort_config_choice(value, plugins) < 0) {
-            snprintf(err, errlen, "COHORT_PMIX_PLUGIN=%s: expected dmodex, fence, global or group",
-                     value);
+        if (cohort_config_pick(name, value, plugins, "dmodex, fence, global or group", err,
+                               errlen) < 0) {
             return COHORT_ERR_INVALID_ARG;
         }
         snprintf(cfg->pmix_plugin, sizeof(cfg->pmix_plugin), "%s", value);
@@ -165,9 +179,8 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         }
         snprintf(cfg->plugin_path, sizeof(cfg->plugin_path), "%s", value);
     } else if (strcmp(name, "COHORT_PROGRESS") == 0) {
-        idx = cohort_config_choice(value, modes);
-        if (idx < 0) {
-            snprintf(err, errlen, "COHORT_PROGRESS=%s: expected yield, spin or block", value);
+        if ((idx = cohort_config_pick(name, value, modes, "yield, spin or block", err, errlen)) <
+            0) {
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->progress = (cohort_progress_mode_t)idx;
@@ -178,36 +191,29 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
     } else if (strcmp(name, "COHORT_WATCH_S") == 0) {
         return cohort_config_seconds(name, value, "never", &cfg->watch_s, err, errlen);
     } else if (strcmp(name, "COHORT_CHECK") == 0) {
-        if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
-            snprintf(err, errlen, "COHORT_CHECK=%s: expected 0 or 1", value);
+        if ((idx = cohort_config_pick(name, value, bools, "0 or 1", err, errlen)) < 0) {
             return COHORT_ERR_INVALID_ARG;
         }
-        cfg->check = value[0] == '1';
+        cfg->check = idx;
     } else if (strcmp(name, "COHORT_CUDA") == 0) {
-        if (strcmp(value, "auto") != 0 && strcmp(value, "off") != 0) {
-            snprintf(err, errlen, "COHORT_CUDA=%s: expected auto or off", value);
+        if ((idx = cohort_config_pick(name, value, cuda, "auto or off", err, errlen)) < 0) {
             return COHORT_ERR_INVALID_ARG;
         }
-        cfg->cuda_off = value[0] == 'o';
+        cfg->cuda_off = idx;
     } else if (strcmp(name, "COHORT_CUDA_IPC") == 0) {
-        idx = cohort_config_choice(value, ipc_modes);
-        if (idx < 0) {
-            snprintf(err, errlen, "COHORT_CUDA_IPC=%s: expected auto, off or on", value);
+        if ((idx = cohort_config_pick(name, value, ipc_modes, "auto, off or on", err, errlen)) <
+            0) {
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->cuda_ipc = idx;
     } else if (strcmp(name, "COHORT_LOG") == 0) {
-        idx = cohort_config_choice(value, levels);
-        if (idx < 0) {
-            snprintf(err, errlen, "COHORT_LOG=%s: expected error, warn, info or debug", value);
+        if ((idx = cohort_config_pick(name, value, levels, "error, warn, info or debug", err,
+                                      errlen)) < 0) {
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->log_level = idx;
     } else if (strcmp(name, "COHORT_CMA") == 0) {
-        static const char *const cma[] = {"off", "auto", "on", NULL};
-        idx = cohort_config_choice(value, cma);
-        if (idx < 0) {
-            snprintf(err, errlen, "COHORT_CMA=%s: expected auto, on or off", value);
+        if ((idx = cohort_config_pick(name, value, cma, "auto, on or off", err, errlen)) < 0) {
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->cma = (cohort_cma_mode_t)idx;

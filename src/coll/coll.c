@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
+#include "coll/coll_reduce.h"
 #include "core/am.h"
 #include "core/context.h"
 #include "core/log.h"
@@ -23,6 +24,36 @@ cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
 
     b->step = step;
     return cohort_xfer_recv(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->fp, buf, len);
+}
+
+cohort_status_t cohort_coll_flat_round(cohort_request_t *req, cohort_xfer_t *x, int *posted,
+                                       int step, int root, void *rx, size_t rx_each, const void *tx,
+                                       size_t tx_len)
+{
+    int n = req->comm->size, me = req->comm->rank;
+    cohort_status_t status = COHORT_OK;
+
+    for (int k = 0; k < n && !*posted && status == COHORT_OK; k++) {
+        if (k == me) {
+            continue;
+        }
+        if (root < 0 || k == root) {
+            status =
+                cohort_coll_recv(req, &x[k], k, step, (char *)rx + (size_t)k * rx_each, rx_each);
+        }
+        if ((root < 0 || me == root) && status == COHORT_OK) {
+            status = cohort_coll_send(req, &x[n + k], k, step, tx, tx_len);
+        }
+    }
+    if (status != COHORT_OK) {
+        return status;
+    }
+    *posted = 1;
+    status = cohort_coll_xfers_wait(x, 2 * n);
+    if (status == COHORT_OK) {
+        *posted = 0;
+    }
+    return status;
 }
 
 cohort_status_t cohort_coll_xfers_status(const cohort_xfer_t *xs, int n)
@@ -160,10 +191,10 @@ static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
     }
 
     /* A collective that fails has spent its number on this rank and maybe not on the others:
-     * they are out of step, and the group says so from now on. A mismatch is reported alike
-     * on every member, which stay in step. */
+     * they are out of step, and the group says so from now on. A mismatch, or an error the
+     * members agreed on, is reported alike on every member, which stay in step. */
     if (status != COHORT_OK && status != COHORT_INPROGRESS && status != COHORT_ERR_MISMATCH &&
-        req->comm != NULL) {
+        !b->agreed && req->comm != NULL) {
         cohort_comm_revoke(req->comm, status, "a collective failed");
     }
     return status;
@@ -219,7 +250,7 @@ static void cohort_coll_ops_describe(const cohort_request_t *req, char *buf, siz
  * never take, and their messages arriving for nothing: the group is out of step. */
 static void cohort_coll_ops_cancel(cohort_request_t *req, cohort_status_t status)
 {
-    if (req->comm != NULL && status != COHORT_ERR_MISMATCH) {
+    if (req->comm != NULL && status != COHORT_ERR_MISMATCH && !cohort_coll_base(req)->agreed) {
         cohort_comm_revoke(req->comm, status, "a collective was cancelled");
     }
 }
@@ -231,6 +262,22 @@ static const cohort_request_ops_t cohort_coll_ops = {
     .release = cohort_coll_ops_release,
     .describe = cohort_coll_ops_describe,
 };
+
+int cohort_coll_node_local(cohort_comm_t *g)
+{
+    cohort_context_t *ctx = g->ctx;
+
+    if (g->node_local == 0) {
+        g->node_local = 1;
+        for (int k = 0; k < g->size && g->node_local > 0; k++) {
+            cohort_peer_t *peer = cohort_peer_get(ctx, cohort_comm_world_rank(g, k));
+            if (peer == NULL || (peer->rank != ctx->rank && !cohort_peer_same_node(peer))) {
+                g->node_local = -1;
+            }
+        }
+    }
+    return g->node_local > 0 && !g->direct_off && ctx->cma_direct;
+}
 
 /* Start wiring every peer the algorithm will send to, so the lookups overlap. */
 static void cohort_coll_announce(cohort_comm_t *g, const cohort_coll_args_t *a,
@@ -275,7 +322,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     }
     algo = cohort_coll_cuda_ipc_pick(g, &a);
     if (algo == NULL) {
-        algo = cohort_coll_select(g->ctx, &a, g->size);
+        algo = cohort_coll_select(g->ctx, &a, g->size, cohort_coll_node_local(g));
     }
     if (algo == NULL) {
         cohort_error(g->ctx, "cohort_%s: no algorithm available", cohort_coll_names[a.coll]);

@@ -55,6 +55,9 @@ typedef struct cohort_coll_algo {
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
     /* Nonzero: takes device buffers itself (cuda_ipc.c), so they are not staged. */
     int device;
+    /* Nonzero: reads the members' buffers by single copy (direct.c), so it is chosen only
+     * when every member shares this node and single copy may be tried. */
+    int node;
 } cohort_coll_algo_t;
 
 /* COHORT_CHECK=1: the members' agreement on a collective's arguments (check.c). */
@@ -88,6 +91,7 @@ typedef struct {
     uint32_t seq; /* the group's collective number */
     uint32_t fp;  /* fingerprint checked under COHORT_CHECK=1 */
     int step;     /* the algorithm's current step, for timeout messages */
+    int agreed;   /* the error returned is every member's alike (direct.c): they stay in step */
     int nxfers;
     cohort_xfer_t *xfers;       /* every transfer the algorithm may post, for cancel/describe */
     cohort_coll_check_t *check; /* COHORT_CHECK=1 only: after the algorithm's state */
@@ -104,6 +108,13 @@ cohort_status_t cohort_coll_send(cohort_request_t *req, cohort_xfer_t *x, int pe
                                  const void *buf, size_t len);
 cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, int step,
                                  void *buf, size_t len);
+/* One round of a flat exchange at @a step: with every other member (@a root < 0), or from
+ * @a root to the others. Receive k lands at rx + k * rx_each, in slot x[k]; the send to k is
+ * slot x[n + k]. Posted once (*posted set), then COHORT_INPROGRESS until every slot is done;
+ * *posted is cleared on success, for the next round. */
+cohort_status_t cohort_coll_flat_round(cohort_request_t *req, cohort_xfer_t *x, int *posted,
+                                       int step, int root, void *rx, size_t rx_each, const void *tx,
+                                       size_t tx_len);
 /* Returns COHORT_INPROGRESS while any of xs[0..n) is pending, else the first error or OK. */
 cohort_status_t cohort_coll_xfers_status(const cohort_xfer_t *xs, int n);
 
@@ -140,9 +151,12 @@ cohort_status_t cohort_coll_run(cohort_comm_t *comm, const cohort_coll_args_t *a
 /* The value in effect of tuning parameter @a i of the request's algorithm. */
 size_t cohort_coll_knob(const cohort_request_t *req, int i);
 
-/* Algorithm table (select.c). */
+/* Algorithm table (select.c). @a node: the group may take node-only algorithms. */
 const cohort_coll_algo_t *cohort_coll_select(const cohort_context_t *ctx,
-                                             const cohort_coll_args_t *args, int gsize);
+                                             const cohort_coll_args_t *args, int gsize, int node);
+/* Whether every member of @a g shares this node and single copy may be tried among them:
+ * placement and settings only, so every member answers alike (asked once, then cached). */
+int cohort_coll_node_local(cohort_comm_t *g);
 /* Read every COHORT_ALGO_* setting into the context's selection (ctx->coll); an unknown
  * collective or algorithm is an error naming the valid ones. */
 cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errlen);

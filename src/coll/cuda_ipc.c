@@ -147,36 +147,12 @@ static cohort_status_t ipc_start(cohort_request_t *req)
     return COHORT_OK;
 }
 
-/* Post this phase's n-1 receives and n-1 sends (step @a step) once; COHORT_INPROGRESS until
- * all are done. */
+/* This phase's n-1 receives and n-1 sends (step @a step). */
 static cohort_status_t ipc_round(cohort_request_t *req, ipc_state_t *s, int step, void *rx,
                                  size_t rx_each, const void *tx, size_t tx_len)
 {
-    int n = req->comm->size, me = req->comm->rank;
-    cohort_xfer_t *x = s->base.xfers + (size_t)step * 2 * (size_t)n;
-    cohort_status_t status;
-
-    if (!s->posted) {
-        for (int k = 0; k < n; k++) {
-            if (k == me) {
-                continue;
-            }
-            status =
-                cohort_coll_recv(req, &x[k], k, step, (char *)rx + (size_t)k * rx_each, rx_each);
-            if (status == COHORT_OK) {
-                status = cohort_coll_send(req, &x[n + k], k, step, tx, tx_len);
-            }
-            if (status != COHORT_OK) {
-                return status;
-            }
-        }
-        s->posted = 1;
-    }
-    status = cohort_coll_xfers_wait(x, 2 * n);
-    if (status == COHORT_OK) {
-        s->posted = 0;
-    }
-    return status;
+    return cohort_coll_flat_round(req, s->base.xfers + (size_t)step * 2 * (size_t)req->comm->size,
+                                  &s->posted, step, -1, rx, rx_each, tx, tx_len);
 }
 
 static cohort_status_t ipc_map(cohort_request_t *req, ipc_state_t *s)

@@ -31,6 +31,7 @@ void cohort_cma_init(cohort_context_t *ctx)
     int scope = 0;
 
     ctx->cma_usable = ctx->cfg.cma != COHORT_CMA_OFF;
+    ctx->cma_direct = ctx->cma_usable;
     if (ctx->cfg.cma != COHORT_CMA_AUTO) {
         return;
     }
@@ -39,6 +40,7 @@ void cohort_cma_init(cohort_context_t *ctx)
     if (f != NULL) {
         if (fscanf(f, "%d", &scope) == 1 && scope > 0) {
             ctx->cma_usable = 0;
+            ctx->cma_direct = 0;
             cohort_info(ctx, "single copy off: kernel.yama.ptrace_scope is %d", scope);
         }
         fclose(f);
@@ -118,11 +120,54 @@ static void cohort_cma_refused(cohort_context_t *ctx, cohort_xfer_t *x, const co
     cohort_cma_answer(ctx, m, token, COHORT_ERR_UNSUPPORTED, rtoken);
 }
 
+cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t pid, void *dst,
+                                uint64_t addr, size_t len, const char **why)
+{
+    size_t done = 0;
+
+    if (cohort_fault(ctx, COHORT_FAULT_CMA)) {
+        *why = "COHORT_FAULT";
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    while (done < len) {
+        struct iovec local = {(char *)dst + done, len - done};
+        struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
+        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EPERM || errno == ENOSYS || errno == EACCES)) {
+            *why = strerror(errno);
+            return COHORT_ERR_UNSUPPORTED;
+        }
+        /* Gone (ESRCH), or its buffer went away under us (EFAULT: it gave up on this send). */
+        cohort_error(ctx, "single-copy read of %zu bytes from world rank %d failed: %s", len,
+                     world_rank, n < 0 ? strerror(errno) : "no data");
+        if (n < 0 && errno == ESRCH) {
+            cohort_peer_t *peer = cohort_peer_get(ctx, world_rank);
+            if (peer != NULL && peer->state != COHORT_PEER_FAILED) {
+                cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, "its process is gone");
+            }
+            return COHORT_ERR_PEER_FAILED;
+        }
+        return COHORT_ERR_UCX;
+    }
+    ctx->stat_cma++;
+    ctx->stat_cma_bytes += len;
+    return COHORT_OK;
+}
+
 void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m)
 {
     cohort_cma_ack_t *a;
     cohort_cma_desc_t d;
-    size_t done = 0;
+    cohort_status_t status;
+    const char *why = NULL;
 
     if (m->desc != NULL || m->len != sizeof(d)) {
         ctx->stat_rejected++;
@@ -143,44 +188,19 @@ void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t
         cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
         return;
     }
-    if (cohort_fault(ctx, COHORT_FAULT_CMA)) {
-        cohort_cma_refused(ctx, x, m, d.token, "COHORT_FAULT");
+    status = cohort_cma_pull(ctx, m->hdr.wsrc, d.pid, x->buf, d.addr, d.len, &why);
+    if (status == COHORT_ERR_UNSUPPORTED) {
+        cohort_cma_refused(ctx, x, m, d.token, why);
         return;
     }
-    while (done < d.len) {
-        struct iovec local = {(char *)x->buf + done, d.len - done};
-        struct iovec remote = {(void *)(uintptr_t)(d.addr + done), d.len - done};
-        ssize_t n = process_vm_readv(d.pid, &local, 1, &remote, 1, 0);
-
-        if (n > 0) {
-            done += (size_t)n;
-            continue;
+    if (status != COHORT_OK) {
+        cohort_xfer_finish(x, status);
+        if (status != COHORT_ERR_PEER_FAILED) {
+            cohort_cma_answer(ctx, m, d.token, status, 0);
         }
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0 && (errno == EPERM || errno == ENOSYS || errno == EACCES)) {
-            cohort_cma_refused(ctx, x, m, d.token, strerror(errno));
-            return;
-        }
-        /* Gone (ESRCH), or its buffer went away under us (EFAULT: it gave up on this send). */
-        cohort_error(ctx, "single-copy read of %llu bytes from world rank %d failed: %s",
-                     (unsigned long long)d.len, m->hdr.wsrc, n < 0 ? strerror(errno) : "no data");
-        if (n < 0 && errno == ESRCH) {
-            cohort_peer_t *peer = cohort_peer_get(ctx, m->hdr.wsrc);
-            cohort_xfer_finish(x, COHORT_ERR_PEER_FAILED);
-            if (peer != NULL && peer->state != COHORT_PEER_FAILED) {
-                cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, "its process is gone");
-            }
-            return;
-        }
-        cohort_xfer_finish(x, COHORT_ERR_UCX);
-        cohort_cma_answer(ctx, m, d.token, COHORT_ERR_UCX, 0);
         return;
     }
     x->received = d.len;
-    ctx->stat_cma++;
-    ctx->stat_cma_bytes += d.len;
     a = cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
     if (a == NULL) {
         cohort_xfer_finish(x, COHORT_OK);

@@ -64,6 +64,8 @@ struct cohort_context {
     cohort_list_t cma_acks_sent; /* ACKs UCX has not finished sending */
     cohort_list_t cma_resend;    /* sends whose receiver asked for the data */
     int cma_usable;              /* the kernel lets this process read its peers */
+    int cma_direct;              /* the same, as found at init and never changed since: what direct
+                                  * algorithms go by, so every member of a node chooses alike */
     cohort_list_t ctl_inflight;  /* control messages UCX has not completed */
     cohort_list_t ctl_resend;    /* control messages a force-close cancelled, to send again */
     double watch_next;           /* when waits are next looked over (COHORT_WATCH_S) */
@@ -89,7 +91,7 @@ struct cohort_context {
     uint64_t stat_msgs;
     uint64_t stat_rejected; /* malformed messages, or from a non-member */
     uint64_t stat_failed;   /* peers marked failed */
-    uint64_t stat_cma;      /* messages received by single copy, and their bytes */
+    uint64_t stat_cma;      /* single-copy reads (cohort_cma_pull), and their bytes */
     uint64_t stat_cma_bytes;
     int in_progress; /* guards against re-entering progress from a callback */
     int finalizing;

@@ -10,6 +10,8 @@
 /* run: 8 COHORT_ALGO_BCAST=scatter_allgather COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise */
 /* run: 3 COHORT_CHECK=1 COHORT_PROGRESS=block */
 /* run: 6 COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_ALLTOALL_PAIRWISE_WINDOW=1 */
+/* run: 4 COHORT_ALGO_BCAST=direct COHORT_ALGO_ALLGATHER=direct COHORT_ALGO_ALLTOALL=direct */
+/* run: 3 COHORT_ALGO_BCAST=direct COHORT_ALGO_ALLGATHER=direct COHORT_ALGO_ALLTOALL=direct */
 /* run: singleton */
 /* clang-format on */
 /*

@@ -9,6 +9,8 @@
 /* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=rndv COHORT_CMA=on COHORT_CMA_MIN=4096 */
 /* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=rndv COHORT_CMA=off */
 /* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=overlap */
+/* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=allreduce COHORT_ALGO_ALLREDUCE=direct */
+/* run: 8 --enable-recovery --expect-passed=7 DEATH_CASE=bcast_root COHORT_ALGO_BCAST=direct */
 /*
  * A rank dies (SIGKILL, between two calls of a loop) and fails only its own groups.
  *

@@ -22,7 +22,8 @@ static cohort_status_t setup_env(char **env)
     return st != COHORT_OK ? st : cohort_coll_config(&ctx, err, sizeof(err));
 }
 
-static const char *pick(cohort_coll_type_t coll, size_t bytes, int gsize)
+/* @a node: every member on one node, single copy possible. */
+static const char *pick_at(cohort_coll_type_t coll, size_t bytes, int gsize, int node)
 {
     cohort_coll_args_t a;
 
@@ -30,7 +31,12 @@ static const char *pick(cohort_coll_type_t coll, size_t bytes, int gsize)
     a.coll = coll;
     a.count = bytes;
     a.esize = 1;
-    return cohort_coll_select(&ctx, &a, gsize)->name;
+    return cohort_coll_select(&ctx, &a, gsize, node)->name;
+}
+
+static const char *pick(cohort_coll_type_t coll, size_t bytes, int gsize)
+{
+    return pick_at(coll, bytes, gsize, 0);
 }
 
 START_TEST(test_defaults)
@@ -58,6 +64,19 @@ START_TEST(test_defaults)
     ck_assert_str_eq(pick(COHORT_COLL_ALLTOALL, 8, 4), "pairwise");
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE_SCATTER, 256 * 1024, 4), "recursive_halving");
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE_SCATTER, 256 * 1024 + 1, 4), "ring");
+    /* every member on this node: direct reads from the measured sizes, the others below */
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 256 * 1024, 4, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 256 * 1024 - 1, 4, 1), "rabenseifner");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64u << 20, 8, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024, 2, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024 - 1, 2, 1), "ring");
+    ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 64 * 1024, 4, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 8u << 20, 4, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, (8u << 20) - 1, 4, 1), "knomial");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16u << 20, 4, 1), "pairwise");
+    /* a group of one, or nothing to move: declined */
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 1u << 20, 1, 1), "rabenseifner");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 0, 4, 1), "bruck");
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE_SCATTER, 4096, 3), "recursive_halving");
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE_SCATTER, 8192, 3), "ring");
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE, 1u << 30, 5), "knomial");
@@ -67,12 +86,20 @@ END_TEST
 START_TEST(test_overrides)
 {
     char *one[] = {"COHORT_ALGO_ALLREDUCE=ring", NULL};
+    char *direct[] = {"COHORT_ALGO_ALLTOALL=direct", NULL};
     char *ranges[] = {"COHORT_ALGO_ALLREDUCE=0-64k:recursive_doubling,64k-1m:rabenseifner", NULL};
 
     ck_assert_int_eq(setup_env(one), COHORT_OK);
     ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 8, 2), "ring");
     ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 1u << 30, 64), "ring");
     ck_assert_str_eq(pick(COHORT_COLL_BCAST, 8, 2), "knomial");
+    /* a user's rule comes before the node-only defaults */
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 16u << 20, 2, 1), "ring");
+
+    ck_assert_int_eq(setup_env(direct), COHORT_OK);
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 8, 2, 1), "direct");
+    /* named, but the members are not all on this node: the defaults */
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 8, 2, 0), "pairwise");
 
     ck_assert_int_eq(setup_env(ranges), COHORT_OK);
     ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 64 * 1024 - 1, 16), "recursive_doubling");
@@ -146,7 +173,7 @@ START_TEST(test_knobs)
         a.esize = 1;
         r.req.ctx = &ctx;
         r.req.state = &r.base;
-        r.base.algo = cohort_coll_select(&ctx, &a, 8);
+        r.base.algo = cohort_coll_select(&ctx, &a, 8, 0);
         ck_assert_str_eq(r.base.algo->name, "ring");
         ck_assert_uint_eq(cohort_coll_knob(&r.req, 0), 1u << 20);
         ck_assert_uint_eq(cohort_coll_knob(&r.req, 1), 8);

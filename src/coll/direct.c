@@ -1,0 +1,366 @@
+/*
+ * Same-node collectives by direct reads (the host twin of cuda_ipc.c): every member reads the
+ * others' buffers straight out of their address spaces with single copy (cma.h), so each byte
+ * crosses memory once and no rank waits on a chain of steps.
+ *
+ * Phases: exchange descriptors (pid, the input's and the output's addresses) with every member
+ * (bcast: the root's to the others); read: allreduce and reduce_scatter combine this rank's
+ * block of every input, a cache-sized chunk at a time, so that the reduction takes its operand
+ * from cache and not from memory; allgather, alltoall and bcast copy the peers' blocks straight
+ * into the receive buffer; signal; allreduce then copies the other blocks from their owners'
+ * outputs and signals again. A rank completes only once every rank that reads its buffers has
+ * signalled, so its buffers stay valid while they are read.
+ *
+ * Members must choose alike, so this is chosen by placement and settings only (every member on
+ * this node, single copy not off), never by this rank's buffers. The signal carries how this
+ * rank's reads went: a read the kernel refuses (a policy that differs between ranks; the
+ * ptrace scope is checked at init) fails that call on every member with COHORT_ERR_UNSUPPORTED,
+ * and the group takes the network algorithms from then on, alike, since every member saw the
+ * same signals. A member that dies fails the reads and receives that wait on it.
+ */
+#include <string.h>
+#include <unistd.h>
+#include "coll/coll_reduce.h"
+#include "core/cma.h"
+#include "core/log.h"
+#include "core/scratch.h"
+
+typedef enum { D_EXCHANGE, D_READ, D_SYNC } direct_phase_t;
+
+enum { D_STEP_DESC, D_STEP_SYNC1, D_STEP_SYNC2, D_STEPS };
+
+/* Who talks to whom in a round: everyone with everyone, or the root to the others. Signals
+ * always go to everyone: a refusal must be known to every member, which then choose alike. */
+typedef enum { D_ALL, D_FROM_ROOT } direct_pattern_t;
+
+/* What a signal says about the reads of the one that sent it. */
+enum { D_READ_OK = 1, D_READ_REFUSED, D_READ_FAILED };
+
+typedef struct {
+    uint64_t in, out; /* addresses in the sender's process */
+    int32_t pid;
+    uint32_t pad;
+} direct_desc_t;
+
+typedef struct {
+    cohort_coll_base_t base;
+    direct_phase_t phase;
+    int pass;           /* 0: the first reads; 1: allreduce's second */
+    int posted;         /* the current round's messages are posted */
+    size_t one;         /* bytes of one block (per rank, per pair) */
+    char *tmp;          /* a chunk of a peer's input, for the reductions */
+    char *copy;         /* in-place alltoall: the input, read by the others */
+    uint8_t signal;     /* D_READ_* this rank sends */
+    cohort_status_t rc; /* this rank's own read error, returned after the signal */
+    direct_desc_t mine;
+    direct_desc_t *peers; /* n */
+    uint8_t *sig_rx;      /* 2n */
+    /* then xfers: D_STEPS rounds x (n receives + n sends), own rank's slots unused */
+} direct_state_t;
+
+#define DIRECT_CHUNK 0 /* knob index */
+
+static size_t direct_state_size(const cohort_coll_args_t *args, int n)
+{
+    (void)args;
+    return sizeof(direct_state_t) + (size_t)n * (sizeof(direct_desc_t) + 2) +
+           2 * D_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64;
+}
+
+static int direct_decline(const cohort_coll_args_t *args, int gsize)
+{
+    return gsize < 2 || args->count == 0;
+}
+
+static cohort_status_t direct_start(cohort_request_t *req)
+{
+    direct_state_t *s = req->state;
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
+    const char *in = cohort_coll_input(a);
+    char *p = (char *)(s + 1);
+
+    s->peers = (direct_desc_t *)p;
+    p += (size_t)n * sizeof(direct_desc_t);
+    s->sig_rx = (uint8_t *)p;
+    p += 2 * (size_t)n;
+    s->base.xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+    s->base.nxfers = 2 * D_STEPS * n;
+    s->one = a->count * a->esize;
+    s->mine.pid = (int32_t)getpid();
+    s->mine.out = (uint64_t)(uintptr_t)a->rbuf;
+    switch (a->coll) {
+    case COHORT_COLL_ALLREDUCE:
+    case COHORT_COLL_REDUCE_SCATTER:
+        s->tmp = cohort_scratch_get(req->ctx, cohort_coll_knob(req, DIRECT_CHUNK));
+        if (s->tmp == NULL) {
+            return COHORT_ERR_NO_MEMORY;
+        }
+        break;
+    case COHORT_COLL_ALLGATHER:
+        if (a->sbuf == COHORT_IN_PLACE) {
+            in = (const char *)a->rbuf + (size_t)me * s->one;
+        } else {
+            memcpy((char *)a->rbuf + (size_t)me * s->one, in, s->one);
+        }
+        break;
+    case COHORT_COLL_ALLTOALL:
+        /* In place, this rank writes the blocks the others read: they read a copy. */
+        if (a->sbuf == COHORT_IN_PLACE) {
+            s->copy = cohort_scratch_get(req->ctx, (size_t)n * s->one);
+            if (s->copy == NULL) {
+                return COHORT_ERR_NO_MEMORY;
+            }
+            memcpy(s->copy, a->rbuf, (size_t)n * s->one);
+            in = s->copy;
+        } else {
+            memcpy((char *)a->rbuf + (size_t)me * s->one, in + (size_t)me * s->one, s->one);
+        }
+        break;
+    default: /* bcast: the root's buffer */
+        in = a->rbuf;
+        break;
+    }
+    s->mine.in = (uint64_t)(uintptr_t)in;
+    s->phase = D_EXCHANGE;
+    return COHORT_OK;
+}
+
+/* Round @a step of 2n slots (the root's to the others for D_FROM_ROOT). */
+static cohort_status_t direct_round(cohort_request_t *req, direct_state_t *s, int step,
+                                    direct_pattern_t pat, void *rx, size_t rx_each, const void *tx,
+                                    size_t tx_len)
+{
+    int n = req->comm->size;
+
+    return cohort_coll_flat_round(req, s->base.xfers + (size_t)step * 2 * (size_t)n, &s->posted,
+                                  step, pat == D_ALL ? -1 : s->base.args.root, rx, rx_each, tx,
+                                  tx_len);
+}
+
+/* Read @a len bytes at byte @a off of member @a k's input (@a out: its output) into @a dst. */
+static cohort_status_t direct_pull(cohort_request_t *req, direct_state_t *s, int k, int out,
+                                   void *dst, size_t off, size_t len)
+{
+    const direct_desc_t *d = &s->peers[k];
+    const char *why = NULL;
+    cohort_status_t status;
+
+    if (len == 0) {
+        return COHORT_OK;
+    }
+    status = cohort_cma_pull(req->ctx, cohort_comm_world_rank(req->comm, k), d->pid, dst,
+                             (out ? d->out : d->in) + off, len, &why);
+    if (status == COHORT_ERR_UNSUPPORTED) {
+        cohort_error(req->ctx,
+                     "%s %s: the kernel refused to let this rank read group rank %d (%s); this "
+                     "call fails on every member, and the group uses the network algorithms "
+                     "from now on (COHORT_CMA=off avoids the attempt)",
+                     req->comm->label, cohort_coll_names[s->base.args.coll], k, why);
+    }
+    return status;
+}
+
+/* dst = the members' @a count elements at byte offset @a off of their inputs, combined: this
+ * rank's first, then in ring order from it, so each block is computed once, by its owner, and
+ * every member ends with the same bits. */
+static cohort_status_t direct_combine(cohort_request_t *req, direct_state_t *s, char *dst,
+                                      size_t off, size_t count)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
+    size_t es = a->esize, chunk = cohort_coll_seg_elems(cohort_coll_knob(req, DIRECT_CHUNK), es);
+    const char *own = (const char *)cohort_coll_input(a) + off;
+    cohort_status_t status = COHORT_OK;
+
+    for (size_t c = 0; c < count && status == COHORT_OK; c += chunk) {
+        size_t len = count - c < chunk ? count - c : chunk;
+        for (int j = 1; j < n && status == COHORT_OK; j++) {
+            status = direct_pull(req, s, (me + j) % n, 0, s->tmp, off + c * es, len * es);
+            if (status == COHORT_OK) {
+                cohort_reduce_local(dst + c * es, j == 1 ? own + c * es : dst + c * es, s->tmp, len,
+                                    a->dt, a->op);
+            }
+        }
+    }
+    if (status == COHORT_OK) {
+        cohort_reduce_finish(dst, count, a->dt, a->op, n);
+    }
+    return status;
+}
+
+/* This rank's reads of the first phase. */
+static cohort_status_t direct_read(cohort_request_t *req, direct_state_t *s)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
+    size_t es = a->esize, one = s->one;
+    char *r = a->rbuf;
+    cohort_status_t status = COHORT_OK;
+
+    switch (a->coll) {
+    case COHORT_COLL_ALLREDUCE: {
+        size_t off = cohort_coll_block_off(a->count, n, me) * es;
+        return direct_combine(req, s, r + off, off, cohort_coll_block_len(a->count, n, me));
+    }
+    case COHORT_COLL_REDUCE_SCATTER:
+        /* In place the result belongs at rbuf's start, which rank 0 still reads: it is made in
+         * this rank's own block (read by nobody else) and moved after the signal. */
+        return direct_combine(req, s, a->sbuf == COHORT_IN_PLACE ? r + (size_t)me * one : r,
+                              (size_t)me * one, a->count);
+    case COHORT_COLL_ALLGATHER:
+    case COHORT_COLL_ALLTOALL:
+        for (int j = 1; j < n && status == COHORT_OK; j++) {
+            int k = (me + j) % n;
+            status = direct_pull(req, s, k, 0, r + (size_t)k * one,
+                                 a->coll == COHORT_COLL_ALLTOALL ? (size_t)me * one : 0, one);
+        }
+        return status;
+    default:
+        return me == a->root ? COHORT_OK : direct_pull(req, s, a->root, 0, r, 0, one);
+    }
+}
+
+/* Allreduce's second reads: the other blocks, from their owners' outputs. */
+static cohort_status_t direct_gather(cohort_request_t *req, direct_state_t *s)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
+    cohort_status_t status = COHORT_OK;
+
+    for (int j = 1; j < n && status == COHORT_OK; j++) {
+        int k = (me + j) % n;
+        size_t off = cohort_coll_block_off(a->count, n, k) * a->esize;
+        status = direct_pull(req, s, k, 1, (char *)a->rbuf + off, off,
+                             cohort_coll_block_len(a->count, n, k) * a->esize);
+    }
+    return status;
+}
+
+static uint8_t direct_signal_of(cohort_status_t status)
+{
+    return status == COHORT_OK                ? D_READ_OK
+           : status == COHORT_ERR_UNSUPPORTED ? D_READ_REFUSED
+                                              : D_READ_FAILED;
+}
+
+/* After a signal round: this rank's own error, else UNSUPPORTED when some member's reads were
+ * refused (the group stops choosing this), else COHORT_ERR_UCX for a failed read elsewhere,
+ * else OK. */
+static cohort_status_t direct_signals(cohort_request_t *req, direct_state_t *s, const uint8_t *rx)
+{
+    int n = req->comm->size, me = req->comm->rank;
+    cohort_status_t status = s->rc;
+
+    for (int k = 0; k < n; k++) {
+        uint8_t sig = k == me ? s->signal : rx[k];
+        if (sig == D_READ_OK) {
+            continue;
+        }
+        if (sig == D_READ_REFUSED) {
+            req->comm->direct_off = 1;
+        }
+        if (status == COHORT_OK) {
+            status = sig == D_READ_REFUSED ? COHORT_ERR_UNSUPPORTED : COHORT_ERR_UCX;
+            if (status == COHORT_ERR_UCX) {
+                cohort_error(req->ctx, "%s %s: group rank %d's direct reads failed (see its log)",
+                             req->comm->label, cohort_coll_names[s->base.args.coll], k);
+            }
+        }
+    }
+    /* Every member saw the same signals, so returns the same: the group stays in step. */
+    s->base.agreed = status != COHORT_OK;
+    return status;
+}
+
+static cohort_status_t direct_progress(cohort_request_t *req)
+{
+    direct_state_t *s = req->state;
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, passes = a->coll == COHORT_COLL_ALLREDUCE ? 2 : 1;
+    cohort_status_t status;
+
+    if (s->phase == D_EXCHANGE) {
+        status =
+            direct_round(req, s, D_STEP_DESC, a->coll == COHORT_COLL_BCAST ? D_FROM_ROOT : D_ALL,
+                         s->peers, sizeof(direct_desc_t), &s->mine, sizeof(s->mine));
+        if (status != COHORT_OK) {
+            return status;
+        }
+        s->phase = D_READ;
+    }
+    /* Pass 0 reads the inputs; allreduce's pass 1 the others' blocks of the result. */
+    for (;;) {
+        if (s->phase == D_READ) {
+            s->rc = s->pass == 0 ? direct_read(req, s) : direct_gather(req, s);
+            s->signal = direct_signal_of(s->rc);
+            if (s->rc == COHORT_ERR_PEER_FAILED) {
+                return s->rc; /* no one to wait for: the group is revoked */
+            }
+            s->phase = D_SYNC;
+        }
+        status = direct_round(req, s, D_STEP_SYNC1 + s->pass, D_ALL, s->sig_rx + s->pass * n, 1,
+                              &s->signal, 1);
+        if (status == COHORT_OK) {
+            status = direct_signals(req, s, s->sig_rx + s->pass * n);
+        }
+        if (status != COHORT_OK) {
+            return status;
+        }
+        if (++s->pass == passes) {
+            break;
+        }
+        s->phase = D_READ;
+    }
+    if (a->coll == COHORT_COLL_REDUCE_SCATTER && a->sbuf == COHORT_IN_PLACE) {
+        memmove(a->rbuf, (char *)a->rbuf + (size_t)req->comm->rank * s->one, s->one);
+    }
+    return COHORT_OK;
+}
+
+static void direct_cleanup(cohort_request_t *req)
+{
+    direct_state_t *s = req->state;
+
+    cohort_scratch_put(req->ctx, s->tmp);
+    cohort_scratch_put(req->ctx, s->copy);
+}
+
+/* Every member but this one: all of them are read from or told. */
+static int direct_peers(const cohort_coll_args_t *args, int n, int me, int *out, int max)
+{
+    int m = 0;
+
+    for (int j = 1; j < n && m < max && args->count > 0; j++) {
+        out[m++] = (me + j) % n;
+    }
+    return m;
+}
+
+#define DIRECT_ALGO(coll_, what_, knobs_...)                                                       \
+    {                                                                                              \
+        .name = "direct", .description = "same node: " what_ " with single-copy reads",            \
+        .coll = coll_, .state_size = direct_state_size, .start = direct_start,                     \
+        .progress = direct_progress, .cleanup = direct_cleanup, .peers = direct_peers,             \
+        .decline = direct_decline, .node = 1, knobs_                                               \
+    }
+
+#define DIRECT_CHUNK_KNOB(env_)                                                                    \
+    .nknobs = 1, .knobs = {                                                                        \
+                     {"chunk", env_, 256 * 1024, 4096, 64u << 20, 1,                               \
+                      "bytes of a peer's input read and combined at a time (cache-sized)"},        \
+    }
+
+const cohort_coll_algo_t cohort_allreduce_direct =
+    DIRECT_ALGO(COHORT_COLL_ALLREDUCE,
+                "each rank combines its block straight from every input, then copies the others",
+                DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLREDUCE_DIRECT_CHUNK"));
+const cohort_coll_algo_t cohort_reduce_scatter_direct = DIRECT_ALGO(
+    COHORT_COLL_REDUCE_SCATTER, "each rank combines its block straight from every input",
+    DIRECT_CHUNK_KNOB("COHORT_ALGO_REDUCE_SCATTER_DIRECT_CHUNK"));
+const cohort_coll_algo_t cohort_allgather_direct =
+    DIRECT_ALGO(COHORT_COLL_ALLGATHER, "each rank copies every input straight into place");
+const cohort_coll_algo_t cohort_alltoall_direct =
+    DIRECT_ALGO(COHORT_COLL_ALLTOALL, "each rank copies its block of every input into place");
+const cohort_coll_algo_t cohort_bcast_direct =
+    DIRECT_ALGO(COHORT_COLL_BCAST, "every rank copies the root's buffer");

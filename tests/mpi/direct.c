@@ -1,0 +1,149 @@
+/* clang-format off */
+/* run: 4 */
+/* run: 3 */
+/* run: 2 COHORT_CMA=off */
+/* run: 4 COHORT_CMA_MIN=1G COHORT_FAULT=cma:1@1 */
+/* run: 3 COHORT_CMA_MIN=1G COHORT_FAULT=cma:2@2 COHORT_ALGO_ALLGATHER=direct */
+/* clang-format on */
+/*
+ * Same-node collectives by direct reads (src/coll/direct.c), chosen by default where every
+ * member shares this node: allreduce, allgather, reduce_scatter and bcast at sizes the default
+ * rules give them, in place and not, against data computed locally, with the bytes read by
+ * single copy counted (cohort_stats) so that a silent fall back to the network algorithms
+ * fails. COHORT_CMA=off: no single-copy read at all, the same results.
+ *
+ * COHORT_FAULT=cma:N@R: world rank R's N-th single-copy read is refused as if by the kernel.
+ * That call fails with COHORT_ERR_UNSUPPORTED on every member (none hangs, none succeeds
+ * alone); the group then takes the network algorithms (no single-copy read: COHORT_CMA_MIN is
+ * above every message) and gets the right results.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+
+#define AR_COUNT (512u * 1024)      /* floats: 2 MiB, direct from 256 KiB */
+#define AG_COUNT (16u * 1024)       /* floats per rank: 64 KiB, direct from 16 KiB */
+#define RS_COUNT (32u * 1024)       /* floats per rank: 128 KiB, direct from 64 KiB */
+#define BC_BYTES (8u * 1024 * 1024) /* direct from 8 MiB */
+
+static uint64_t copied(cohort_context_t *ctx)
+{
+    cohort_stats_t st;
+
+    CHECK_OK(cohort_stats(ctx, &st));
+    return st.single_copy_bytes;
+}
+
+/* Rank r's element i of call c: small integers, exact in any order of summation. */
+static float val(int r, size_t i, int c)
+{
+    return (float)((r * 7 + (int)(i % 1000) + c) % 64);
+}
+
+static void allreduce_case(cohort_group_t *w, int n, int me, int c, int in_place, float *s,
+                           float *r)
+{
+    for (size_t i = 0; i < AR_COUNT; i++) {
+        (in_place ? r : s)[i] = val(me, i, c);
+    }
+    CHECK_OK(cohort_allreduce(w, in_place ? COHORT_IN_PLACE : s, r, AR_COUNT, COHORT_FLOAT32,
+                              COHORT_SUM));
+    for (size_t i = 0; i < AR_COUNT; i++) {
+        float want = 0;
+        for (int k = 0; k < n; k++) {
+            want += val(k, i, c);
+        }
+        CHECK(r[i] == want);
+    }
+}
+
+static void moves_case(cohort_group_t *w, int n, int me, int c, float *s, float *r)
+{
+    char *b = (char *)r;
+
+    /* allgather, in place on odd calls */
+    for (size_t i = 0; i < AG_COUNT; i++) {
+        (c % 2 ? r + (size_t)me * AG_COUNT : s)[i] = val(me, i, c);
+    }
+    CHECK_OK(cohort_allgather(w, c % 2 ? COHORT_IN_PLACE : s, r, AG_COUNT, COHORT_FLOAT32));
+    for (int k = 0; k < n; k++) {
+        for (size_t i = 0; i < AG_COUNT; i++) {
+            CHECK(r[(size_t)k * AG_COUNT + i] == val(k, i, c));
+        }
+    }
+    /* reduce_scatter, in place on odd calls */
+    for (size_t i = 0; i < (size_t)n * RS_COUNT; i++) {
+        (c % 2 ? r : s)[i] = val(me, i, c);
+    }
+    CHECK_OK(cohort_reduce_scatter(w, c % 2 ? COHORT_IN_PLACE : s, r, RS_COUNT, COHORT_FLOAT32,
+                                   COHORT_SUM));
+    for (size_t i = 0; i < RS_COUNT; i++) {
+        float want = 0;
+        for (int k = 0; k < n; k++) {
+            want += val(k, (size_t)me * RS_COUNT + i, c);
+        }
+        CHECK(r[i] == want);
+    }
+    /* bcast from a root that moves with the call */
+    for (size_t i = 0; i < BC_BYTES; i++) {
+        b[i] = me == c % n ? (char)(i * 31 + (size_t)c) : 0;
+    }
+    CHECK_OK(cohort_bcast(w, b, BC_BYTES, COHORT_UINT8, c % n));
+    for (size_t i = 0; i < BC_BYTES; i++) {
+        CHECK(b[i] == (char)(i * 31 + (size_t)c));
+    }
+}
+
+int main(void)
+{
+    cohort_context_t *ctx = test_init();
+    cohort_group_t *w = cohort_world(ctx);
+    int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
+    const char *cma = getenv("COHORT_CMA"), *fault = getenv("COHORT_FAULT");
+    size_t big = BC_BYTES > (size_t)n * RS_COUNT * 4 ? BC_BYTES : (size_t)n * RS_COUNT * 4;
+    float *s = malloc(big), *r = malloc(big);
+    uint64_t before;
+
+    CHECK(s != NULL && r != NULL);
+    if (fault != NULL) {
+        /* The refused call: allgather on the forced run, allreduce on the other. */
+        int ag = getenv("COHORT_ALGO_ALLGATHER") != NULL;
+        for (size_t i = 0; i < AR_COUNT; i++) {
+            s[i] = val(me, i, 0);
+        }
+        CHECK_STATUS(ag ? cohort_allgather(w, s, r, AR_COUNT / (size_t)n, COHORT_FLOAT32)
+                        : cohort_allreduce(w, s, r, AR_COUNT, COHORT_FLOAT32, COHORT_SUM),
+                     COHORT_ERR_UNSUPPORTED);
+        before = copied(ctx);
+        allreduce_case(w, n, me, 1, 0, s, r);
+        moves_case(w, n, me, 1, s, r);
+        CHECK(copied(ctx) == before); /* the group no longer reads directly */
+        free(s);
+        free(r);
+        test_finish(ctx, "direct");
+        return 0;
+    }
+    for (int c = 0; c < 4; c++) {
+        size_t bcast_read = me == c % n ? 0 : BC_BYTES;
+        before = copied(ctx);
+        allreduce_case(w, n, me, c, c % 2, s, r);
+        if (cma != NULL && strcmp(cma, "off") == 0) {
+            CHECK(copied(ctx) == before);
+        } else {
+            /* its block of n - 1 inputs, then n - 1 other blocks: about 2 (n - 1) / n */
+            CHECK(copied(ctx) - before >= (size_t)(n - 1) * (AR_COUNT / (size_t)n) * 4 * 2 - 64);
+        }
+        before = copied(ctx);
+        moves_case(w, n, me, c, s, r);
+        if (cma != NULL && strcmp(cma, "off") == 0) {
+            CHECK(copied(ctx) == before);
+        } else {
+            CHECK(copied(ctx) - before >= (size_t)(n - 1) * (AG_COUNT + RS_COUNT) * 4 + bcast_read);
+        }
+    }
+    free(s);
+    free(r);
+    test_finish(ctx, "direct");
+    return 0;
+}

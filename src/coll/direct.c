@@ -3,13 +3,14 @@
  * others' buffers straight out of their address spaces with single copy (cma.h), so each byte
  * crosses memory once and no rank waits on a chain of steps.
  *
- * Phases: exchange descriptors (pid, the input's and the output's addresses) with every member
- * (bcast: the root's to the others); read: allreduce and reduce_scatter combine this rank's
- * block of every input, a cache-sized chunk at a time, so that the reduction takes its operand
- * from cache and not from memory; allgather, alltoall and bcast copy the peers' blocks straight
- * into the receive buffer; signal; allreduce then copies the other blocks from their owners'
- * outputs and signals again. A rank completes only once every rank that reads its buffers has
- * signalled, so its buffers stay valid while they are read.
+ * Phases: exchange descriptors (pid, the input's and the output's addresses) with every member;
+ * read: allreduce and reduce_scatter combine this rank's block of every input, a cache-sized
+ * chunk at a time, so that the reduction takes its operand from cache and not from memory;
+ * allgather and alltoall copy the peers' blocks straight into the receive buffer; bcast's
+ * members read most of the root's buffer while the root writes the rest into theirs; signal;
+ * allreduce then copies the other blocks from their owners' outputs and signals again. A rank
+ * completes only once every rank that reads (or writes) its buffers has signalled, so its buffers
+ * stay valid while they are read.
  *
  * Members must choose alike, so this is chosen by placement and settings only (every member on
  * this node, single copy not off), never by this rank's buffers. The signal carries how this
@@ -28,10 +29,6 @@
 typedef enum { D_EXCHANGE, D_READ, D_SYNC } direct_phase_t;
 
 enum { D_STEP_DESC, D_STEP_SYNC1, D_STEP_SYNC2, D_STEPS };
-
-/* Who talks to whom in a round: everyone with everyone, or the root to the others. Signals
- * always go to everyone: a refusal must be known to every member, which then choose alike. */
-typedef enum { D_ALL, D_FROM_ROOT } direct_pattern_t;
 
 /* What a signal says about the reads of the one that sent it. */
 enum { D_READ_OK = 1, D_READ_REFUSED, D_READ_FAILED };
@@ -126,39 +123,68 @@ static cohort_status_t direct_start(cohort_request_t *req)
     return COHORT_OK;
 }
 
-/* Round @a step of 2n slots (the root's to the others for D_FROM_ROOT). */
-static cohort_status_t direct_round(cohort_request_t *req, direct_state_t *s, int step,
-                                    direct_pattern_t pat, void *rx, size_t rx_each, const void *tx,
-                                    size_t tx_len)
+/* Round @a step of 2n slots, every member with every other: even bcast's, since its members
+ * write as well as read, and a refusal must be known to every member, which then choose
+ * alike. */
+static cohort_status_t direct_round(cohort_request_t *req, direct_state_t *s, int step, void *rx,
+                                    size_t rx_each, const void *tx, size_t tx_len)
 {
     int n = req->comm->size;
 
     return cohort_coll_flat_round(req, s->base.xfers + (size_t)step * 2 * (size_t)n, &s->posted,
-                                  step, pat == D_ALL ? -1 : s->base.args.root, rx, rx_each, tx,
-                                  tx_len);
+                                  step, -1, rx, rx_each, tx, tx_len);
 }
 
-/* Read @a len bytes at byte @a off of member @a k's input (@a out: its output) into @a dst. */
-static cohort_status_t direct_pull(cohort_request_t *req, direct_state_t *s, int k, int out,
-                                   void *dst, size_t off, size_t len)
+/* Read @a len bytes at byte @a off of member @a k's input (@a out: its output) into @a dst;
+ * with @a push, write @a len bytes of @a dst there instead (its output). */
+static cohort_status_t direct_copy(cohort_request_t *req, direct_state_t *s, int k, int out,
+                                   void *dst, size_t off, size_t len, int push)
 {
     const direct_desc_t *d = &s->peers[k];
+    int world = cohort_comm_world_rank(req->comm, k);
+    uint64_t addr = (out ? d->out : d->in) + off;
     const char *why = NULL;
     cohort_status_t status;
 
     if (len == 0) {
         return COHORT_OK;
     }
-    status = cohort_cma_pull(req->ctx, cohort_comm_world_rank(req->comm, k), d->pid, dst,
-                             (out ? d->out : d->in) + off, len, &why);
+    status = push ? cohort_cma_push(req->ctx, world, d->pid, dst, addr, len, &why)
+                  : cohort_cma_pull(req->ctx, world, d->pid, dst, addr, len, &why);
     if (status == COHORT_ERR_UNSUPPORTED) {
         cohort_error(req->ctx,
-                     "%s %s: the kernel refused to let this rank read group rank %d (%s); this "
+                     "%s %s: the kernel refused to let this rank %s group rank %d (%s); this "
                      "call fails on every member, and the group uses the network algorithms "
                      "from now on (COHORT_CMA=off avoids the attempt)",
-                     req->comm->label, cohort_coll_names[s->base.args.coll], k, why);
+                     req->comm->label, cohort_coll_names[s->base.args.coll],
+                     push ? "write to" : "read", k, why);
     }
     return status;
+}
+
+static cohort_status_t direct_pull(cohort_request_t *req, direct_state_t *s, int k, int out,
+                                   void *dst, size_t off, size_t len)
+{
+    return direct_copy(req, s, k, out, dst, off, len, 0);
+}
+
+/* Bcast: the buffer cut in n blocks; the root writes block 0 into every other member while
+ * each of them reads blocks 1..n-1, so the root's core copies too (2 ranks: half each). */
+static cohort_status_t direct_bcast(cohort_request_t *req, direct_state_t *s)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank, root = a->root;
+    size_t es = a->esize, len0 = cohort_coll_block_len(a->count, n, 0) * es;
+    char *r = a->rbuf;
+    cohort_status_t status = COHORT_OK;
+
+    if (me == root) {
+        for (int j = 1; j < n && status == COHORT_OK; j++) {
+            status = direct_copy(req, s, (me + j) % n, 1, r, 0, len0, 1);
+        }
+        return status;
+    }
+    return direct_pull(req, s, root, 0, r + len0, len0, s->one - len0);
 }
 
 /* dst = the members' @a count elements at byte offset @a off of their inputs, combined: this
@@ -217,7 +243,7 @@ static cohort_status_t direct_read(cohort_request_t *req, direct_state_t *s)
         }
         return status;
     default:
-        return me == a->root ? COHORT_OK : direct_pull(req, s, a->root, 0, r, 0, one);
+        return direct_bcast(req, s);
     }
 }
 
@@ -281,9 +307,8 @@ static cohort_status_t direct_progress(cohort_request_t *req)
     cohort_status_t status;
 
     if (s->phase == D_EXCHANGE) {
-        status =
-            direct_round(req, s, D_STEP_DESC, a->coll == COHORT_COLL_BCAST ? D_FROM_ROOT : D_ALL,
-                         s->peers, sizeof(direct_desc_t), &s->mine, sizeof(s->mine));
+        status = direct_round(req, s, D_STEP_DESC, s->peers, sizeof(direct_desc_t), &s->mine,
+                              sizeof(s->mine));
         if (status != COHORT_OK) {
             return status;
         }
@@ -299,8 +324,8 @@ static cohort_status_t direct_progress(cohort_request_t *req)
             }
             s->phase = D_SYNC;
         }
-        status = direct_round(req, s, D_STEP_SYNC1 + s->pass, D_ALL, s->sig_rx + s->pass * n, 1,
-                              &s->signal, 1);
+        status =
+            direct_round(req, s, D_STEP_SYNC1 + s->pass, s->sig_rx + s->pass * n, 1, &s->signal, 1);
         if (status == COHORT_OK) {
             status = direct_signals(req, s, s->sig_rx + s->pass * n);
         }

@@ -139,10 +139,11 @@ size_t cohort_coll_knob(const cohort_request_t *req, int i)
  * and 4 oversubscribed, against the other rules (cohort_bench, median of 2 runs): allreduce
  * from 256 KiB (16 MiB: 2.44 ms against 4.47 on 2 ranks, 9.8 against 11.4 on 4); allgather
  * from 16 KiB per rank (1 MiB at 4 ranks: 205 us against 294); reduce_scatter from 64 KiB per
- * rank; bcast from 8 MiB (16 MiB at 4 ranks: 4.5 ms against 5.0). alltoall: no better than
+ * rank; bcast from 512 KiB, its root writing a share into every member while they read the
+ * rest (1 MiB: 36 us against 104 on 2 ranks, 251 against 296 on 4). alltoall: no better than
  * pairwise (0.85-1.04x of it at 4 ranks), so only by name. */
 static const cohort_coll_rule_t cohort_default_rules[] = {
-    {COHORT_COLL_BCAST, 0, 0, -1, 0, 8 * MIB, ANY_SIZE, &cohort_bcast_direct},
+    {COHORT_COLL_BCAST, 0, 0, -1, 0, 512 * KIB, ANY_SIZE, &cohort_bcast_direct},
     {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 16 * KIB, ANY_SIZE, &cohort_allgather_direct},
     {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 256 * KIB, ANY_SIZE, &cohort_allreduce_direct},
     {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 64 * KIB, ANY_SIZE, &cohort_reduce_scatter_direct},

@@ -120,8 +120,10 @@ static void cohort_cma_refused(cohort_context_t *ctx, cohort_xfer_t *x, const co
     cohort_cma_answer(ctx, m, token, COHORT_ERR_UNSUPPORTED, rtoken);
 }
 
-cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t pid, void *dst,
-                                uint64_t addr, size_t len, const char **why)
+/* One side of a single copy: read the peer's memory into ours, or write ours into its. */
+static cohort_status_t cohort_cma_rw(cohort_context_t *ctx, int world_rank, int32_t pid,
+                                     void *local_buf, uint64_t addr, size_t len, int write,
+                                     const char **why)
 {
     size_t done = 0;
 
@@ -130,9 +132,10 @@ cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t p
         return COHORT_ERR_UNSUPPORTED;
     }
     while (done < len) {
-        struct iovec local = {(char *)dst + done, len - done};
+        struct iovec local = {(char *)local_buf + done, len - done};
         struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
-        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        ssize_t n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+                          : process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
         if (n > 0) {
             done += (size_t)n;
@@ -146,8 +149,9 @@ cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t p
             return COHORT_ERR_UNSUPPORTED;
         }
         /* Gone (ESRCH), or its buffer went away under us (EFAULT: it gave up on this send). */
-        cohort_error(ctx, "single-copy read of %zu bytes from world rank %d failed: %s", len,
-                     world_rank, n < 0 ? strerror(errno) : "no data");
+        cohort_error(ctx, "single-copy %s of %zu bytes %s world rank %d failed: %s",
+                     write ? "write" : "read", len, write ? "to" : "from", world_rank,
+                     n < 0 ? strerror(errno) : "no data");
         if (n < 0 && errno == ESRCH) {
             cohort_peer_t *peer = cohort_peer_get(ctx, world_rank);
             if (peer != NULL && peer->state != COHORT_PEER_FAILED) {
@@ -160,6 +164,18 @@ cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t p
     ctx->stat_cma++;
     ctx->stat_cma_bytes += len;
     return COHORT_OK;
+}
+
+cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t pid, void *dst,
+                                uint64_t addr, size_t len, const char **why)
+{
+    return cohort_cma_rw(ctx, world_rank, pid, dst, addr, len, 0, why);
+}
+
+cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t pid, const void *src,
+                                uint64_t addr, size_t len, const char **why)
+{
+    return cohort_cma_rw(ctx, world_rank, pid, (void *)src, addr, len, 1, why);
 }
 
 void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m)

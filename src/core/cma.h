@@ -44,10 +44,14 @@ int cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer);
 /* Receive @a x matched the descriptor message @a m: read the data, or ask for it. */
 void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m);
 /* Read @a len bytes at @a addr of process @a pid (world rank @a world_rank, on this node) into
- * @a dst. @return COHORT_OK; COHORT_ERR_UNSUPPORTED when the kernel refuses (or COHORT_FAULT
- * says so; @a why says which, nothing logged); COHORT_ERR_PEER_FAILED when the process is gone
- * (the peer is failed); COHORT_ERR_UCX when its buffer is not there (logged). */
+ * @a dst (counted in cohort_stats' single copies). @return COHORT_OK; COHORT_ERR_UNSUPPORTED when
+ * the kernel refuses (or COHORT_FAULT says so; @a why says which, nothing logged);
+ * COHORT_ERR_PEER_FAILED when the process is gone (the peer is failed); COHORT_ERR_UCX when its
+ * buffer is not there (logged). */
 cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t pid, void *dst,
+                                uint64_t addr, size_t len, const char **why);
+/* The same the other way: write @a len bytes of @a src at @a addr of process @a pid. */
+cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t pid, const void *src,
                                 uint64_t addr, size_t len, const char **why);
 /* An ACK arrived (sender side). */
 void cohort_cma_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h);

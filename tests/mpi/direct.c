@@ -8,9 +8,9 @@
 /*
  * Same-node collectives by direct reads (src/coll/direct.c), chosen by default where every
  * member shares this node: allreduce, allgather, reduce_scatter and bcast at sizes the default
- * rules give them, in place and not, against data computed locally, with the bytes read by
- * single copy counted (cohort_stats) so that a silent fall back to the network algorithms
- * fails. COHORT_CMA=off: no single-copy read at all, the same results.
+ * rules give them, in place and not, against data computed locally, with the bytes read (and,
+ * by a bcast root, written) by single copy counted (cohort_stats) so that a silent fall back to
+ * the network algorithms fails. COHORT_CMA=off: no single-copy read at all, the same results.
  *
  * COHORT_FAULT=cma:N@R: world rank R's N-th single-copy read is refused as if by the kernel.
  * That call fails with COHORT_ERR_UNSUPPORTED on every member (none hangs, none succeeds
@@ -25,7 +25,7 @@
 #define AR_COUNT (512u * 1024)      /* floats: 2 MiB, direct from 256 KiB */
 #define AG_COUNT (16u * 1024)       /* floats per rank: 64 KiB, direct from 16 KiB */
 #define RS_COUNT (32u * 1024)       /* floats per rank: 128 KiB, direct from 64 KiB */
-#define BC_BYTES (8u * 1024 * 1024) /* direct from 8 MiB */
+#define BC_BYTES (1u * 1024 * 1024) /* direct from 512 KiB */
 
 static uint64_t copied(cohort_context_t *ctx)
 {
@@ -101,10 +101,15 @@ int main(void)
     cohort_group_t *w = cohort_world(ctx);
     int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
     const char *cma = getenv("COHORT_CMA"), *fault = getenv("COHORT_FAULT");
-    size_t big = BC_BYTES > (size_t)n * RS_COUNT * 4 ? BC_BYTES : (size_t)n * RS_COUNT * 4;
-    float *s = malloc(big), *r = malloc(big);
+    size_t big = (size_t)n * RS_COUNT * 4, ar = AR_COUNT * 4, ag = (size_t)n * AG_COUNT * 4;
+    float *s, *r;
     uint64_t before;
 
+    big = big > ar ? big : ar;
+    big = big > ag ? big : ag;
+    big = big > BC_BYTES ? big : BC_BYTES;
+    s = malloc(big);
+    r = malloc(big);
     CHECK(s != NULL && r != NULL);
     if (fault != NULL) {
         /* The refused call: allgather on the forced run, allreduce on the other. */
@@ -125,7 +130,9 @@ int main(void)
         return 0;
     }
     for (int c = 0; c < 4; c++) {
-        size_t bcast_read = me == c % n ? 0 : BC_BYTES;
+        /* bcast: the root writes its first n-th into each member, which read the rest */
+        size_t bcast_read = me == c % n ? (size_t)(n - 1) * (BC_BYTES / (size_t)n)
+                                        : BC_BYTES - BC_BYTES / (size_t)n - 1;
         before = copied(ctx);
         allreduce_case(w, n, me, c, c % 2, s, r);
         if (cma != NULL && strcmp(cma, "off") == 0) {

@@ -71,8 +71,8 @@ START_TEST(test_defaults)
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024, 2, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024 - 1, 2, 1), "ring");
     ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 64 * 1024, 4, 1), "direct");
-    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 8u << 20, 4, 1), "direct");
-    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, (8u << 20) - 1, 4, 1), "knomial");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 512 * 1024, 4, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 512 * 1024 - 1, 4, 1), "knomial");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16u << 20, 4, 1), "pairwise");
     /* a group of one, or nothing to move: declined */
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 1u << 20, 1, 1), "rabenseifner");

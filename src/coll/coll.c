@@ -276,7 +276,10 @@ int cohort_coll_node_local(cohort_comm_t *g)
             }
         }
     }
-    return g->node_local > 0 && !g->direct_off && ctx->cma_direct;
+    if (g->node_local < 0 || g->node_off || !ctx->cma_direct) {
+        return 0;
+    }
+    return COHORT_NODE_DIRECT | (ctx->cfg.check || !ctx->fd_share ? 0 : COHORT_NODE_SHM);
 }
 
 /* Start wiring every peer the algorithm will send to, so the lookups overlap. */

@@ -34,6 +34,12 @@ typedef struct {
     const char *description;
 } cohort_coll_knob_t;
 
+/* What a group allows beyond messages (cohort_coll_node_local). */
+#define COHORT_NODE_DIRECT 1 /* every member on this node, single copy allowed (direct.c) */
+#define COHORT_NODE_SHM                                                                            \
+    2 /* the same, and calls start in the order they were posted                                   \
+       * (not so under COHORT_CHECK=1): shm.c numbers them so */
+
 typedef struct cohort_coll_algo {
     const char *name;
     const char *description;
@@ -55,8 +61,7 @@ typedef struct cohort_coll_algo {
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
     /* Nonzero: takes device buffers itself (cuda_ipc.c), so they are not staged. */
     int device;
-    /* Nonzero: reads the members' buffers by single copy (direct.c), so it is chosen only
-     * when every member shares this node and single copy may be tried. */
+    /* COHORT_NODE_* bits the group must have for this to be chosen (0: any group). */
     int node;
 } cohort_coll_algo_t;
 
@@ -151,11 +156,12 @@ cohort_status_t cohort_coll_run(cohort_comm_t *comm, const cohort_coll_args_t *a
 /* The value in effect of tuning parameter @a i of the request's algorithm. */
 size_t cohort_coll_knob(const cohort_request_t *req, int i);
 
-/* Algorithm table (select.c). @a node: the group may take node-only algorithms. */
+/* Algorithm table (select.c). @a node: the COHORT_NODE_* bits the group has. */
 const cohort_coll_algo_t *cohort_coll_select(const cohort_context_t *ctx,
                                              const cohort_coll_args_t *args, int gsize, int node);
-/* Whether every member of @a g shares this node and single copy may be tried among them:
- * placement and settings only, so every member answers alike (asked once, then cached). */
+/* The COHORT_NODE_* bits of @a g: whether every member shares this node and single copy may be
+ * tried among them; placement and settings only, so every member answers alike (placement
+ * asked once, then cached). */
 int cohort_coll_node_local(cohort_comm_t *g);
 /* Read every COHORT_ALGO_* setting into the context's selection (ctx->coll); an unknown
  * collective or algorithm is an error naming the valid ones. */

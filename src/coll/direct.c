@@ -284,7 +284,7 @@ static cohort_status_t direct_signals(cohort_request_t *req, direct_state_t *s, 
             continue;
         }
         if (sig == D_READ_REFUSED) {
-            req->comm->direct_off = 1;
+            req->comm->node_off = 1;
         }
         if (status == COHORT_OK) {
             status = sig == D_READ_REFUSED ? COHORT_ERR_UNSUPPORTED : COHORT_ERR_UCX;
@@ -367,7 +367,7 @@ static int direct_peers(const cohort_coll_args_t *args, int n, int me, int *out,
         .name = "direct", .description = "same node: " what_ " with single-copy reads",            \
         .coll = coll_, .state_size = direct_state_size, .start = direct_start,                     \
         .progress = direct_progress, .cleanup = direct_cleanup, .peers = direct_peers,             \
-        .decline = direct_decline, .node = 1, knobs_                                               \
+        .decline = direct_decline, .node = COHORT_NODE_DIRECT, knobs_                              \
     }
 
 #define DIRECT_CHUNK_KNOB(env_)                                                                    \

@@ -30,6 +30,13 @@ extern const cohort_coll_algo_t cohort_reduce_scatter_direct;
 extern const cohort_coll_algo_t cohort_allgather_direct;
 extern const cohort_coll_algo_t cohort_alltoall_direct;
 extern const cohort_coll_algo_t cohort_bcast_direct;
+extern const cohort_coll_algo_t cohort_allreduce_shm;
+extern const cohort_coll_algo_t cohort_reduce_shm;
+extern const cohort_coll_algo_t cohort_reduce_scatter_shm;
+extern const cohort_coll_algo_t cohort_allgather_shm;
+extern const cohort_coll_algo_t cohort_alltoall_shm;
+extern const cohort_coll_algo_t cohort_bcast_shm;
+extern const cohort_coll_algo_t cohort_barrier_shm;
 
 static const cohort_coll_algo_t *const cohort_algos[] = {
     &cohort_barrier_dissemination,
@@ -50,6 +57,13 @@ static const cohort_coll_algo_t *const cohort_algos[] = {
     &cohort_allgather_direct,
     &cohort_alltoall_direct,
     &cohort_bcast_direct,
+    &cohort_allreduce_shm,
+    &cohort_reduce_shm,
+    &cohort_reduce_scatter_shm,
+    &cohort_allgather_shm,
+    &cohort_alltoall_shm,
+    &cohort_bcast_shm,
+    &cohort_barrier_shm,
     NULL,
 };
 
@@ -134,6 +148,15 @@ size_t cohort_coll_knob(const cohort_request_t *req, int i)
  * rabenseifner's is half the vector).
  * reduce_scatter (bytes per rank): halving moves as many bytes as the ring in log2(n) steps,
  * but its scratch is twice the whole input; a fold (not a power of two) costs a whole input.
+ * shm (every member on this node only, and only what fits its 64 KiB buffers: shm.c declines
+ * the rest): no message per call, so it wins wherever per-call costs dominate. Measured at 2
+ * ranks pinned and 4 oversubscribed against the rules below it (cohort_bench, median of 2
+ * runs): allreduce 512 B 0.66 us against 1.46 (2 ranks), 2.9 against 6.4 (4); it keeps winning
+ * to 32 KiB on 2 ranks and 64 KiB on 4 (15.4 us against 10.6 at 64 KiB on 2 ranks: the others
+ * take over there); allgather to 4 KiB per rank on 2 ranks (8 KiB per rank: 3.1 us against 2.9)
+ * and to 16 KiB per rank on 4 (7.5 against 15.0); alltoall to 8 KiB per pair on 2 ranks, all
+ * that fits on 4; reduce_scatter and bcast all that fits (bcast 16 KiB on 4 ranks: 4.4 us
+ * against 10.0).
  * direct (every member on this node only; the others never see these rules): three rounds of
  * small messages cost it ~3 us, so it pays where copies dominate. Measured at 2 ranks pinned
  * and 4 oversubscribed, against the other rules (cohort_bench, median of 2 runs): allreduce
@@ -143,6 +166,15 @@ size_t cohort_coll_knob(const cohort_request_t *req, int i)
  * rest (1 MiB: 36 us against 104 on 2 ranks, 251 against 296 on 4). alltoall: no better than
  * pairwise (0.85-1.04x of it at 4 ranks), so only by name. */
 static const cohort_coll_rule_t cohort_default_rules[] = {
+    {COHORT_COLL_BARRIER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_barrier_shm},
+    {COHORT_COLL_BCAST, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_bcast_shm},
+    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 0, 64 * KIB, &cohort_allreduce_shm},
+    {COHORT_COLL_REDUCE, 0, 0, -1, 0, 0, 64 * KIB, &cohort_reduce_shm},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_reduce_scatter_shm},
+    {COHORT_COLL_ALLGATHER, 2, 2, -1, 0, 0, 4 * KIB + 1, &cohort_allgather_shm},
+    {COHORT_COLL_ALLGATHER, 3, 0, -1, 0, 0, 16 * KIB + 1, &cohort_allgather_shm},
+    {COHORT_COLL_ALLTOALL, 2, 2, -1, 0, 0, 8 * KIB + 1, &cohort_alltoall_shm},
+    {COHORT_COLL_ALLTOALL, 3, 0, -1, 0, 0, ANY_SIZE, &cohort_alltoall_shm},
     {COHORT_COLL_BCAST, 0, 0, -1, 0, 512 * KIB, ANY_SIZE, &cohort_bcast_direct},
     {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 16 * KIB, ANY_SIZE, &cohort_allgather_direct},
     {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 256 * KIB, ANY_SIZE, &cohort_allreduce_direct},
@@ -187,7 +219,7 @@ static const cohort_coll_algo_t *cohort_rules_pick(const cohort_coll_rule_t *rul
 {
     for (int i = 0; i < n; i++) {
         if (rules[i].coll == a->coll && cohort_rule_matches(&rules[i], a, gsize) &&
-            (node || !rules[i].algo->node) &&
+            (rules[i].algo->node & ~node) == 0 &&
             (rules[i].algo->decline == NULL || !rules[i].algo->decline(a, gsize))) {
             return rules[i].algo;
         }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "core/cma.h"
@@ -25,6 +26,22 @@ static int cohort_cma_world(const cohort_xfer_t *x)
     return cohort_comm_world_rank(x->req->comm, x->peer);
 }
 
+/* Whether the kernel has pidfd_getfd (5.6): taking a peer's file descriptor, which the kernel
+ * allows where it allows reading the peer. Asked of this process itself. */
+static int cohort_cma_fd_share_probe(void)
+{
+    int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0), fd = -1;
+
+    if (pfd >= 0) {
+        fd = (int)syscall(SYS_pidfd_getfd, pfd, pfd, 0);
+        close(pfd);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return fd >= 0;
+}
+
 void cohort_cma_init(cohort_context_t *ctx)
 {
     FILE *f;
@@ -32,6 +49,7 @@ void cohort_cma_init(cohort_context_t *ctx)
 
     ctx->cma_usable = ctx->cfg.cma != COHORT_CMA_OFF;
     ctx->cma_direct = ctx->cma_usable;
+    ctx->fd_share = cohort_cma_fd_share_probe();
     if (ctx->cfg.cma != COHORT_CMA_AUTO) {
         return;
     }

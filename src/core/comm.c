@@ -79,6 +79,9 @@ void cohort_comm_destroy(cohort_comm_t *c)
     if (c->prepared && ctx->plugin->group_release != NULL) {
         ctx->plugin->group_release(ctx->pmix, c->id);
     }
+    if (c->node_shm_free != NULL) {
+        c->node_shm_free(c->node_shm);
+    }
     cohort_am_comm_cleanup(c);
     cohort_map_del(&ctx->comms, c->id);
     cohort_list_del(&c->link);

@@ -20,12 +20,15 @@ struct cohort_comm {
     uint64_t id;
     int rank;
     int size;
-    int *members;          /* world ranks in comm order; NULL for the world (rank i is i) */
-    const char *label;     /* for messages: the group's tag (owned by the group) */
-    uint8_t state;         /* cohort_comm_state_t */
-    uint8_t prepared;      /* the plugin's first-use step succeeded: release it at the end */
-    int8_t node_local;     /* every member on this node: 0 not asked yet, 1 yes, -1 no */
-    uint8_t direct_off;    /* a member's kernel refused a direct read (coll/direct.c) */
+    int *members;      /* world ranks in comm order; NULL for the world (rank i is i) */
+    const char *label; /* for messages: the group's tag (owned by the group) */
+    uint8_t state;     /* cohort_comm_state_t */
+    uint8_t prepared;  /* the plugin's first-use step succeeded: release it at the end */
+    int8_t node_local; /* every member on this node: 0 not asked yet, 1 yes, -1 no */
+    uint8_t node_off;  /* a member could not reach another's memory: node-only algorithms
+                        * off (coll/direct.c, coll/shm.c) */
+    void *node_shm;    /* the members' shared segment (coll/shm.c), made at first use */
+    void (*node_shm_free)(void *);
     cohort_status_t error; /* COHORT_OK, or what every pending and later operation gets */
     int failed_rank;       /* the member (world rank) whose failure revoked it, or -1 */
     cohort_pmix_prepare_t *prepare;

@@ -55,6 +55,7 @@ struct cohort_context {
     uint64_t orphans_dropped; /* messages dropped over COHORT_ORPHAN_LIMIT */
     cohort_map_t poisoned;    /* ids that lost an orphan: the group is revoked at creation */
     cohort_list_t ready;      /* requests a completion woke, to progress */
+    cohort_list_t polling;    /* requests waiting on memory, progressed once a pass */
     cohort_list_t notices;    /* revocations to tell members about (notify.c) */
     cohort_map_t cma_sends;   /* token -> send waiting for its single-copy ACK (cma.c) */
     cohort_map_t cma_recvs;   /* token -> receive waiting for data it asked for */
@@ -66,6 +67,7 @@ struct cohort_context {
     int cma_usable;              /* the kernel lets this process read its peers */
     int cma_direct;              /* the same, as found at init and never changed since: what direct
                                   * algorithms go by, so every member of a node chooses alike */
+    int fd_share;                /* pidfd_getfd works here (coll/shm.c reaches its segment so) */
     cohort_list_t ctl_inflight;  /* control messages UCX has not completed */
     cohort_list_t ctl_resend;    /* control messages a force-close cancelled, to send again */
     double watch_next;           /* when waits are next looked over (COHORT_WATCH_S) */

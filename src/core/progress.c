@@ -39,6 +39,11 @@ int cohort_progress(cohort_context_t *ctx)
         cohort_request_progress(req);
         n++;
     }
+    /* Counted only when one finished: a poll that found nothing is no progress, so a wait
+     * still yields to the ranks it waits for. */
+    if (!cohort_list_empty(&ctx->polling)) {
+        n += cohort_request_poll_all(ctx);
+    }
     ctx->in_progress = 0;
     return n;
 }
@@ -67,6 +72,11 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
         }
         break;
     case COHORT_PROGRESS_BLOCK:
+        /* A request waiting on shared memory has no event to sleep on: yield, as above. */
+        if (!cohort_list_empty(&ctx->polling)) {
+            sched_yield();
+            break;
+        }
         /* Lookups and first-use steps are answered by PMIx's thread, not through the worker's
          * event fd: poll them at least every millisecond while any is in flight. */
         ucs = ucp_worker_arm(ctx->worker);

@@ -105,6 +105,37 @@ void cohort_request_complete(cohort_request_t *req, cohort_status_t status)
         cohort_list_del(&req->ready_link);
         req->queued = 0;
     }
+    if (req->polling) {
+        cohort_list_del(&req->poll_link);
+        req->polling = 0;
+    }
+}
+
+void cohort_request_poll(cohort_request_t *req)
+{
+    if (req->done || req->polling) {
+        return;
+    }
+    req->polling = 1;
+    cohort_list_push(&req->ctx->polling, &req->poll_link);
+}
+
+int cohort_request_poll_all(cohort_context_t *ctx)
+{
+    cohort_list_t todo;
+    int n = 0;
+
+    /* Taken off first: a request polled again goes to the next pass. */
+    cohort_list_init(&todo);
+    cohort_list_splice(&ctx->polling, &todo);
+    while (!cohort_list_empty(&todo)) {
+        cohort_request_t *req = cohort_container_of(todo.next, cohort_request_t, poll_link);
+        cohort_list_del(&req->poll_link);
+        req->polling = 0;
+        cohort_request_progress(req);
+        n += req->done;
+    }
+    return n;
 }
 
 void cohort_request_wake(cohort_request_t *req)
@@ -167,6 +198,10 @@ static void cohort_request_recycle(cohort_request_t *req)
     if (req->queued) {
         cohort_list_del(&req->ready_link);
         req->queued = 0;
+    }
+    if (req->polling) {
+        cohort_list_del(&req->poll_link);
+        req->polling = 0;
     }
     if (req->comm != NULL) {
         cohort_list_del(&req->comm_link);

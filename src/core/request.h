@@ -64,6 +64,7 @@ struct cohort_request {
     uint8_t done;
     uint8_t user_freed;
     uint8_t queued;    /* in ctx->ready */
+    uint8_t polling;   /* in ctx->polling */
     uint8_t detached;  /* its context was finalized while the user held it */
     uint8_t timed_out; /* a wait on it hit COHORT_TIMEOUT: freeing it revokes with TIMEOUT */
     cohort_status_t status;
@@ -73,6 +74,7 @@ struct cohort_request {
     int inflight;             /* UCX operations that still point into this request */
     cohort_list_t xfers;      /* transfers posted and not finished with UCX */
     cohort_list_t ready_link; /* in ctx->ready */
+    cohort_list_t poll_link;  /* in ctx->polling */
     cohort_list_t comm_link;  /* in comm->requests */
     cohort_list_t ctx_link;   /* in ctx->requests */
     cohort_list_t free_link;  /* in ctx->req_free */
@@ -89,6 +91,11 @@ cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request
 void cohort_request_complete(cohort_request_t *req, cohort_status_t status);
 /* A transfer of @a req changed: progress it at the next pass. */
 void cohort_request_wake(cohort_request_t *req);
+/* The request waits on memory, not on a transfer (shared-memory collectives): progress it
+ * once in the next pass (not again in this one, which would never end). */
+void cohort_request_poll(cohort_request_t *req);
+/* Progress, once each, the requests that asked to be polled. @return how many finished. */
+int cohort_request_poll_all(cohort_context_t *ctx);
 /* Stop everything the request still waits for and finish it with @a status. */
 void cohort_request_cancel(cohort_request_t *req, cohort_status_t status);
 /* Give the block back to the pool once UCX no longer points into it. */

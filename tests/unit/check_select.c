@@ -22,8 +22,9 @@ static cohort_status_t setup_env(char **env)
     return st != COHORT_OK ? st : cohort_coll_config(&ctx, err, sizeof(err));
 }
 
-/* @a node: every member on one node, single copy possible. */
-static const char *pick_at(cohort_coll_type_t coll, size_t bytes, int gsize, int node)
+/* @a node_local: every member on one node, single copy possible (2: but not shm, as under
+ * COHORT_CHECK=1). */
+static const char *pick_at(cohort_coll_type_t coll, size_t bytes, int gsize, int node_local)
 {
     cohort_coll_args_t a;
 
@@ -31,7 +32,11 @@ static const char *pick_at(cohort_coll_type_t coll, size_t bytes, int gsize, int
     a.coll = coll;
     a.count = bytes;
     a.esize = 1;
-    return cohort_coll_select(&ctx, &a, gsize, node)->name;
+    return cohort_coll_select(&ctx, &a, gsize,
+                              node_local == 2 ? COHORT_NODE_DIRECT
+                              : node_local    ? COHORT_NODE_DIRECT | COHORT_NODE_SHM
+                                              : 0)
+        ->name;
 }
 
 static const char *pick(cohort_coll_type_t coll, size_t bytes, int gsize)
@@ -67,6 +72,24 @@ START_TEST(test_defaults)
     /* every member on this node: direct reads from the measured sizes, the others below */
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 256 * 1024, 4, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 256 * 1024 - 1, 4, 1), "rabenseifner");
+    /* small ones through the shared segment, as far as they fit its 64 KiB buffers */
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 512, 4, 1), "shm");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64 * 1024 - 1, 2, 1), "shm");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64 * 1024, 2, 1), "recursive_doubling");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BARRIER, 0, 8, 1), "shm");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024, 4, 1), "shm");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024 + 1, 4, 1), "knomial");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 4 * 1024, 2, 1), "shm");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 4 * 1024 + 1, 2, 1), "ring");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024, 4, 1), "shm");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16 * 1024, 4, 1), "shm");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16 * 1024 + 1, 4, 1), "pairwise");
+    ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 32 * 1024, 2, 1), "shm");
+    ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 32 * 1024 + 1, 2, 1), "recursive_halving");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 512, 65, 1), "recursive_doubling");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 512, 4, 0), "recursive_doubling");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 512, 4, 2), "recursive_doubling");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 1u << 20, 4, 2), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64u << 20, 8, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024, 2, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024 - 1, 2, 1), "ring");
@@ -77,6 +100,7 @@ START_TEST(test_defaults)
     /* a group of one, or nothing to move: declined */
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 1u << 20, 1, 1), "rabenseifner");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 0, 4, 1), "bruck");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 0, 4, 1), "recursive_doubling");
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE_SCATTER, 4096, 3), "recursive_halving");
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE_SCATTER, 8192, 3), "ring");
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE, 1u << 30, 5), "knomial");

@@ -1,0 +1,173 @@
+/* clang-format off */
+/* run: 4 */
+/* run: 2 */
+/* run: 5 COHORT_PROGRESS=block */
+/* run: 3 COHORT_CMA=off */
+/* run: 4 COHORT_FAULT=shm:1@2 */
+/* clang-format on */
+/*
+ * Small same-node collectives through a group's shared segment (src/coll/shm.c), chosen by
+ * default: once the segment exists no message is sent at all, which the test checks
+ * (cohort_stats' messages_sent stays put over 300 calls) along with every result. Back to back
+ * blocking calls of every kind (the two buffers of each slot reused every other call), then
+ * nonblocking ones posted together and waited in reverse order, on the world and on two groups
+ * at once (evens, odds). COHORT_CMA=off: no segment, messages, the same results.
+ *
+ * COHORT_FAULT=shm:1@R: world rank R cannot reach the segment. The first call fails with
+ * COHORT_ERR_UNSUPPORTED on every member (none hangs, none succeeds alone); the group then
+ * takes the message algorithms and gets the right results.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+
+#define CALLS 50
+#define NB    6
+#define CNT   37 /* int32s: not a multiple of anything */
+
+static uint64_t sent(cohort_context_t *ctx)
+{
+    cohort_stats_t st;
+
+    CHECK_OK(cohort_stats(ctx, &st));
+    return st.messages_sent;
+}
+
+static int32_t val(int r, int i, int c)
+{
+    return (int32_t)(r * 1000 + i * 7 + c);
+}
+
+/* One of each kind, blocking, call number c, checked. */
+static void round_of_all(cohort_group_t *g, int c)
+{
+    int n = cohort_group_size(g), me = cohort_group_rank(g);
+    int32_t s[64 * CNT], r[64 * CNT];
+
+    for (int i = 0; i < CNT; i++) {
+        s[i] = val(me, i, c);
+    }
+    CHECK_OK(cohort_allreduce(g, s, r, CNT, COHORT_INT32, COHORT_SUM));
+    for (int i = 0; i < CNT; i++) {
+        int32_t want = 0;
+        for (int k = 0; k < n; k++) {
+            want += val(k, i, c);
+        }
+        CHECK(r[i] == want);
+    }
+    CHECK_OK(cohort_allgather(g, s, r, CNT, COHORT_INT32));
+    for (int k = 0; k < n; k++) {
+        for (int i = 0; i < CNT; i++) {
+            CHECK(r[k * CNT + i] == val(k, i, c));
+        }
+    }
+    for (int i = 0; i < n * CNT; i++) {
+        s[i] = val(me, i, c);
+    }
+    CHECK_OK(cohort_alltoall(g, s, r, CNT, COHORT_INT32));
+    for (int k = 0; k < n; k++) {
+        for (int i = 0; i < CNT; i++) {
+            CHECK(r[k * CNT + i] == val(k, me * CNT + i, c));
+        }
+    }
+    CHECK_OK(cohort_reduce_scatter(g, s, r, CNT, COHORT_INT32, COHORT_MAX));
+    for (int i = 0; i < CNT; i++) {
+        CHECK(r[i] == val(n - 1, me * CNT + i, c));
+    }
+    for (int i = 0; i < CNT; i++) {
+        r[i] = me == c % n ? val(me, i, c) : -1;
+    }
+    CHECK_OK(cohort_bcast(g, r, CNT, COHORT_INT32, c % n));
+    for (int i = 0; i < CNT; i++) {
+        CHECK(r[i] == val(c % n, i, c));
+    }
+    CHECK_OK(cohort_reduce(g, s, r, CNT, COHORT_INT32, COHORT_MIN, (c + 1) % n));
+    if (me == (c + 1) % n) {
+        for (int i = 0; i < CNT; i++) {
+            CHECK(r[i] == val(0, i, c));
+        }
+    }
+    CHECK_OK(cohort_barrier(g));
+}
+
+/* NB nonblocking allreduces and bcasts posted together, waited in reverse order. */
+static void nonblocking(cohort_group_t *g, int c)
+{
+    int n = cohort_group_size(g), me = cohort_group_rank(g);
+    int32_t s[NB][CNT], r[NB][CNT];
+    cohort_request_t *req[NB];
+
+    for (int j = 0; j < NB; j++) {
+        for (int i = 0; i < CNT; i++) {
+            s[j][i] = val(me, i, c + j);
+            r[j][i] = me == 0 ? val(0, i, c + j) : -1;
+        }
+        if (j % 2 == 0) {
+            CHECK_OK(cohort_iallreduce(g, s[j], r[j], CNT, COHORT_INT32, COHORT_SUM, &req[j]));
+        } else {
+            CHECK_OK(cohort_ibcast(g, r[j], CNT, COHORT_INT32, 0, &req[j]));
+        }
+    }
+    for (int j = NB - 1; j >= 0; j--) {
+        CHECK_OK(cohort_wait(req[j]));
+        cohort_request_free(req[j]);
+    }
+    for (int j = 0; j < NB; j++) {
+        for (int i = 0; i < CNT; i++) {
+            int32_t want = 0;
+            for (int k = 0; k < n && j % 2 == 0; k++) {
+                want += val(k, i, c + j);
+            }
+            CHECK(r[j][i] == (j % 2 == 0 ? want : val(0, i, c + j)));
+        }
+    }
+}
+
+int main(void)
+{
+    cohort_context_t *ctx = test_init();
+    cohort_group_t *w = cohort_world(ctx), *half;
+    int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
+    const char *cma = getenv("COHORT_CMA");
+    int off = cma != NULL && strcmp(cma, "off") == 0;
+    int members[64], m = 0;
+    uint64_t before;
+
+    CHECK(n <= 64);
+    if (getenv("COHORT_FAULT") != NULL) {
+        int32_t v = 1, sum = 0;
+        CHECK_STATUS(cohort_allreduce(w, &v, &sum, 1, COHORT_INT32, COHORT_SUM),
+                     COHORT_ERR_UNSUPPORTED);
+        before = sent(ctx);
+        round_of_all(w, 0);
+        nonblocking(w, 1);
+        CHECK(sent(ctx) > before); /* the group no longer takes the segment */
+        test_finish(ctx, "shm");
+        return 0;
+    }
+    /* The first call makes the segment (two rounds of messages); none after. */
+    round_of_all(w, 0);
+    before = sent(ctx);
+    for (int c = 1; c < CALLS; c++) {
+        round_of_all(w, c);
+    }
+    nonblocking(w, CALLS);
+    CHECK(off ? sent(ctx) > before : sent(ctx) == before);
+    for (int r = me % 2; r < n; r += 2) {
+        members[m++] = r;
+    }
+    CHECK_OK(cohort_group_create(ctx, me % 2 ? "odds" : "evens", members, m, &half));
+    for (int c = 0; c < 10; c++) {
+        if (m > 1) {
+            round_of_all(half, c);
+        }
+        round_of_all(w, c); /* between two calls on the other segment */
+        if (m > 1) {
+            nonblocking(half, c);
+        }
+    }
+    CHECK_OK(cohort_group_free(half));
+    test_finish(ctx, "shm");
+    return 0;
+}

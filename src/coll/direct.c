@@ -12,6 +12,9 @@
  * completes only once every rank that reads (or writes) its buffers has signalled, so its buffers
  * stay valid while they are read.
  *
+ * The rounds go through the group's shared segment (shm_seg.c: a descriptor in each member's
+ * buffer, signals in its words) where the group has one, else as messages (COHORT_CHECK=1).
+ *
  * Members must choose alike, so this is chosen by placement and settings only (every member on
  * this node, single copy not off), never by this rank's buffers. The signal carries how this
  * rank's reads went: a read the kernel refuses (a policy that differs between ranks; the
@@ -22,11 +25,12 @@
 #include <string.h>
 #include <unistd.h>
 #include "coll/coll_reduce.h"
+#include "coll/shm_seg.h"
 #include "core/cma.h"
 #include "core/log.h"
 #include "core/scratch.h"
 
-typedef enum { D_EXCHANGE, D_READ, D_SYNC } direct_phase_t;
+typedef enum { D_EXCHANGE, D_DESCS, D_READ, D_SYNC } direct_phase_t;
 
 enum { D_STEP_DESC, D_STEP_SYNC1, D_STEP_SYNC2, D_STEPS };
 
@@ -52,7 +56,10 @@ typedef struct {
     direct_desc_t mine;
     direct_desc_t *peers; /* n */
     uint8_t *sig_rx;      /* 2n */
-    /* then xfers: D_STEPS rounds x (n receives + n sends), own rank's slots unused */
+    int on_shm;           /* descriptors and signals go through the group's segment */
+    cohort_shm_call_t call;
+    /* then xfers: D_STEPS rounds x (n receives + n sends), own rank's slots unused; then the
+     * segment call's (cohort_shm_call_extra) */
 } direct_state_t;
 
 #define DIRECT_CHUNK 0 /* knob index */
@@ -61,7 +68,7 @@ static size_t direct_state_size(const cohort_coll_args_t *args, int n)
 {
     (void)args;
     return sizeof(direct_state_t) + (size_t)n * (sizeof(direct_desc_t) + 2) +
-           2 * D_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64;
+           2 * D_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64 + cohort_shm_call_extra(n);
 }
 
 static int direct_decline(const cohort_coll_args_t *args, int gsize)
@@ -120,7 +127,12 @@ static cohort_status_t direct_start(cohort_request_t *req)
     }
     s->mine.in = (uint64_t)(uintptr_t)in;
     s->phase = D_EXCHANGE;
-    return COHORT_OK;
+    /* The group's segment carries descriptors and signals where it can: a few hundred
+     * nanoseconds a round, where messages cost microseconds. Alike on every member. */
+    s->on_shm = (cohort_coll_node_local(req->comm) & COHORT_NODE_SHM) && n <= COHORT_SHM_MAX_N;
+    return s->on_shm
+               ? cohort_shm_call_start(req, &s->call, (char *)(s->base.xfers + s->base.nxfers))
+               : COHORT_OK;
 }
 
 /* Round @a step of 2n slots, every member with every other: even bcast's, since its members
@@ -299,6 +311,84 @@ static cohort_status_t direct_signals(cohort_request_t *req, direct_state_t *s, 
     return status;
 }
 
+/* The signals of the segment's failure word @a w for this call, as direct_signals reads them. */
+static void direct_shm_signals(cohort_request_t *req, direct_state_t *s, int w, uint8_t *rx)
+{
+    for (int k = 0; k < req->comm->size; k++) {
+        uint64_t v = cohort_shm_word(req, k, w);
+        rx[k] = v >> 2 == s->call.s ? (uint8_t)(v & 3) : D_READ_OK;
+    }
+}
+
+/* The same phases with descriptors and signals through the segment: a member's descriptor in
+ * its buffer (SEQ); a failed part in its failure word, then MID (reads of the inputs done),
+ * and for allreduce FAIL_LATE then DONE (the second reads done). Every member reads the
+ * failure words only before it publishes the word the others wait on next, so none has moved
+ * on to the next call and overwritten them. */
+static cohort_status_t direct_shm_progress(cohort_request_t *req, direct_state_t *s)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank,
+        passes = a->coll == COHORT_COLL_ALLREDUCE ? 2 : 1;
+    cohort_status_t status = COHORT_OK;
+
+    if (s->phase == D_EXCHANGE) {
+        status = cohort_shm_call_begin(req, &s->call);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        if (!cohort_shm_buf_free(req, &s->call)) {
+            return cohort_shm_wait(req);
+        }
+        memcpy(cohort_shm_buf(req, &s->call, me), &s->mine, sizeof(s->mine));
+        cohort_shm_publish(req, &s->call, COHORT_SHM_SEQ);
+        s->phase = D_DESCS;
+    }
+    if (s->phase == D_DESCS) {
+        if (!cohort_shm_reached(req, &s->call, -1, COHORT_SHM_SEQ)) {
+            return cohort_shm_wait(req);
+        }
+        for (int k = 0; k < n; k++) {
+            memcpy(&s->peers[k], cohort_shm_buf(req, &s->call, k), sizeof(s->peers[k]));
+        }
+        s->phase = D_READ;
+    }
+    for (;;) {
+        int fail = s->pass == 0 ? COHORT_SHM_FAIL : COHORT_SHM_FAIL_LATE;
+        int word = s->pass == 0 ? COHORT_SHM_MID : COHORT_SHM_DONE;
+        if (s->phase == D_READ) {
+            s->rc = s->pass == 0 ? direct_read(req, s) : direct_gather(req, s);
+            s->signal = direct_signal_of(s->rc);
+            if (s->rc == COHORT_ERR_PEER_FAILED) {
+                return s->rc; /* no one to wait for: the group is revoked */
+            }
+            if (s->rc != COHORT_OK) {
+                cohort_shm_publish_value(req, fail, s->call.s << 2 | s->signal);
+            }
+            cohort_shm_publish(req, &s->call, word);
+            s->phase = D_SYNC;
+        }
+        if (!cohort_shm_reached(req, &s->call, -1, word)) {
+            return cohort_shm_wait(req);
+        }
+        direct_shm_signals(req, s, fail, s->sig_rx);
+        status = direct_signals(req, s, s->sig_rx);
+        if (status != COHORT_OK || ++s->pass == passes) {
+            break;
+        }
+        s->phase = D_READ;
+    }
+    if (s->pass < 2) {
+        cohort_shm_publish(req, &s->call, COHORT_SHM_DONE); /* this call's buffer is free */
+    }
+    cohort_shm_call_end(req, &s->call);
+    if (status == COHORT_OK && a->coll == COHORT_COLL_REDUCE_SCATTER &&
+        a->sbuf == COHORT_IN_PLACE) {
+        memmove(a->rbuf, (char *)a->rbuf + (size_t)me * s->one, s->one);
+    }
+    return status;
+}
+
 static cohort_status_t direct_progress(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
@@ -306,6 +396,9 @@ static cohort_status_t direct_progress(cohort_request_t *req)
     int n = req->comm->size, passes = a->coll == COHORT_COLL_ALLREDUCE ? 2 : 1;
     cohort_status_t status;
 
+    if (s->on_shm) {
+        return direct_shm_progress(req, s);
+    }
     if (s->phase == D_EXCHANGE) {
         status = direct_round(req, s, D_STEP_DESC, s->peers, sizeof(direct_desc_t), &s->mine,
                               sizeof(s->mine));

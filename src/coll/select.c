@@ -162,11 +162,15 @@ size_t cohort_coll_knob(const cohort_request_t *req, int i)
  * and 4 oversubscribed, against the other rules (cohort_bench, median of 2 runs): allreduce
  * from 256 KiB (16 MiB: 2.44 ms against 4.47 on 2 ranks, 9.8 against 11.4 on 4); allgather
  * from 16 KiB per rank (1 MiB at 4 ranks: 205 us against 294); reduce_scatter from 64 KiB per
- * rank; bcast from 512 KiB, its root writing a share into every member while they read the
- * rest (1 MiB: 36 us against 104 on 2 ranks, 251 against 296 on 4). alltoall: no better than
- * pairwise (0.85-1.04x of it at 4 ranks), so only by name. */
+ * rank; bcast from 64 KiB (on 2 ranks even where shm would take it: 5.3 us against 6.5 at 64
+ * KiB), its root writing a share into every member while they read the rest (1 MiB: 36 us
+ * against 104 on 2 ranks, 251 against 296 on 4); alltoall from 16 KiB to 256 KiB per pair (4
+ * ranks, 32 KiB per pair: 39 us against 55), past which pairwise was as good or better.
+ * Measured with descriptors and signals through the group's segment (shm_seg.c); under
+ * COHORT_CHECK=1 they are messages, ~3 us more a call. */
 static const cohort_coll_rule_t cohort_default_rules[] = {
     {COHORT_COLL_BARRIER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_barrier_shm},
+    {COHORT_COLL_BCAST, 2, 2, -1, 0, 64 * KIB, ANY_SIZE, &cohort_bcast_direct},
     {COHORT_COLL_BCAST, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_bcast_shm},
     {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 0, 64 * KIB, &cohort_allreduce_shm},
     {COHORT_COLL_REDUCE, 0, 0, -1, 0, 0, 64 * KIB, &cohort_reduce_shm},
@@ -175,7 +179,8 @@ static const cohort_coll_rule_t cohort_default_rules[] = {
     {COHORT_COLL_ALLGATHER, 3, 0, -1, 0, 0, 16 * KIB + 1, &cohort_allgather_shm},
     {COHORT_COLL_ALLTOALL, 2, 2, -1, 0, 0, 8 * KIB + 1, &cohort_alltoall_shm},
     {COHORT_COLL_ALLTOALL, 3, 0, -1, 0, 0, ANY_SIZE, &cohort_alltoall_shm},
-    {COHORT_COLL_BCAST, 0, 0, -1, 0, 512 * KIB, ANY_SIZE, &cohort_bcast_direct},
+    {COHORT_COLL_ALLTOALL, 0, 0, -1, 0, 16 * KIB, 256 * KIB + 1, &cohort_alltoall_direct},
+    {COHORT_COLL_BCAST, 0, 0, -1, 0, 64 * KIB, ANY_SIZE, &cohort_bcast_direct},
     {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 16 * KIB, ANY_SIZE, &cohort_allgather_direct},
     {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 256 * KIB, ANY_SIZE, &cohort_allreduce_direct},
     {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 64 * KIB, ANY_SIZE, &cohort_reduce_scatter_direct},

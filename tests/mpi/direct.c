@@ -4,6 +4,8 @@
 /* run: 2 COHORT_CMA=off */
 /* run: 4 COHORT_CMA_MIN=1G COHORT_FAULT=cma:1@1 */
 /* run: 3 COHORT_CMA_MIN=1G COHORT_FAULT=cma:2@2 COHORT_ALGO_ALLGATHER=direct */
+/* run: 3 COHORT_CHECK=1 */
+/* run: 4 COHORT_CHECK=1 COHORT_CMA_MIN=1G COHORT_FAULT=cma:1@1 */
 /* clang-format on */
 /*
  * Same-node collectives by direct reads (src/coll/direct.c), chosen by default where every
@@ -11,6 +13,9 @@
  * rules give them, in place and not, against data computed locally, with the bytes read (and,
  * by a bcast root, written) by single copy counted (cohort_stats) so that a silent fall back to
  * the network algorithms fails. COHORT_CMA=off: no single-copy read at all, the same results.
+ *
+ * Descriptors and signals go through the group's shared segment (shm_seg.c), or as messages
+ * under COHORT_CHECK=1 (no segment there).
  *
  * COHORT_FAULT=cma:N@R: world rank R's N-th single-copy read is refused as if by the kernel.
  * That call fails with COHORT_ERR_UNSUPPORTED on every member (none hangs, none succeeds

@@ -78,12 +78,11 @@ START_TEST(test_defaults)
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64 * 1024, 2, 1), "recursive_doubling");
     ck_assert_str_eq(pick_at(COHORT_COLL_BARRIER, 0, 8, 1), "shm");
     ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024, 4, 1), "shm");
-    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024 + 1, 4, 1), "knomial");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 4 * 1024, 2, 1), "shm");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 4 * 1024 + 1, 2, 1), "ring");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024, 4, 1), "shm");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16 * 1024, 4, 1), "shm");
-    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16 * 1024 + 1, 4, 1), "pairwise");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16 * 1024 + 1, 4, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 32 * 1024, 2, 1), "shm");
     ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 32 * 1024 + 1, 2, 1), "recursive_halving");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 512, 65, 1), "recursive_doubling");
@@ -94,9 +93,15 @@ START_TEST(test_defaults)
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024, 2, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024 - 1, 2, 1), "ring");
     ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 64 * 1024, 4, 1), "direct");
-    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 512 * 1024, 4, 1), "direct");
-    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 512 * 1024 - 1, 4, 1), "knomial");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024 + 1, 4, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024 + 1, 4, 2), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024 - 1, 4, 2), "knomial");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16u << 20, 4, 1), "pairwise");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 32 * 1024, 4, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 256 * 1024, 4, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 256 * 1024 + 1, 4, 1), "pairwise");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024, 2, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024 - 1, 2, 1), "shm");
     /* a group of one, or nothing to move: declined */
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 1u << 20, 1, 1), "rabenseifner");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 0, 4, 1), "bruck");

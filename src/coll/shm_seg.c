@@ -1,0 +1,285 @@
+/*
+ * A group's shared segment (shm_seg.h). The memfd is reached with pidfd_getfd, which the
+ * kernel allows where it allows reading the peer (single copy): no name in /dev/shm to leak
+ * when a rank dies, and the memory goes with the last mapping.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <unistd.h>
+#include "coll/shm_seg.h"
+#include "core/log.h"
+
+#define COHORT_SHM_MAGIC 0xc0c05e6du
+
+typedef struct {
+    uint64_t word[COHORT_SHM_WORDS];
+    uint8_t pad[64 - 8 * COHORT_SHM_WORDS];
+    uint8_t data[2][COHORT_SHM_SLOT];
+} shm_slot_t;
+
+typedef struct {
+    uint32_t magic;
+    int32_t n;
+    uint8_t pad[56];
+    shm_slot_t slot[];
+} shm_seg_t;
+
+typedef enum { SEG_NONE, SEG_SETTING_UP, SEG_READY, SEG_FAILED } shm_seg_state_t;
+
+/* Per group, this rank's view (comm->node_shm). */
+typedef struct {
+    shm_seg_state_t state;
+    shm_seg_t *seg;
+    size_t bytes;
+    int fd;            /* group rank 0: the memfd, until every member has reached it */
+    uint64_t calls;    /* calls numbered on the group */
+    uint64_t finished; /* the last call that ended here */
+} shm_group_t;
+
+enum { SHM_STEP_DESC, SHM_STEP_ATTACHED };
+
+static void shm_group_free(void *arg)
+{
+    shm_group_t *g = arg;
+
+    if (g->seg != NULL) {
+        munmap(g->seg, g->bytes);
+    }
+    if (g->fd >= 0) {
+        close(g->fd);
+    }
+    free(g);
+}
+
+static size_t shm_seg_bytes(int n)
+{
+    return sizeof(shm_seg_t) + (size_t)n * sizeof(shm_slot_t);
+}
+
+size_t cohort_shm_call_extra(int n)
+{
+    return (size_t)n * (sizeof(cohort_shm_setup_desc_t) + 1) +
+           4 * (size_t)n * sizeof(cohort_xfer_t) + 64;
+}
+
+cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *c, char *p)
+{
+    cohort_comm_t *comm = req->comm;
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    shm_group_t *g = comm->node_shm;
+
+    if (g == NULL) {
+        g = calloc(1, sizeof(*g));
+        if (g == NULL) {
+            return COHORT_ERR_NO_MEMORY;
+        }
+        g->fd = -1;
+        comm->node_shm = g;
+        comm->node_shm_free = shm_group_free;
+    }
+    c->descs = (cohort_shm_setup_desc_t *)p;
+    p += (size_t)comm->size * sizeof(cohort_shm_setup_desc_t);
+    c->oks = (uint8_t *)p;
+    p += (size_t)comm->size;
+    b->xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+    b->nxfers = 4 * comm->size;
+    c->s = ++g->calls;
+    c->setup = g->state == SEG_NONE;
+    if (c->setup) {
+        g->state = SEG_SETTING_UP;
+    }
+    return COHORT_OK;
+}
+
+/* Group rank 0: the segment, and what the others need to reach it (fd -1: it failed). */
+static void shm_create(cohort_request_t *req, cohort_shm_call_t *c, shm_group_t *g)
+{
+    int n = req->comm->size;
+
+    g->bytes = shm_seg_bytes(n);
+    c->desc.pid = (int32_t)getpid();
+    g->fd = memfd_create("cohort-group", MFD_CLOEXEC);
+    if (g->fd < 0 || ftruncate(g->fd, (off_t)g->bytes) != 0 ||
+        (g->seg = mmap(NULL, g->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0)) ==
+            MAP_FAILED) {
+        cohort_error(req->ctx, "%s: shared segment of %zu bytes: %s", req->comm->label, g->bytes,
+                     strerror(errno));
+        g->seg = NULL;
+        c->desc.fd = -1;
+        return;
+    }
+    g->seg->magic = COHORT_SHM_MAGIC;
+    g->seg->n = n;
+    c->desc.fd = g->fd;
+}
+
+/* The others: map rank 0's segment. @return whether it worked (logged when not). */
+static int shm_attach(cohort_request_t *req, shm_group_t *g, const cohort_shm_setup_desc_t *d)
+{
+    int n = req->comm->size, pfd, fd = -1;
+    const char *why = NULL;
+
+    g->bytes = shm_seg_bytes(n);
+    if (d->fd < 0) {
+        why = "group rank 0 could not make it";
+    } else if (cohort_fault(req->ctx, COHORT_FAULT_SHM)) {
+        why = "COHORT_FAULT";
+    } else if ((pfd = pidfd_open((pid_t)d->pid, 0)) < 0 ||
+               (fd = pidfd_getfd(pfd, d->fd, 0), close(pfd), fd) < 0) {
+        why = strerror(errno);
+    } else {
+        g->seg = mmap(NULL, g->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (g->seg == MAP_FAILED) {
+            g->seg = NULL;
+            why = strerror(errno);
+        } else if (g->seg->magic != COHORT_SHM_MAGIC || g->seg->n != n) {
+            why = "not the segment expected";
+        }
+    }
+    if (why != NULL) {
+        cohort_error(req->ctx,
+                     "%s %s: cannot reach group rank 0's shared segment (%s); this call fails "
+                     "on every member, and the group uses the other algorithms from now on",
+                     req->comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], why);
+        return 0;
+    }
+    return 1;
+}
+
+/* The first call: make or reach the segment, then agree on whether every member has it. */
+static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, shm_group_t *g)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    int n = req->comm->size, me = req->comm->rank;
+    cohort_status_t status;
+
+    if (c->sround == 0) {
+        if (me == 0 && c->ok == 0) {
+            shm_create(req, c, g);
+            c->ok = g->seg != NULL ? 1 : 2;
+        }
+        status = cohort_coll_flat_round(req, b->xfers, &c->posted, SHM_STEP_DESC, 0, c->descs,
+                                        sizeof(cohort_shm_setup_desc_t), &c->desc, sizeof(c->desc));
+        if (status != COHORT_OK) {
+            return status;
+        }
+        if (me != 0) {
+            c->ok = shm_attach(req, g, &c->descs[0]) ? 1 : 2;
+        }
+        c->sround = 1;
+    }
+    status = cohort_coll_flat_round(req, b->xfers + 2 * n, &c->posted, SHM_STEP_ATTACHED, -1,
+                                    c->oks, 1, &c->ok, 1);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    c->oks[me] = c->ok;
+    g->state = SEG_READY;
+    for (int k = 0; k < n; k++) {
+        if (c->oks[k] != 1) {
+            g->state = SEG_FAILED;
+        }
+    }
+    if (g->fd >= 0) {
+        close(g->fd); /* every member that could map it has */
+        g->fd = -1;
+    }
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_shm_wait(cohort_request_t *req)
+{
+    cohort_request_poll(req);
+    return COHORT_INPROGRESS;
+}
+
+cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *c)
+{
+    shm_group_t *g = req->comm->node_shm;
+    cohort_status_t status;
+
+    if (c->begun) {
+        return COHORT_OK;
+    }
+    if (c->setup && g->state == SEG_SETTING_UP) {
+        status = shm_setup(req, c, g);
+        if (status != COHORT_OK) {
+            return status;
+        }
+    }
+    if (g->state == SEG_SETTING_UP || (g->state == SEG_READY && g->finished != c->s - 1)) {
+        return cohort_shm_wait(req); /* an earlier call makes it, or runs */
+    }
+    if (g->state != SEG_READY) {
+        /* Every member saw the same answers: they fail alike and stay in step. */
+        req->comm->node_off = 1;
+        cohort_coll_base(req)->agreed = 1;
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    c->begun = 1;
+    return COHORT_OK;
+}
+
+uint8_t *cohort_shm_buf(cohort_request_t *req, const cohort_shm_call_t *c, int k)
+{
+    shm_group_t *g = req->comm->node_shm;
+
+    return g->seg->slot[k].data[c->s & 1];
+}
+
+static uint64_t *shm_word(cohort_request_t *req, int k, int w)
+{
+    shm_group_t *g = req->comm->node_shm;
+
+    return &g->seg->slot[k].word[w];
+}
+
+void cohort_shm_publish_value(cohort_request_t *req, int w, uint64_t v)
+{
+    /* Release: what this rank wrote before is seen by whoever sees the number. */
+    __atomic_store_n(shm_word(req, req->comm->rank, w), v, __ATOMIC_RELEASE);
+}
+
+void cohort_shm_publish(cohort_request_t *req, const cohort_shm_call_t *c, int w)
+{
+    cohort_shm_publish_value(req, w, c->s);
+}
+
+uint64_t cohort_shm_word(cohort_request_t *req, int k, int w)
+{
+    return __atomic_load_n(shm_word(req, k, w), __ATOMIC_ACQUIRE);
+}
+
+static int shm_word_reached(cohort_request_t *req, int k, int w, uint64_t v)
+{
+    int n = req->comm->size;
+
+    for (int i = k < 0 ? 0 : k; i < (k < 0 ? n : k + 1); i++) {
+        if (cohort_shm_word(req, i, w) < v) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int cohort_shm_reached(cohort_request_t *req, const cohort_shm_call_t *c, int k, int w)
+{
+    return shm_word_reached(req, k, w, c->s);
+}
+
+int cohort_shm_buf_free(cohort_request_t *req, const cohort_shm_call_t *c)
+{
+    return c->s <= 2 || shm_word_reached(req, -1, COHORT_SHM_DONE, c->s - 2);
+}
+
+void cohort_shm_call_end(cohort_request_t *req, const cohort_shm_call_t *c)
+{
+    shm_group_t *g = req->comm->node_shm;
+
+    g->finished = c->s;
+}

@@ -1,0 +1,70 @@
+/*
+ * A group's shared segment, for members of one node (shm_seg.c): one slot per member, each a
+ * few words other members wait on and two data buffers, used by call number % 2. Group rank 0
+ * makes it (a memfd) at the group's first call that needs it, and the members reach it through
+ * pidfd_getfd: two rounds of small messages, once per group. Calls on it are numbered in the
+ * order they were posted (so not under COHORT_CHECK=1, whose agreement may start them out of
+ * order) and run one at a time on each rank, in that order.
+ */
+#ifndef COHORT_COLL_SHM_SEG_H
+#define COHORT_COLL_SHM_SEG_H
+
+#include "coll/coll.h"
+
+#define COHORT_SHM_SLOT  (64 * 1024) /* bytes of each data buffer */
+#define COHORT_SHM_MAX_N 64          /* members: the segment holds 2 buffers per member */
+
+/* The words of a slot; each holds the last call number its member published for it. */
+enum {
+    COHORT_SHM_SEQ,       /* its contribution (or descriptor) for the call is in its buffer */
+    COHORT_SHM_MID,       /* it is half way (direct allreduce: its block of the result is made) */
+    COHORT_SHM_DONE,      /* it has finished with everyone's buffers for the call */
+    COHORT_SHM_FAIL,      /* its part before MID failed (direct: a read refused or failed) */
+    COHORT_SHM_FAIL_LATE, /* its part between MID and DONE failed */
+    COHORT_SHM_WORDS
+};
+
+typedef struct {
+    int32_t pid;
+    int32_t fd;
+} cohort_shm_setup_desc_t;
+
+/* One call's part, in the algorithm's state. */
+typedef struct {
+    uint64_t s;   /* the call's number on the group, from 1 */
+    int setup;    /* this call makes the segment */
+    int sround;   /* which of the setup's two rounds is under way */
+    int posted;   /* the setup round's messages are posted */
+    int begun;    /* it was this rank's turn, and the segment is there */
+    uint8_t ok;   /* this rank reached the segment (setup) */
+    uint8_t *oks; /* n: every member's ok (setup) */
+    cohort_shm_setup_desc_t desc, *descs;
+} cohort_shm_call_t;
+
+/* Bytes cohort_shm_call_start lays out after the state (64-byte aligned xfers included). */
+size_t cohort_shm_call_extra(int n);
+/* Number the call (at post, in order), making the group's record at its first call; lays out
+ * the setup's arrays and its 4n transfer slots at @a p, which become the request's xfers. */
+cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *c, char *p);
+/* COHORT_OK once the segment is there and the previous call has ended here; COHORT_INPROGRESS
+ * (polled, or waiting on the setup's messages); COHORT_ERR_UNSUPPORTED on every member alike
+ * when a member cannot reach the segment (logged; the group's node-only algorithms go off). */
+cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *c);
+/* Member @a k's data buffer for this call. */
+uint8_t *cohort_shm_buf(cohort_request_t *req, const cohort_shm_call_t *c, int k);
+/* Whether this call's buffers may be written: every member is done with call s - 2. */
+int cohort_shm_buf_free(cohort_request_t *req, const cohort_shm_call_t *c);
+/* Publish this call's number in this rank's word @a w. */
+void cohort_shm_publish(cohort_request_t *req, const cohort_shm_call_t *c, int w);
+/* Publish @a v (a value made from this call's number, never below an earlier one) in word @a w;
+ * read member @a k's word @a w. */
+void cohort_shm_publish_value(cohort_request_t *req, int w, uint64_t v);
+uint64_t cohort_shm_word(cohort_request_t *req, int k, int w);
+/* Whether member @a k (every member when k < 0) has published this call in word @a w. */
+int cohort_shm_reached(cohort_request_t *req, const cohort_shm_call_t *c, int k, int w);
+/* The call is over here: the next one may begin. */
+void cohort_shm_call_end(cohort_request_t *req, const cohort_shm_call_t *c);
+/* Wait on memory: polled at the next pass, and COHORT_INPROGRESS. */
+cohort_status_t cohort_shm_wait(cohort_request_t *req);
+
+#endif

@@ -243,16 +243,26 @@ static void cohort_coll_ops_describe(const cohort_request_t *req, char *buf, siz
                             g ? g->label : "?", (unsigned long long)(g ? g->id : 0), b->step);
     /* The receives first: the members not heard from are the ones to look at. */
     used = cohort_coll_describe_peers(req, 0, buf, len, used);
-    cohort_coll_describe_peers(req, 1, buf, len, used);
+    used = cohort_coll_describe_peers(req, 1, buf, len, used);
+    if (b->algo->describe != NULL && used < len) {
+        b->algo->describe(req, buf, len, used);
+    }
 }
 
 /* A collective cancelled half way leaves the other members waiting on steps this rank will
  * never take, and their messages arriving for nothing: the group is out of step. */
 static void cohort_coll_ops_cancel(cohort_request_t *req, cohort_status_t status)
 {
-    if (req->comm != NULL && status != COHORT_ERR_MISMATCH && !cohort_coll_base(req)->agreed) {
-        cohort_comm_revoke(req->comm, status, "a collective was cancelled");
+    const cohort_coll_base_t *b = cohort_coll_base(req);
+
+    /* An error every member agreed on leaves them in step: nothing to abandon or revoke. */
+    if (req->comm == NULL || status == COHORT_ERR_MISMATCH || b->agreed) {
+        return;
     }
+    if (b->algo != NULL && b->algo->abandon != NULL) {
+        b->algo->abandon(req, status);
+    }
+    cohort_comm_revoke(req->comm, status, "a collective was cancelled");
 }
 
 static const cohort_request_ops_t cohort_coll_ops = {

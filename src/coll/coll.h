@@ -63,6 +63,12 @@ typedef struct cohort_coll_algo {
     int device;
     /* COHORT_NODE_* bits the group must have for this to be chosen (0: any group). */
     int node;
+    /* Optional: append to a timeout's description what it waits for beyond its transfers
+     * (shared memory); returns the new length used. */
+    size_t (*describe)(const cohort_request_t *req, char *buf, size_t len, size_t used);
+    /* Optional: the call is given up here (cancelled, or freed after a timeout), with
+     * @a status: tell the members that wait on it in shared memory, where no message says so. */
+    void (*abandon)(cohort_request_t *req, cohort_status_t status);
 } cohort_coll_algo_t;
 
 /* COHORT_CHECK=1: the members' agreement on a collective's arguments (check.c). */

@@ -345,6 +345,10 @@ static cohort_status_t direct_shm_progress(cohort_request_t *req, direct_state_t
         s->phase = D_DESCS;
     }
     if (s->phase == D_DESCS) {
+        status = cohort_shm_gone(req, &s->call);
+        if (status != COHORT_OK) {
+            return status;
+        }
         if (!cohort_shm_reached(req, &s->call, -1, COHORT_SHM_SEQ)) {
             return cohort_shm_wait(req);
         }
@@ -367,6 +371,10 @@ static cohort_status_t direct_shm_progress(cohort_request_t *req, direct_state_t
             }
             cohort_shm_publish(req, &s->call, word);
             s->phase = D_SYNC;
+        }
+        status = cohort_shm_gone(req, &s->call);
+        if (status != COHORT_OK) {
+            return status;
         }
         if (!cohort_shm_reached(req, &s->call, -1, word)) {
             return cohort_shm_wait(req);
@@ -455,12 +463,29 @@ static int direct_peers(const cohort_coll_args_t *args, int n, int me, int *out,
     return m;
 }
 
+static size_t direct_describe(const cohort_request_t *req, char *buf, size_t len, size_t used)
+{
+    const direct_state_t *s = req->state;
+
+    return s->on_shm ? cohort_shm_describe(req, &s->call, buf, len, used) : used;
+}
+
+static void direct_abandon(cohort_request_t *req, cohort_status_t status)
+{
+    const direct_state_t *s = req->state;
+
+    if (s->on_shm) {
+        cohort_shm_abandon(req, &s->call, status);
+    }
+}
+
 #define DIRECT_ALGO(coll_, what_, knobs_...)                                                       \
     {                                                                                              \
         .name = "direct", .description = "same node: " what_ " with single-copy reads",            \
         .coll = coll_, .state_size = direct_state_size, .start = direct_start,                     \
         .progress = direct_progress, .cleanup = direct_cleanup, .peers = direct_peers,             \
-        .decline = direct_decline, .node = COHORT_NODE_DIRECT, knobs_                              \
+        .decline = direct_decline, .node = COHORT_NODE_DIRECT, .describe = direct_describe,        \
+        .abandon = direct_abandon, knobs_                                                          \
     }
 
 #define DIRECT_CHUNK_KNOB(env_)                                                                    \

@@ -140,6 +140,11 @@ static cohort_status_t shm_progress(cohort_request_t *req)
         s->phase = SHM_WAIT;
     }
     if (s->phase == SHM_WAIT) {
+        /* A member that gave up left its contribution: not to be taken as if it had not. */
+        status = cohort_shm_gone(req, &s->call);
+        if (status != COHORT_OK) {
+            return status;
+        }
         if (!cohort_shm_reached(req, &s->call, a->coll == COHORT_COLL_BCAST ? a->root : -1,
                                 COHORT_SHM_SEQ)) {
             return cohort_shm_wait(req);
@@ -152,11 +157,26 @@ static cohort_status_t shm_progress(cohort_request_t *req)
     return COHORT_OK;
 }
 
+static size_t shm_describe(const cohort_request_t *req, char *buf, size_t len, size_t used)
+{
+    const shm_state_t *s = req->state;
+
+    return cohort_shm_describe(req, &s->call, buf, len, used);
+}
+
+static void shm_abandon(cohort_request_t *req, cohort_status_t status)
+{
+    const shm_state_t *s = req->state;
+
+    cohort_shm_abandon(req, &s->call, status);
+}
+
 #define SHM_ALGO(coll_)                                                                            \
     {                                                                                              \
         .name = "shm", .description = "same node, small: through one shared segment, no message",  \
         .coll = coll_, .state_size = shm_state_size, .start = shm_start, .progress = shm_progress, \
-        .decline = shm_decline, .node = COHORT_NODE_SHM,                                           \
+        .decline = shm_decline, .node = COHORT_NODE_SHM, .describe = shm_describe,                 \
+        .abandon = shm_abandon,                                                                    \
     }
 
 const cohort_coll_algo_t cohort_allreduce_shm = SHM_ALGO(COHORT_COLL_ALLREDUCE);

@@ -88,6 +88,7 @@ cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *
     b->xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
     b->nxfers = 4 * comm->size;
     c->s = ++g->calls;
+    c->wait_word = -1;
     c->setup = g->state == SEG_NONE;
     if (c->setup) {
         g->state = SEG_SETTING_UP;
@@ -267,14 +268,78 @@ static int shm_word_reached(cohort_request_t *req, int k, int w, uint64_t v)
     return 1;
 }
 
-int cohort_shm_reached(cohort_request_t *req, const cohort_shm_call_t *c, int k, int w)
+/* Member @a k's word (every member's when k < 0) against @a v, noted for a description. */
+static int shm_await(cohort_request_t *req, cohort_shm_call_t *c, int k, int w, uint64_t v)
 {
-    return shm_word_reached(req, k, w, c->s);
+    if (shm_word_reached(req, k, w, v)) {
+        c->wait_word = -1;
+        return 1;
+    }
+    c->wait_word = w;
+    c->wait_value = v;
+    c->wait_member = k;
+    return 0;
 }
 
-int cohort_shm_buf_free(cohort_request_t *req, const cohort_shm_call_t *c)
+int cohort_shm_reached(cohort_request_t *req, cohort_shm_call_t *c, int k, int w)
 {
-    return c->s <= 2 || shm_word_reached(req, -1, COHORT_SHM_DONE, c->s - 2);
+    return shm_await(req, c, k, w, c->s);
+}
+
+int cohort_shm_buf_free(cohort_request_t *req, cohort_shm_call_t *c)
+{
+    return c->s <= 2 || shm_await(req, c, -1, COHORT_SHM_DONE, c->s - 2);
+}
+
+size_t cohort_shm_describe(const cohort_request_t *req, const cohort_shm_call_t *c, char *buf,
+                           size_t len, size_t used)
+{
+    cohort_request_t *r = (cohort_request_t *)req;
+    const shm_group_t *g = req->comm != NULL ? req->comm->node_shm : NULL;
+    int n = req->comm != NULL ? req->comm->size : 0, named = 0;
+
+    if (g == NULL || used >= len) {
+        return used;
+    }
+    if (!c->begun) {
+        if (g->state == SEG_READY && g->finished != c->s - 1) {
+            used += (size_t)snprintf(buf + used, len - used,
+                                     "; behind an earlier call on this group (this rank's)");
+        }
+        return used;
+    }
+    for (int k = 0; k < n && c->wait_word >= 0 && used < len; k++) {
+        if ((c->wait_member >= 0 && k != c->wait_member) ||
+            cohort_shm_word(r, k, c->wait_word) >= c->wait_value) {
+            continue;
+        }
+        used += (size_t)snprintf(buf + used, len - used, "%s group rank %d (world %d)",
+                                 named++ == 0 ? "; not yet heard from (shared segment)" : ",", k,
+                                 cohort_comm_world_rank(req->comm, k));
+    }
+    return used;
+}
+
+void cohort_shm_abandon(cohort_request_t *req, const cohort_shm_call_t *c, cohort_status_t status)
+{
+    const shm_group_t *g = req->comm != NULL ? req->comm->node_shm : NULL;
+
+    /* Only a timeout: a failed peer or a revoke reaches the members as a notification that
+     * names who failed, which they need (cohort_failed_ranks), and this word cannot carry. */
+    if (status == COHORT_ERR_TIMEOUT && g != NULL && g->seg != NULL && c->begun) {
+        cohort_shm_publish_value(req, COHORT_SHM_GONE, c->s << 8 | (uint64_t)(-status & 0xff));
+    }
+}
+
+cohort_status_t cohort_shm_gone(cohort_request_t *req, const cohort_shm_call_t *c)
+{
+    for (int k = 0; k < req->comm->size; k++) {
+        uint64_t v = cohort_shm_word(req, k, COHORT_SHM_GONE);
+        if (v >> 8 == c->s) {
+            return (cohort_status_t) - (int)(v & 0xff); /* the group is revoked on return */
+        }
+    }
+    return COHORT_OK;
 }
 
 void cohort_shm_call_end(cohort_request_t *req, const cohort_shm_call_t *c)

@@ -21,6 +21,7 @@ enum {
     COHORT_SHM_DONE,      /* it has finished with everyone's buffers for the call */
     COHORT_SHM_FAIL,      /* its part before MID failed (direct: a read refused or failed) */
     COHORT_SHM_FAIL_LATE, /* its part between MID and DONE failed */
+    COHORT_SHM_GONE,      /* it gave the call up after a timeout (call << 8 | -status) */
     COHORT_SHM_WORDS
 };
 
@@ -39,6 +40,9 @@ typedef struct {
     uint8_t ok;   /* this rank reached the segment (setup) */
     uint8_t *oks; /* n: every member's ok (setup) */
     cohort_shm_setup_desc_t desc, *descs;
+    int wait_word;       /* what it waits for now: a word (-1: nothing in the segment) */
+    uint64_t wait_value; /* ... to reach this */
+    int wait_member;     /* ... for this member (-1: every member) */
 } cohort_shm_call_t;
 
 /* Bytes cohort_shm_call_start lays out after the state (64-byte aligned xfers included). */
@@ -53,7 +57,7 @@ cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *
 /* Member @a k's data buffer for this call. */
 uint8_t *cohort_shm_buf(cohort_request_t *req, const cohort_shm_call_t *c, int k);
 /* Whether this call's buffers may be written: every member is done with call s - 2. */
-int cohort_shm_buf_free(cohort_request_t *req, const cohort_shm_call_t *c);
+int cohort_shm_buf_free(cohort_request_t *req, cohort_shm_call_t *c);
 /* Publish this call's number in this rank's word @a w. */
 void cohort_shm_publish(cohort_request_t *req, const cohort_shm_call_t *c, int w);
 /* Publish @a v (a value made from this call's number, never below an earlier one) in word @a w;
@@ -61,10 +65,20 @@ void cohort_shm_publish(cohort_request_t *req, const cohort_shm_call_t *c, int w
 void cohort_shm_publish_value(cohort_request_t *req, int w, uint64_t v);
 uint64_t cohort_shm_word(cohort_request_t *req, int k, int w);
 /* Whether member @a k (every member when k < 0) has published this call in word @a w. */
-int cohort_shm_reached(cohort_request_t *req, const cohort_shm_call_t *c, int k, int w);
+int cohort_shm_reached(cohort_request_t *req, cohort_shm_call_t *c, int k, int w);
+/* This rank gives the call up with @a status (it was cancelled, or freed after a timeout):
+ * after a timeout the members learn it here, as the call's messages would have told them. */
+void cohort_shm_abandon(cohort_request_t *req, const cohort_shm_call_t *c, cohort_status_t status);
+/* COHORT_OK, or the status a member gave this call up with: the caller fails with it too (and
+ * so revokes the group), as a message would have told it. */
+cohort_status_t cohort_shm_gone(cohort_request_t *req, const cohort_shm_call_t *c);
 /* The call is over here: the next one may begin. */
 void cohort_shm_call_end(cohort_request_t *req, const cohort_shm_call_t *c);
 /* Wait on memory: polled at the next pass, and COHORT_INPROGRESS. */
 cohort_status_t cohort_shm_wait(cohort_request_t *req);
+/* Append to a timeout's description the members the call waits for in the segment ("not yet
+ * heard from", as for messages), or the earlier call it waits behind. */
+size_t cohort_shm_describe(const cohort_request_t *req, const cohort_shm_call_t *c, char *buf,
+                           size_t len, size_t used);
 
 #endif

@@ -19,30 +19,6 @@
 #include <unistd.h>
 #include "harness.h"
 
-/* Run @a fn with stderr going to a file, and return what it wrote (static buffer). */
-static const char *captured(cohort_status_t (*fn)(cohort_group_t *), cohort_group_t *g,
-                            cohort_status_t *st)
-{
-    static char text[8192];
-    FILE *tmp = tmpfile();
-    int saved = dup(2);
-    size_t n;
-
-    CHECK(tmp != NULL && saved >= 0);
-    fflush(stderr);
-    CHECK(dup2(fileno(tmp), 2) == 2);
-    *st = fn(g);
-    fflush(stderr);
-    CHECK(dup2(saved, 2) == 2);
-    close(saved);
-    rewind(tmp);
-    n = fread(text, 1, sizeof(text) - 1, tmp);
-    text[n] = '\0';
-    fclose(tmp);
-    fputs(text, stderr);
-    return text;
-}
-
 int main(void)
 {
     cohort_context_t *ctx = test_init();
@@ -54,7 +30,7 @@ int main(void)
                  me < 4 ? COHORT_OK : COHORT_ERR_NOT_MEMBER);
     if (me < 3) {
         double t0 = test_now(), waited;
-        const char *log = captured(test_one_allreduce, g, &st);
+        const char *log = test_captured(test_one_allreduce, g, &st);
 
         waited = test_now() - t0;
         CHECK_STATUS(st, COHORT_ERR_TIMEOUT);

@@ -1,6 +1,6 @@
-/* run: 2 COHORT_CMA=on COHORT_CMA_MIN=1 */
-/* run: 3 COHORT_CMA=on COHORT_CMA_MIN=1 */
-/* run: 3 */
+/* run: 2 COHORT_CMA=on COHORT_CMA_MIN=1 COHORT_ALGO_BCAST=knomial */
+/* run: 3 COHORT_CMA=on COHORT_CMA_MIN=1 COHORT_ALGO_BCAST=knomial */
+/* run: 3 COHORT_ALGO_BCAST=knomial */
 /*
  * A single-copy receiver that stops calling cohort once its receive is done must not leave the
  * sender waiting: the sender's send ends with the receiver's ACK, and the receiver (which never
@@ -8,7 +8,9 @@
  * 1 MiB (and a bcast of 4 MiB from rank 0: every other rank receives without sending back) to
  * ranks that then leave cohort alone and wait for a file rank 0 makes only when its send and
  * its bcast have completed. Before the fix the receive finished while its ACK still waited for
- * the sender's address: rank 0 waited forever, the receivers timed out on the file.
+ * the sender's address: rank 0 waited forever, the receivers timed out on the file. The bcast
+ * is the tree's (COHORT_ALGO_BCAST=knomial): the same-node ones would wire every member to every
+ * other first, and hide the case.
  */
 #include <stdint.h>
 #include <string.h>

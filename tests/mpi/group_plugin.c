@@ -1,4 +1,4 @@
-/* run: 4 COHORT_PMIX_PLUGIN=group */
+/* run: 4 --retry-on-timeout COHORT_PMIX_PLUGIN=group */
 /*
  * The group plugin over a server that constructs PMIx groups (PRRTE, with the plugins built on
  * the server's PMIx: tests/launch/prrte.sh): several overlapping groups, each constructed over
@@ -12,6 +12,7 @@
  * 4.1's mpirun, which refuses).
  */
 #include <string.h>
+#include <unistd.h>
 #include "harness.h"
 
 static void sum_check(cohort_group_t *g)
@@ -54,6 +55,11 @@ int main(void)
     if (status == COHORT_ERR_UNSUPPORTED && (expect == NULL || strcmp(expect, "works") != 0)) {
         CHECK(ctx == NULL);
         printf("group_plugin: passed (the group plugin refused here, as it must be)\n");
+        /* Not at once: Open MPI 4.1's PMIx server now and then leaves a rank that is still in
+         * PMIx_Init unanswered when the others have already come and gone (seen 3 times in 13
+         * runs, that rank's stack in PMIx_Init, never in cohort; 1 in 65 with this pause, then
+         * after every rank had passed: hence also --retry-on-timeout). */
+        sleep(2);
         return 0;
     }
     if (expect != NULL && strcmp(expect, "refused") == 0) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 #include "cohort.h"
 
 static int test_rank = -1;
@@ -70,6 +71,30 @@ static inline cohort_status_t test_one_allreduce(cohort_group_t *g)
     int v = 1, sum = 0;
 
     return cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM);
+}
+
+/* Run @a fn with stderr going to a file, and return what it wrote (static buffer). */
+static inline const char *test_captured(cohort_status_t (*fn)(cohort_group_t *), cohort_group_t *g,
+                                        cohort_status_t *st)
+{
+    static char text[8192];
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+    size_t n;
+
+    CHECK(tmp != NULL && saved >= 0);
+    fflush(stderr);
+    CHECK(dup2(fileno(tmp), 2) == 2);
+    *st = fn(g);
+    fflush(stderr);
+    CHECK(dup2(saved, 2) == 2);
+    close(saved);
+    rewind(tmp);
+    n = fread(text, 1, sizeof(text) - 1, tmp);
+    text[n] = '\0';
+    fclose(tmp);
+    fputs(text, stderr);
+    return text;
 }
 
 static inline void test_finish(cohort_context_t *ctx, const char *name)

@@ -7,6 +7,8 @@
 #   /* run: 8 --expect-passed=7 ... */     7 ranks must print "rank N: rank passed" (where
 #                                          ranks may die, mpirun --enable-recovery exits 0
 #                                          whatever its ranks returned)
+#   /* run: 4 --retry-on-timeout ... */    a run that timed out runs once more, saying so (a
+#                                          hang outside cohort, in the launcher's PMIx server)
 # every run under a timeout, so a hang fails the test instead of stalling CI. A program that
 # exits 77 (what it needs is not here, e.g. no CUDA device) skips that run and the ones after
 # it; the test is SKIP when no run passed and none failed.
@@ -38,19 +40,29 @@ echo "$runs" | {
             opts=
             vars=
             expect=
+            retry=0
             for w in $envs; do
                 case $w in
                 --expect-passed=*) expect=${w#--expect-passed=} ;;
+                --retry-on-timeout) retry=1 ;;
                 --*) opts="$opts $w" ;;
                 *) vars="$vars $w" ;;
                 esac
             done
             out=$(mktemp)
-            # shellcheck disable=SC2086
-            timeout -k 5 "$limit" env $vars "$mpirun" $root --oversubscribe --bind-to none $opts \
-                -x COHORT_PLUGIN_PATH -x TEST_SRCDIR -np "$np" "$prog" </dev/null >"$out" 2>&1 ||
-                rc=$?
-            cat "$out"
+            while :; do
+                rc=0
+                # shellcheck disable=SC2086
+                timeout -k 5 "$limit" env $vars "$mpirun" $root --oversubscribe --bind-to none \
+                    $opts -x COHORT_PLUGIN_PATH -x TEST_SRCDIR -np "$np" "$prog" </dev/null \
+                    >"$out" 2>&1 || rc=$?
+                cat "$out"
+                { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ "$retry" = 1 ] || break
+                retry=0
+                echo "== $name: $np $envs timed out: once more (--retry-on-timeout)"
+                dir=$(cd "$(dirname "$prog")" && pwd)
+                pkill -KILL -f "^$dir/(\.libs/)?(lt-)?$name\$" 2>/dev/null
+            done
             if [ "$rc" = 0 ] && [ -n "$expect" ]; then
                 got=$(grep -c ': rank passed$' "$out")
                 [ "$got" = "$expect" ] || {

@@ -4,6 +4,7 @@
 /* run: 5 COHORT_PROGRESS=block */
 /* run: 3 COHORT_CMA=off */
 /* run: 4 COHORT_FAULT=shm:1@2 */
+/* run: 3 COHORT_TIMEOUT=1 SHM_ABSENT=1 */
 /* clang-format on */
 /*
  * Small same-node collectives through a group's shared segment (src/coll/shm.c), chosen by
@@ -16,6 +17,10 @@
  * COHORT_FAULT=shm:1@R: world rank R cannot reach the segment. The first call fails with
  * COHORT_ERR_UNSUPPORTED on every member (none hangs, none succeeds alone); the group then
  * takes the message algorithms and gets the right results.
+ *
+ * SHM_ABSENT=1 (under COHORT_TIMEOUT=1): once the segment exists, the last rank stays away from
+ * an allreduce; the others time out and their message names it as the member not heard from
+ * (in the shared segment: no message is awaited).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -143,6 +148,23 @@ int main(void)
         round_of_all(w, 0);
         nonblocking(w, 1);
         CHECK(sent(ctx) > before); /* the group no longer takes the segment */
+        test_finish(ctx, "shm");
+        return 0;
+    }
+    if (getenv("SHM_ABSENT") != NULL) {
+        cohort_status_t st;
+        char who[32];
+        round_of_all(w, 0);
+        if (me == n - 1) {
+            sleep(3); /* the others gave up and said so */
+            CHECK_STATUS(test_one_allreduce(w), COHORT_ERR_TIMEOUT);
+        } else {
+            const char *log = test_captured(test_one_allreduce, w, &st);
+            CHECK_STATUS(st, COHORT_ERR_TIMEOUT);
+            snprintf(who, sizeof(who), "(world %d)", n - 1);
+            CHECK(strstr(log, "shm") != NULL && strstr(log, "not yet heard from") != NULL);
+            CHECK(strstr(log, who) != NULL);
+        }
         test_finish(ctx, "shm");
         return 0;
     }

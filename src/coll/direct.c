@@ -311,105 +311,83 @@ static cohort_status_t direct_signals(cohort_request_t *req, direct_state_t *s, 
     return status;
 }
 
-/* The signals of the segment's failure word @a w for this call, as direct_signals reads them. */
-static void direct_shm_signals(cohort_request_t *req, direct_state_t *s, int w, uint8_t *rx)
+/* Every member's descriptor in s->peers: a message round, or through the segment (this
+ * rank's in its buffer, SEQ; then every member's). */
+static cohort_status_t direct_exchange(cohort_request_t *req, direct_state_t *s)
 {
-    for (int k = 0; k < req->comm->size; k++) {
-        uint64_t v = cohort_shm_word(req, k, w);
-        rx[k] = v >> 2 == s->call.s ? (uint8_t)(v & 3) : D_READ_OK;
+    cohort_status_t status;
+
+    if (!s->on_shm) {
+        return direct_round(req, s, D_STEP_DESC, s->peers, sizeof(direct_desc_t), &s->mine,
+                            sizeof(s->mine));
     }
-}
-
-/* The same phases with descriptors and signals through the segment: a member's descriptor in
- * its buffer (SEQ); a failed part in its failure word, then MID (reads of the inputs done),
- * and for allreduce FAIL_LATE then DONE (the second reads done). Every member reads the
- * failure words only before it publishes the word the others wait on next, so none has moved
- * on to the next call and overwritten them. */
-static cohort_status_t direct_shm_progress(cohort_request_t *req, direct_state_t *s)
-{
-    const cohort_coll_args_t *a = &s->base.args;
-    int n = req->comm->size, me = req->comm->rank,
-        passes = a->coll == COHORT_COLL_ALLREDUCE ? 2 : 1;
-    cohort_status_t status = COHORT_OK;
-
     if (s->phase == D_EXCHANGE) {
-        status = cohort_shm_call_begin(req, &s->call);
+        status = cohort_shm_put(req, &s->call, &s->mine, sizeof(s->mine));
         if (status != COHORT_OK) {
             return status;
         }
-        if (!cohort_shm_buf_free(req, &s->call)) {
-            return cohort_shm_wait(req);
-        }
-        memcpy(cohort_shm_buf(req, &s->call, me), &s->mine, sizeof(s->mine));
-        cohort_shm_publish(req, &s->call, COHORT_SHM_SEQ);
         s->phase = D_DESCS;
     }
-    if (s->phase == D_DESCS) {
-        status = cohort_shm_gone(req, &s->call);
-        if (status != COHORT_OK) {
-            return status;
-        }
-        if (!cohort_shm_reached(req, &s->call, -1, COHORT_SHM_SEQ)) {
-            return cohort_shm_wait(req);
-        }
-        for (int k = 0; k < n; k++) {
-            memcpy(&s->peers[k], cohort_shm_buf(req, &s->call, k), sizeof(s->peers[k]));
-        }
-        s->phase = D_READ;
-    }
-    for (;;) {
-        int fail = s->pass == 0 ? COHORT_SHM_FAIL : COHORT_SHM_FAIL_LATE;
-        int word = s->pass == 0 ? COHORT_SHM_MID : COHORT_SHM_DONE;
-        if (s->phase == D_READ) {
-            s->rc = s->pass == 0 ? direct_read(req, s) : direct_gather(req, s);
-            s->signal = direct_signal_of(s->rc);
-            if (s->rc == COHORT_ERR_PEER_FAILED) {
-                return s->rc; /* no one to wait for: the group is revoked */
-            }
-            if (s->rc != COHORT_OK) {
-                cohort_shm_publish_value(req, fail, s->call.s << 2 | s->signal);
-            }
-            cohort_shm_publish(req, &s->call, word);
-            s->phase = D_SYNC;
-        }
-        status = cohort_shm_gone(req, &s->call);
-        if (status != COHORT_OK) {
-            return status;
-        }
-        if (!cohort_shm_reached(req, &s->call, -1, word)) {
-            return cohort_shm_wait(req);
-        }
-        direct_shm_signals(req, s, fail, s->sig_rx);
-        status = direct_signals(req, s, s->sig_rx);
-        if (status != COHORT_OK || ++s->pass == passes) {
-            break;
-        }
-        s->phase = D_READ;
-    }
-    if (s->pass < 2) {
-        cohort_shm_publish(req, &s->call, COHORT_SHM_DONE); /* this call's buffer is free */
-    }
-    cohort_shm_call_end(req, &s->call);
-    if (status == COHORT_OK && a->coll == COHORT_COLL_REDUCE_SCATTER &&
-        a->sbuf == COHORT_IN_PLACE) {
-        memmove(a->rbuf, (char *)a->rbuf + (size_t)me * s->one, s->one);
+    status = cohort_shm_await(req, &s->call, -1, COHORT_SHM_SEQ);
+    for (int k = 0; k < req->comm->size && status == COHORT_OK; k++) {
+        memcpy(&s->peers[k], cohort_shm_buf(req, &s->call, k), sizeof(s->peers[k]));
     }
     return status;
+}
+
+/* Through the segment, a pass's signal is a failure word (call << 2 | signal, only when not
+ * OK) and then MID (pass 0) or DONE (pass 1), the word the others wait on. */
+static int direct_fail_word(const direct_state_t *s)
+{
+    return s->pass == 0 ? COHORT_SHM_FAIL : COHORT_SHM_FAIL_LATE;
+}
+
+static int direct_sync_word(const direct_state_t *s)
+{
+    return s->pass == 0 ? COHORT_SHM_MID : COHORT_SHM_DONE;
+}
+
+static void direct_announce(cohort_request_t *req, direct_state_t *s)
+{
+    if (s->signal != D_READ_OK) {
+        cohort_shm_publish_value(req, direct_fail_word(s), s->call.s << 2 | s->signal);
+    }
+    cohort_shm_publish(req, &s->call, direct_sync_word(s));
+}
+
+/* This pass's signals from every member, then what they say (direct_signals). Through the
+ * segment every member reads the failure words before it publishes the word the others wait
+ * on next, so none has moved on to the next call and overwritten them. */
+static cohort_status_t direct_sync(cohort_request_t *req, direct_state_t *s)
+{
+    int n = req->comm->size;
+    uint8_t *rx = s->sig_rx + s->pass * n;
+    cohort_status_t status;
+
+    if (!s->on_shm) {
+        status = direct_round(req, s, D_STEP_SYNC1 + s->pass, rx, 1, &s->signal, 1);
+        return status == COHORT_OK ? direct_signals(req, s, rx) : status;
+    }
+    status = cohort_shm_await(req, &s->call, -1, direct_sync_word(s));
+    if (status != COHORT_OK) {
+        return status;
+    }
+    for (int k = 0; k < n; k++) {
+        uint64_t v = cohort_shm_word(req, k, direct_fail_word(s));
+        rx[k] = v >> 2 == s->call.s ? (uint8_t)(v & 3) : D_READ_OK;
+    }
+    return direct_signals(req, s, rx);
 }
 
 static cohort_status_t direct_progress(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
-    int n = req->comm->size, passes = a->coll == COHORT_COLL_ALLREDUCE ? 2 : 1;
+    int passes = a->coll == COHORT_COLL_ALLREDUCE ? 2 : 1;
     cohort_status_t status;
 
-    if (s->on_shm) {
-        return direct_shm_progress(req, s);
-    }
-    if (s->phase == D_EXCHANGE) {
-        status = direct_round(req, s, D_STEP_DESC, s->peers, sizeof(direct_desc_t), &s->mine,
-                              sizeof(s->mine));
+    if (s->phase == D_EXCHANGE || s->phase == D_DESCS) {
+        status = direct_exchange(req, s);
         if (status != COHORT_OK) {
             return status;
         }
@@ -423,25 +401,31 @@ static cohort_status_t direct_progress(cohort_request_t *req)
             if (s->rc == COHORT_ERR_PEER_FAILED) {
                 return s->rc; /* no one to wait for: the group is revoked */
             }
+            if (s->on_shm) {
+                direct_announce(req, s);
+            }
             s->phase = D_SYNC;
         }
-        status =
-            direct_round(req, s, D_STEP_SYNC1 + s->pass, s->sig_rx + s->pass * n, 1, &s->signal, 1);
-        if (status == COHORT_OK) {
-            status = direct_signals(req, s, s->sig_rx + s->pass * n);
+        status = direct_sync(req, s);
+        if (status != COHORT_OK && !s->base.agreed) {
+            return status; /* in progress, or a transfer's error (the group is revoked) */
         }
-        if (status != COHORT_OK) {
-            return status;
-        }
-        if (++s->pass == passes) {
-            break;
+        if (status != COHORT_OK || ++s->pass == passes) {
+            break; /* done, or an error every member returns alike */
         }
         s->phase = D_READ;
     }
-    if (a->coll == COHORT_COLL_REDUCE_SCATTER && a->sbuf == COHORT_IN_PLACE) {
+    if (s->on_shm) {
+        if (s->pass < 2) {
+            cohort_shm_publish(req, &s->call, COHORT_SHM_DONE); /* this call's buffer is free */
+        }
+        cohort_shm_call_end(req, &s->call);
+    }
+    if (status == COHORT_OK && a->coll == COHORT_COLL_REDUCE_SCATTER &&
+        a->sbuf == COHORT_IN_PLACE) {
         memmove(a->rbuf, (char *)a->rbuf + (size_t)req->comm->rank * s->one, s->one);
     }
-    return COHORT_OK;
+    return status;
 }
 
 static void direct_cleanup(cohort_request_t *req)

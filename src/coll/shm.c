@@ -116,38 +116,28 @@ static cohort_status_t shm_progress(cohort_request_t *req)
     shm_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
-    int writes = a->coll != COHORT_COLL_BCAST || me == a->root;
     cohort_status_t status;
 
     s->base.step = (int)s->phase;
     if (s->phase == SHM_BEGIN) {
-        status = cohort_shm_call_begin(req, &s->call);
+        /* bcast: only the root contributes */
+        const char *src =
+            a->coll != COHORT_COLL_BCAST || me == a->root ? cohort_coll_input(a) : NULL;
+        if (src != NULL && a->coll == COHORT_COLL_ALLGATHER && a->sbuf == COHORT_IN_PLACE) {
+            src += (size_t)me * shm_in_bytes(a, n);
+        }
+        status = cohort_shm_put(req, &s->call, src, shm_in_bytes(a, n));
         if (status != COHORT_OK) {
             return status;
         }
-        /* Into a buffer every member has finished reading (call s - 2). */
-        if (writes && !cohort_shm_buf_free(req, &s->call)) {
-            return cohort_shm_wait(req);
-        }
-        if (writes && shm_in_bytes(a, n) > 0) {
-            const char *src = cohort_coll_input(a);
-            if (a->coll == COHORT_COLL_ALLGATHER && a->sbuf == COHORT_IN_PLACE) {
-                src += (size_t)me * shm_in_bytes(a, n);
-            }
-            memcpy(cohort_shm_buf(req, &s->call, me), src, shm_in_bytes(a, n));
-        }
-        cohort_shm_publish(req, &s->call, COHORT_SHM_SEQ);
         s->phase = SHM_WAIT;
     }
     if (s->phase == SHM_WAIT) {
         /* A member that gave up left its contribution: not to be taken as if it had not. */
-        status = cohort_shm_gone(req, &s->call);
+        status = cohort_shm_await(req, &s->call, a->coll == COHORT_COLL_BCAST ? a->root : -1,
+                                  COHORT_SHM_SEQ);
         if (status != COHORT_OK) {
             return status;
-        }
-        if (!cohort_shm_reached(req, &s->call, a->coll == COHORT_COLL_BCAST ? a->root : -1,
-                                COHORT_SHM_SEQ)) {
-            return cohort_shm_wait(req);
         }
         shm_compute(req, s);
         cohort_shm_publish(req, &s->call, COHORT_SHM_DONE);

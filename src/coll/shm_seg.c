@@ -348,3 +348,33 @@ void cohort_shm_call_end(cohort_request_t *req, const cohort_shm_call_t *c)
 
     g->finished = c->s;
 }
+
+cohort_status_t cohort_shm_put(cohort_request_t *req, cohort_shm_call_t *c, const void *src,
+                               size_t len)
+{
+    cohort_status_t status = cohort_shm_call_begin(req, c);
+
+    if (status != COHORT_OK) {
+        return status;
+    }
+    if (src != NULL) {
+        if (!cohort_shm_buf_free(req, c)) {
+            return cohort_shm_wait(req);
+        }
+        if (len > 0) {
+            memcpy(cohort_shm_buf(req, c, req->comm->rank), src, len);
+        }
+    }
+    cohort_shm_publish(req, c, COHORT_SHM_SEQ);
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_shm_await(cohort_request_t *req, cohort_shm_call_t *c, int k, int w)
+{
+    cohort_status_t status = cohort_shm_gone(req, c);
+
+    if (status != COHORT_OK) {
+        return status;
+    }
+    return cohort_shm_reached(req, c, k, w) ? COHORT_OK : cohort_shm_wait(req);
+}

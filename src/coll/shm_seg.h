@@ -54,6 +54,15 @@ cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *
  * (polled, or waiting on the setup's messages); COHORT_ERR_UNSUPPORTED on every member alike
  * when a member cannot reach the segment (logged; the group's node-only algorithms go off). */
 cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *c);
+/* Begin the call, then put this rank's @a len bytes at @a src (none: NULL) into its buffer once
+ * every member is done with it, and publish SEQ. COHORT_OK once published; COHORT_INPROGRESS
+ * (polled) or cohort_shm_call_begin's error otherwise. */
+cohort_status_t cohort_shm_put(cohort_request_t *req, cohort_shm_call_t *c, const void *src,
+                               size_t len);
+/* COHORT_OK once member @a k (every member when k < 0) has published this call in word @a w;
+ * COHORT_INPROGRESS (polled) before; or the status a member gave the call up with
+ * (cohort_shm_gone). */
+cohort_status_t cohort_shm_await(cohort_request_t *req, cohort_shm_call_t *c, int k, int w);
 /* Member @a k's data buffer for this call. */
 uint8_t *cohort_shm_buf(cohort_request_t *req, const cohort_shm_call_t *c, int k);
 /* Whether this call's buffers may be written: every member is done with call s - 2. */

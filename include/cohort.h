@@ -351,6 +351,12 @@ COHORT_API cohort_status_t cohort_layout_rank_group(const cohort_layout_spec_t *
 /* is host memory. See docs/cuda.md.                                                          */
 /* ------------------------------------------------------------------------------------------ */
 
+/**
+ * Return once every member has entered the barrier.
+ * @note Like MPI_Barrier, it orders nothing else: a message sent before it may still be on its
+ *       way after it (same-node barriers go through shared memory, not behind the message).
+ *       To know a message has arrived, receive it, or have its receiver say so.
+ */
 COHORT_API cohort_status_t cohort_barrier(cohort_group_t *g);
 COHORT_API cohort_status_t cohort_bcast(cohort_group_t *g, void *buf, size_t count,
                                         cohort_dtype_t dt, int root);

@@ -559,8 +559,8 @@ typedef struct {
     uint64_t peers_failed;      /**< world ranks known failed (cohort_failed_ranks) */
     uint64_t single_copies;     /**< single copies this rank made (COHORT_CMA): one per
                                      message received so, and one per chunk a same-node
-                                     ("direct") collective read from a peer's buffer or, as a
-                                     bcast root, wrote into one */
+                                     ("direct") collective read from a peer's buffer or wrote
+                                     into one */
     uint64_t single_copy_bytes; /**< the bytes of those */
 } cohort_stats_t;
 

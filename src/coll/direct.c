@@ -1,26 +1,27 @@
 /*
- * Same-node collectives by direct reads (the host twin of cuda_ipc.c): every member reads the
- * others' buffers straight out of their address spaces with single copy (cma.h), so each byte
- * crosses memory once and no rank waits on a chain of steps.
+ * Same-node collectives by single copy (the host twin of cuda_ipc.c): every member reads the
+ * others' buffers straight out of their address spaces, or writes into them (cma.h), so each
+ * byte crosses memory once and no rank waits on a chain of steps.
  *
  * Phases: exchange descriptors (pid, the input's and the output's addresses) with every member;
- * read: allreduce and reduce_scatter combine this rank's block of every input, a cache-sized
- * chunk at a time, so that the reduction takes its operand from cache and not from memory;
- * allgather and alltoall copy the peers' blocks straight into the receive buffer; bcast's
- * members read most of the root's buffer while the root writes the rest into theirs; signal;
- * allreduce then copies the other blocks from their owners' outputs and signals again. A rank
- * completes only once every rank that reads (or writes) its buffers has signalled, so its buffers
- * stay valid while they are read.
+ * copy: allreduce and reduce_scatter combine this rank's block of every input, a cache-sized
+ * chunk at a time, so that the reduction takes its operand from cache and not from memory, and
+ * allreduce writes each finished chunk into every other output while it is still in cache;
+ * allgather likewise writes this rank's block into every output a chunk at a time (read once,
+ * written n times); alltoall reads the peers' blocks straight into the receive buffer; bcast's
+ * members read most of the root's buffer while the root writes the rest into theirs; signal. A
+ * rank completes only once every rank that reads or writes its buffers has signalled, so its
+ * buffers stay valid while they are used.
  *
  * The rounds go through the group's shared segment (shm_seg.c: a descriptor in each member's
  * buffer, signals in its words) where the group has one, else as messages (COHORT_CHECK=1).
  *
  * Members must choose alike, so this is chosen by placement and settings only (every member on
  * this node, single copy not off), never by this rank's buffers. The signal carries how this
- * rank's reads went: a read the kernel refuses (a policy that differs between ranks; the
+ * rank's copies went: a copy the kernel refuses (a policy that differs between ranks; the
  * ptrace scope is checked at init) fails that call on every member with COHORT_ERR_UNSUPPORTED,
  * and the group takes the network algorithms from then on, alike, since every member saw the
- * same signals. A member that dies fails the reads and receives that wait on it.
+ * same signals. A member that dies fails the copies and receives that wait on it.
  */
 #include <string.h>
 #include <unistd.h>
@@ -32,7 +33,7 @@
 
 typedef enum { D_EXCHANGE, D_DESCS, D_READ, D_SYNC } direct_phase_t;
 
-enum { D_STEP_DESC, D_STEP_SYNC1, D_STEP_SYNC2, D_STEPS };
+enum { D_STEP_DESC, D_STEP_SYNC, D_STEPS };
 
 /* What a signal says about the reads of the one that sent it. */
 enum { D_READ_OK = 1, D_READ_REFUSED, D_READ_FAILED };
@@ -46,7 +47,6 @@ typedef struct {
 typedef struct {
     cohort_coll_base_t base;
     direct_phase_t phase;
-    int pass;           /* 0: the first reads; 1: allreduce's second */
     int posted;         /* the current round's messages are posted */
     size_t one;         /* bytes of one block (per rank, per pair) */
     char *tmp;          /* a chunk of a peer's input, for the reductions */
@@ -55,7 +55,7 @@ typedef struct {
     cohort_status_t rc; /* this rank's own read error, returned after the signal */
     direct_desc_t mine;
     direct_desc_t *peers; /* n */
-    uint8_t *sig_rx;      /* 2n */
+    uint8_t *sig_rx;      /* n */
     int on_shm;           /* descriptors and signals go through the group's segment */
     cohort_shm_call_t call;
     /* then xfers: D_STEPS rounds x (n receives + n sends), own rank's slots unused; then the
@@ -67,7 +67,7 @@ typedef struct {
 static size_t direct_state_size(const cohort_coll_args_t *args, int n)
 {
     (void)args;
-    return sizeof(direct_state_t) + (size_t)n * (sizeof(direct_desc_t) + 2) +
+    return sizeof(direct_state_t) + (size_t)n * (sizeof(direct_desc_t) + 1) +
            2 * D_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64 + cohort_shm_call_extra(n);
 }
 
@@ -87,7 +87,7 @@ static cohort_status_t direct_start(cohort_request_t *req)
     s->peers = (direct_desc_t *)p;
     p += (size_t)n * sizeof(direct_desc_t);
     s->sig_rx = (uint8_t *)p;
-    p += 2 * (size_t)n;
+    p += (size_t)n;
     s->base.xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
     s->base.nxfers = 2 * D_STEPS * n;
     s->one = a->count * a->esize;
@@ -104,8 +104,6 @@ static cohort_status_t direct_start(cohort_request_t *req)
     case COHORT_COLL_ALLGATHER:
         if (a->sbuf == COHORT_IN_PLACE) {
             in = (const char *)a->rbuf + (size_t)me * s->one;
-        } else {
-            memcpy((char *)a->rbuf + (size_t)me * s->one, in, s->one);
         }
         break;
     case COHORT_COLL_ALLTOALL:
@@ -201,9 +199,13 @@ static cohort_status_t direct_bcast(cohort_request_t *req, direct_state_t *s)
 
 /* dst = the members' @a count elements at byte offset @a off of their inputs, combined: this
  * rank's first, then in ring order from it, so each block is computed once, by its owner, and
- * every member ends with the same bits. */
+ * every member ends with the same bits. With @a push (allreduce) each finished chunk is written
+ * at the same offset of every other member's output while it is still in cache, where reading
+ * it back out of this rank's output later would take it from memory. Nobody else touches that
+ * range of a member's output, even in place: only its owner, this rank, reads it there, and
+ * has read it before it writes it. */
 static cohort_status_t direct_combine(cohort_request_t *req, direct_state_t *s, char *dst,
-                                      size_t off, size_t count)
+                                      size_t off, size_t count, int push)
 {
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
@@ -220,14 +222,40 @@ static cohort_status_t direct_combine(cohort_request_t *req, direct_state_t *s, 
                                     a->dt, a->op);
             }
         }
-    }
-    if (status == COHORT_OK) {
-        cohort_reduce_finish(dst, count, a->dt, a->op, n);
+        if (status == COHORT_OK) {
+            cohort_reduce_finish(dst + c * es, len, a->dt, a->op, n);
+        }
+        for (int j = 1; j < n && push && status == COHORT_OK; j++) {
+            status = direct_copy(req, s, (me + j) % n, 1, dst + c * es, off + c * es, len * es, 1);
+        }
     }
     return status;
 }
 
-/* This rank's reads of the first phase. */
+/* Allgather: this rank's block, a cache-sized chunk at a time, copied into place and then
+ * written into every other member's output while it is in cache: read once, written n times,
+ * where reading every block from its owner reads n blocks and writes n. */
+static cohort_status_t direct_allgather(cohort_request_t *req, direct_state_t *s)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
+    size_t one = s->one, chunk = cohort_coll_knob(req, DIRECT_CHUNK);
+    char *mine = (char *)a->rbuf + (size_t)me * one;
+    cohort_status_t status = COHORT_OK;
+
+    for (size_t c = 0; c < one && status == COHORT_OK; c += chunk) {
+        size_t len = one - c < chunk ? one - c : chunk;
+        if (a->sbuf != COHORT_IN_PLACE) {
+            memcpy(mine + c, (const char *)a->sbuf + c, len);
+        }
+        for (int j = 1; j < n && status == COHORT_OK; j++) {
+            status = direct_copy(req, s, (me + j) % n, 1, mine + c, (size_t)me * one + c, len, 1);
+        }
+    }
+    return status;
+}
+
+/* This rank's reads and writes. */
 static cohort_status_t direct_read(cohort_request_t *req, direct_state_t *s)
 {
     const cohort_coll_args_t *a = &s->base.args;
@@ -239,40 +267,24 @@ static cohort_status_t direct_read(cohort_request_t *req, direct_state_t *s)
     switch (a->coll) {
     case COHORT_COLL_ALLREDUCE: {
         size_t off = cohort_coll_block_off(a->count, n, me) * es;
-        return direct_combine(req, s, r + off, off, cohort_coll_block_len(a->count, n, me));
+        return direct_combine(req, s, r + off, off, cohort_coll_block_len(a->count, n, me), 1);
     }
     case COHORT_COLL_REDUCE_SCATTER:
         /* In place the result belongs at rbuf's start, which rank 0 still reads: it is made in
          * this rank's own block (read by nobody else) and moved after the signal. */
         return direct_combine(req, s, a->sbuf == COHORT_IN_PLACE ? r + (size_t)me * one : r,
-                              (size_t)me * one, a->count);
+                              (size_t)me * one, a->count, 0);
     case COHORT_COLL_ALLGATHER:
+        return direct_allgather(req, s);
     case COHORT_COLL_ALLTOALL:
         for (int j = 1; j < n && status == COHORT_OK; j++) {
             int k = (me + j) % n;
-            status = direct_pull(req, s, k, 0, r + (size_t)k * one,
-                                 a->coll == COHORT_COLL_ALLTOALL ? (size_t)me * one : 0, one);
+            status = direct_pull(req, s, k, 0, r + (size_t)k * one, (size_t)me * one, one);
         }
         return status;
     default:
         return direct_bcast(req, s);
     }
-}
-
-/* Allreduce's second reads: the other blocks, from their owners' outputs. */
-static cohort_status_t direct_gather(cohort_request_t *req, direct_state_t *s)
-{
-    const cohort_coll_args_t *a = &s->base.args;
-    int n = req->comm->size, me = req->comm->rank;
-    cohort_status_t status = COHORT_OK;
-
-    for (int j = 1; j < n && status == COHORT_OK; j++) {
-        int k = (me + j) % n;
-        size_t off = cohort_coll_block_off(a->count, n, k) * a->esize;
-        status = direct_pull(req, s, k, 1, (char *)a->rbuf + off, off,
-                             cohort_coll_block_len(a->count, n, k) * a->esize);
-    }
-    return status;
 }
 
 static uint8_t direct_signal_of(cohort_status_t status)
@@ -335,45 +347,34 @@ static cohort_status_t direct_exchange(cohort_request_t *req, direct_state_t *s)
     return status;
 }
 
-/* Through the segment, a pass's signal is a failure word (call << 2 | signal, only when not
- * OK) and then MID (pass 0) or DONE (pass 1), the word the others wait on. */
-static int direct_fail_word(const direct_state_t *s)
-{
-    return s->pass == 0 ? COHORT_SHM_FAIL : COHORT_SHM_FAIL_LATE;
-}
-
-static int direct_sync_word(const direct_state_t *s)
-{
-    return s->pass == 0 ? COHORT_SHM_MID : COHORT_SHM_DONE;
-}
-
+/* Through the segment the signal is a failure word (call << 2 | signal, only when not OK)
+ * and then DONE, the word the others wait on. Every member reads the failure words before it
+ * ends the call, and none writes the next call's before every member has begun that call. */
 static void direct_announce(cohort_request_t *req, direct_state_t *s)
 {
     if (s->signal != D_READ_OK) {
-        cohort_shm_publish_value(req, direct_fail_word(s), s->call.s << 2 | s->signal);
+        cohort_shm_publish_value(req, COHORT_SHM_FAIL, s->call.s << 2 | s->signal);
     }
-    cohort_shm_publish(req, &s->call, direct_sync_word(s));
+    cohort_shm_publish(req, &s->call, COHORT_SHM_DONE);
 }
 
-/* This pass's signals from every member, then what they say (direct_signals). Through the
- * segment every member reads the failure words before it publishes the word the others wait
- * on next, so none has moved on to the next call and overwritten them. */
+/* The signals from every member, then what they say (direct_signals). */
 static cohort_status_t direct_sync(cohort_request_t *req, direct_state_t *s)
 {
     int n = req->comm->size;
-    uint8_t *rx = s->sig_rx + s->pass * n;
+    uint8_t *rx = s->sig_rx;
     cohort_status_t status;
 
     if (!s->on_shm) {
-        status = direct_round(req, s, D_STEP_SYNC1 + s->pass, rx, 1, &s->signal, 1);
+        status = direct_round(req, s, D_STEP_SYNC, rx, 1, &s->signal, 1);
         return status == COHORT_OK ? direct_signals(req, s, rx) : status;
     }
-    status = cohort_shm_await(req, &s->call, -1, direct_sync_word(s));
+    status = cohort_shm_await(req, &s->call, -1, COHORT_SHM_DONE);
     if (status != COHORT_OK) {
         return status;
     }
     for (int k = 0; k < n; k++) {
-        uint64_t v = cohort_shm_word(req, k, direct_fail_word(s));
+        uint64_t v = cohort_shm_word(req, k, COHORT_SHM_FAIL);
         rx[k] = v >> 2 == s->call.s ? (uint8_t)(v & 3) : D_READ_OK;
     }
     return direct_signals(req, s, rx);
@@ -383,7 +384,6 @@ static cohort_status_t direct_progress(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
-    int passes = a->coll == COHORT_COLL_ALLREDUCE ? 2 : 1;
     cohort_status_t status;
 
     if (s->phase == D_EXCHANGE || s->phase == D_DESCS) {
@@ -393,32 +393,23 @@ static cohort_status_t direct_progress(cohort_request_t *req)
         }
         s->phase = D_READ;
     }
-    /* Pass 0 reads the inputs; allreduce's pass 1 the others' blocks of the result. */
-    for (;;) {
-        if (s->phase == D_READ) {
-            s->rc = s->pass == 0 ? direct_read(req, s) : direct_gather(req, s);
-            s->signal = direct_signal_of(s->rc);
-            if (s->rc == COHORT_ERR_PEER_FAILED) {
-                return s->rc; /* no one to wait for: the group is revoked */
-            }
-            if (s->on_shm) {
-                direct_announce(req, s);
-            }
-            s->phase = D_SYNC;
+    if (s->phase == D_READ) {
+        s->rc = direct_read(req, s);
+        s->signal = direct_signal_of(s->rc);
+        if (s->rc == COHORT_ERR_PEER_FAILED) {
+            return s->rc; /* no one to wait for: the group is revoked */
         }
-        status = direct_sync(req, s);
-        if (status != COHORT_OK && !s->base.agreed) {
-            return status; /* in progress, or a transfer's error (the group is revoked) */
+        if (s->on_shm) {
+            direct_announce(req, s);
         }
-        if (status != COHORT_OK || ++s->pass == passes) {
-            break; /* done, or an error every member returns alike */
-        }
-        s->phase = D_READ;
+        s->phase = D_SYNC;
     }
+    status = direct_sync(req, s);
+    if (status != COHORT_OK && !s->base.agreed) {
+        return status; /* in progress, or a transfer's error (the group is revoked) */
+    }
+    /* Done, or an error every member returns alike. */
     if (s->on_shm) {
-        if (s->pass < 2) {
-            cohort_shm_publish(req, &s->call, COHORT_SHM_DONE); /* this call's buffer is free */
-        }
         cohort_shm_call_end(req, &s->call);
     }
     if (status == COHORT_OK && a->coll == COHORT_COLL_REDUCE_SCATTER &&
@@ -475,7 +466,7 @@ static void direct_abandon(cohort_request_t *req, cohort_status_t status)
 #define DIRECT_CHUNK_KNOB(env_)                                                                    \
     .nknobs = 1, .knobs = {                                                                        \
                      {"chunk", env_, 256 * 1024, 4096, 64u << 20, 1,                               \
-                      "bytes of a peer's input read and combined at a time (cache-sized)"},        \
+                      "bytes read, combined or written at a time (cache-sized)"},                  \
     }
 
 const cohort_coll_algo_t cohort_allreduce_direct =
@@ -486,7 +477,8 @@ const cohort_coll_algo_t cohort_reduce_scatter_direct = DIRECT_ALGO(
     COHORT_COLL_REDUCE_SCATTER, "each rank combines its block straight from every input",
     DIRECT_CHUNK_KNOB("COHORT_ALGO_REDUCE_SCATTER_DIRECT_CHUNK"));
 const cohort_coll_algo_t cohort_allgather_direct =
-    DIRECT_ALGO(COHORT_COLL_ALLGATHER, "each rank copies every input straight into place");
+    DIRECT_ALGO(COHORT_COLL_ALLGATHER, "each rank writes its block into every output",
+                DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLGATHER_DIRECT_CHUNK"));
 const cohort_coll_algo_t cohort_alltoall_direct =
     DIRECT_ALGO(COHORT_COLL_ALLTOALL, "each rank copies its block of every input into place");
 const cohort_coll_algo_t cohort_bcast_direct =

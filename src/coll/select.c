@@ -157,15 +157,17 @@ size_t cohort_coll_knob(const cohort_request_t *req, int i)
  * and to 16 KiB per rank on 4 (7.5 against 15.0); alltoall to 8 KiB per pair on 2 ranks, all
  * that fits on 4; reduce_scatter and bcast all that fits (bcast 16 KiB on 4 ranks: 4.4 us
  * against 10.0).
- * direct (every member on this node only; the others never see these rules): three rounds of
- * small messages cost it ~3 us, so it pays where copies dominate. Measured at 2 ranks pinned
- * and 4 oversubscribed, against the other rules (cohort_bench, median of 2 runs): allreduce
- * from 256 KiB (16 MiB: 2.44 ms against 4.47 on 2 ranks, 9.8 against 11.4 on 4); allgather
- * from 16 KiB per rank (1 MiB at 4 ranks: 205 us against 294); reduce_scatter from 64 KiB per
- * rank; bcast from 64 KiB (on 2 ranks even where shm would take it: 5.3 us against 6.5 at 64
- * KiB), its root writing a share into every member while they read the rest (1 MiB: 36 us
- * against 104 on 2 ranks, 251 against 296 on 4); alltoall from 16 KiB to 256 KiB per pair (4
- * ranks, 32 KiB per pair: 39 us against 55), past which pairwise was as good or better.
+ * direct (every member on this node only; the others never see these rules): its rounds
+ * through the segment cost it ~1 us, so it takes over where shm stops. Measured at 2 ranks
+ * pinned and 4 oversubscribed, against the other rules (cohort_bench, 2 runs): allreduce from
+ * 64 KiB (2 ranks 128 KiB: 17 us against 22-24 for recursive doubling; 4 ranks 64 KiB: 50
+ * against 66-82); allgather from 4 KiB per rank (2 ranks, 8 KiB per rank: 2.7-3.0 us against
+ * 4.2-5.0 for the ring); reduce_scatter from 16 KiB per rank (4 ranks 32 KiB per rank: 41
+ * against 58 for halving; 2 ranks 32 KiB: 7.1-7.7 against 8.8); bcast from 64 KiB (on 2
+ * ranks even where shm would take it: 5.3 us against 6.5 at 64 KiB), its root writing a share
+ * into every member while they read the rest (1 MiB: 36 us against 104 on 2 ranks, 251
+ * against 296 on 4); alltoall from 16 KiB to 256 KiB per pair (4 ranks, 32 KiB per pair: 39 us
+ * against 55), past which pairwise was as good or better.
  * Measured with descriptors and signals through the group's segment (shm_seg.c); under
  * COHORT_CHECK=1 they are messages, ~3 us more a call. */
 static const cohort_coll_rule_t cohort_default_rules[] = {
@@ -181,9 +183,9 @@ static const cohort_coll_rule_t cohort_default_rules[] = {
     {COHORT_COLL_ALLTOALL, 3, 0, -1, 0, 0, ANY_SIZE, &cohort_alltoall_shm},
     {COHORT_COLL_ALLTOALL, 0, 0, -1, 0, 16 * KIB, 256 * KIB + 1, &cohort_alltoall_direct},
     {COHORT_COLL_BCAST, 0, 0, -1, 0, 64 * KIB, ANY_SIZE, &cohort_bcast_direct},
-    {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 16 * KIB, ANY_SIZE, &cohort_allgather_direct},
-    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 256 * KIB, ANY_SIZE, &cohort_allreduce_direct},
-    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 64 * KIB, ANY_SIZE, &cohort_reduce_scatter_direct},
+    {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 4 * KIB + 1, ANY_SIZE, &cohort_allgather_direct},
+    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 64 * KIB, ANY_SIZE, &cohort_allreduce_direct},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 16 * KIB, ANY_SIZE, &cohort_reduce_scatter_direct},
     {COHORT_COLL_BARRIER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_barrier_dissemination},
     {COHORT_COLL_BCAST, 17, 0, -1, 0, MIB, ANY_SIZE, &cohort_bcast_scatter_allgather},
     {COHORT_COLL_BCAST, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_bcast_knomial},

@@ -16,12 +16,10 @@
 
 /* The words of a slot; each holds the last call number its member published for it. */
 enum {
-    COHORT_SHM_SEQ,       /* its contribution (or descriptor) for the call is in its buffer */
-    COHORT_SHM_MID,       /* it is half way (direct allreduce: its block of the result is made) */
-    COHORT_SHM_DONE,      /* it has finished with everyone's buffers for the call */
-    COHORT_SHM_FAIL,      /* its part before MID failed (direct: a read refused or failed) */
-    COHORT_SHM_FAIL_LATE, /* its part between MID and DONE failed */
-    COHORT_SHM_GONE,      /* it gave the call up after a timeout (call << 8 | -status) */
+    COHORT_SHM_SEQ,  /* its contribution (or descriptor) for the call is in its buffer */
+    COHORT_SHM_DONE, /* it has finished with everyone's buffers for the call */
+    COHORT_SHM_FAIL, /* its part failed (direct: a read or write refused or failed) */
+    COHORT_SHM_GONE, /* it gave the call up after a timeout (call << 8 | -status) */
     COHORT_SHM_WORDS
 };
 

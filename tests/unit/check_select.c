@@ -70,28 +70,29 @@ START_TEST(test_defaults)
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE_SCATTER, 256 * 1024, 4), "recursive_halving");
     ck_assert_str_eq(pick(COHORT_COLL_REDUCE_SCATTER, 256 * 1024 + 1, 4), "ring");
     /* every member on this node: direct reads from the measured sizes, the others below */
-    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 256 * 1024, 4, 1), "direct");
-    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 256 * 1024 - 1, 4, 1), "rabenseifner");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64 * 1024, 4, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64 * 1024 - 1, 4, 2), "recursive_doubling");
     /* small ones through the shared segment, as far as they fit its 64 KiB buffers */
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 512, 4, 1), "shm");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64 * 1024 - 1, 2, 1), "shm");
-    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64 * 1024, 2, 1), "recursive_doubling");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64 * 1024, 2, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_BARRIER, 0, 8, 1), "shm");
     ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024, 4, 1), "shm");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 4 * 1024, 2, 1), "shm");
-    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 4 * 1024 + 1, 2, 1), "ring");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 4 * 1024 + 1, 2, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024, 4, 1), "shm");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16 * 1024, 4, 1), "shm");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLTOALL, 16 * 1024 + 1, 4, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 32 * 1024, 2, 1), "shm");
-    ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 32 * 1024 + 1, 2, 1), "recursive_halving");
+    ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 32 * 1024 + 1, 2, 1), "direct");
+    ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 16 * 1024 - 1, 4, 2), "recursive_halving");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 512, 65, 1), "recursive_doubling");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 512, 4, 0), "recursive_doubling");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 512, 4, 2), "recursive_doubling");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 1u << 20, 4, 2), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLREDUCE, 64u << 20, 8, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024, 2, 1), "direct");
-    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 16 * 1024 - 1, 2, 1), "ring");
+    ck_assert_str_eq(pick_at(COHORT_COLL_ALLGATHER, 4 * 1024, 2, 2), "ring");
     ck_assert_str_eq(pick_at(COHORT_COLL_REDUCE_SCATTER, 64 * 1024, 4, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024 + 1, 4, 1), "direct");
     ck_assert_str_eq(pick_at(COHORT_COLL_BCAST, 64 * 1024 + 1, 4, 2), "direct");

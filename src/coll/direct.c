@@ -23,13 +23,16 @@
  * and the group takes the network algorithms from then on, alike, since every member saw the
  * same signals. A member that dies fails the copies and receives that wait on it.
  */
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 #include "coll/coll_reduce.h"
 #include "coll/shm_seg.h"
 #include "core/cma.h"
+#include "core/endpoint.h"
 #include "core/log.h"
 #include "core/scratch.h"
+#include "core/time.h"
 
 typedef enum { D_EXCHANGE, D_DESCS, D_READ, D_SYNC } direct_phase_t;
 
@@ -57,6 +60,7 @@ typedef struct {
     direct_desc_t *peers; /* n */
     uint8_t *sig_rx;      /* n */
     int on_shm;           /* descriptors and signals go through the group's segment */
+    int left;             /* this rank left the call early (direct_leave) */
     cohort_shm_call_t call;
     /* then xfers: D_STEPS rounds x (n receives + n sends), own rank's slots unused; then the
      * segment call's (cohort_shm_call_extra) */
@@ -74,6 +78,12 @@ static size_t direct_state_size(const cohort_coll_args_t *args, int n)
 static int direct_decline(const cohort_coll_args_t *args, int gsize)
 {
     return gsize < 2 || args->count == 0;
+}
+
+/* The writing ones need the segment, whose words fence a write against its target leaving. */
+static int direct_decline_writer(const cohort_coll_args_t *args, int gsize)
+{
+    return direct_decline(args, gsize) || gsize > COHORT_SHM_MAX_N;
 }
 
 static cohort_status_t direct_start(cohort_request_t *req)
@@ -159,8 +169,17 @@ static cohort_status_t direct_copy(cohort_request_t *req, direct_state_t *s, int
     if (len == 0) {
         return COHORT_OK;
     }
+    if (push && cohort_fault(req->ctx, COHORT_FAULT_STALL)) {
+        sleep(2); /* as a rank stopped half way through its writes would be */
+    }
+    if (push && s->on_shm && !cohort_shm_write_begin(req, &s->call, k)) {
+        return COHORT_OK; /* it left the call, which fails there and so here too */
+    }
     status = push ? cohort_cma_push(req->ctx, world, d->pid, dst, addr, len, &why)
                   : cohort_cma_pull(req->ctx, world, d->pid, dst, addr, len, &why);
+    if (push && s->on_shm) {
+        cohort_shm_write_end(req, &s->call);
+    }
     if (status == COHORT_ERR_UNSUPPORTED) {
         cohort_error(req->ctx,
                      "%s %s: the kernel refused to let this rank %s group rank %d (%s); this "
@@ -380,7 +399,38 @@ static cohort_status_t direct_sync(cohort_request_t *req, direct_state_t *s)
     return direct_signals(req, s, rx);
 }
 
-static cohort_status_t direct_progress(cohort_request_t *req)
+/* This rank gives the call up before its end (an error of its own, a revoke, a cancel): its
+ * buffers go back to the caller, so no member may write into them once this returns. A member
+ * that announced a write before it saw this rank leave is let finish it: one chunk's copy. A
+ * member that failed writes nothing more; one stopped half way through a write for a second is
+ * reported. Only the writing collectives need it; they run only with the segment. */
+static void direct_leave(cohort_request_t *req, direct_state_t *s)
+{
+    int n = req->comm->size, me = req->comm->rank;
+    double start = cohort_time_now();
+
+    if (!s->on_shm || !s->call.begun || s->left) {
+        return;
+    }
+    s->left = 1;
+    cohort_shm_leave(req, &s->call);
+    for (int k = 0; k < n; k++) {
+        const cohort_peer_t *peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, k));
+        while (k != me && cohort_shm_writing(req, &s->call, k) &&
+               (peer == NULL || peer->state != COHORT_PEER_FAILED)) {
+            if (cohort_time_now() - start > 1.0) {
+                cohort_warn(req->ctx,
+                            "%s %s: group rank %d is still inside a write into this rank's "
+                            "buffers after 1 s (stopped?); they are the caller's again now",
+                            req->comm->label, cohort_coll_names[s->base.args.coll], k);
+                return;
+            }
+            sched_yield();
+        }
+    }
+}
+
+static cohort_status_t direct_run(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
@@ -419,6 +469,17 @@ static cohort_status_t direct_progress(cohort_request_t *req)
     return status;
 }
 
+static cohort_status_t direct_progress(cohort_request_t *req)
+{
+    direct_state_t *s = req->state;
+    cohort_status_t status = direct_run(req);
+
+    if (status != COHORT_OK && status != COHORT_INPROGRESS && !s->base.agreed) {
+        direct_leave(req, s);
+    }
+    return status;
+}
+
 static void direct_cleanup(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
@@ -447,21 +508,23 @@ static size_t direct_describe(const cohort_request_t *req, char *buf, size_t len
 
 static void direct_abandon(cohort_request_t *req, cohort_status_t status)
 {
-    const direct_state_t *s = req->state;
+    direct_state_t *s = req->state;
 
     if (s->on_shm) {
         cohort_shm_abandon(req, &s->call, status);
+        direct_leave(req, s);
     }
 }
 
-#define DIRECT_ALGO(coll_, what_, knobs_...)                                                       \
+#define DIRECT_ALGO(coll_, what_, decline_, node_, knobs_...)                                      \
     {                                                                                              \
-        .name = "direct", .description = "same node: " what_ " with single-copy reads",            \
-        .coll = coll_, .state_size = direct_state_size, .start = direct_start,                     \
-        .progress = direct_progress, .cleanup = direct_cleanup, .peers = direct_peers,             \
-        .decline = direct_decline, .node = COHORT_NODE_DIRECT, .describe = direct_describe,        \
-        .abandon = direct_abandon, knobs_                                                          \
+        .name = "direct", .description = "same node: " what_ " by single copy", .coll = coll_,     \
+        .state_size = direct_state_size, .start = direct_start, .progress = direct_progress,       \
+        .cleanup = direct_cleanup, .peers = direct_peers, .decline = decline_, .node = node_,      \
+        .describe = direct_describe, .abandon = direct_abandon, knobs_                             \
     }
+
+#define DIRECT_WRITES (COHORT_NODE_DIRECT | COHORT_NODE_SHM)
 
 #define DIRECT_CHUNK_KNOB(env_)                                                                    \
     .nknobs = 1, .knobs = {                                                                        \
@@ -469,17 +532,19 @@ static void direct_abandon(cohort_request_t *req, cohort_status_t status)
                       "bytes read, combined or written at a time (cache-sized)"},                  \
     }
 
-const cohort_coll_algo_t cohort_allreduce_direct =
-    DIRECT_ALGO(COHORT_COLL_ALLREDUCE,
-                "each rank combines its block straight from every input, then copies the others",
-                DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLREDUCE_DIRECT_CHUNK"));
-const cohort_coll_algo_t cohort_reduce_scatter_direct = DIRECT_ALGO(
-    COHORT_COLL_REDUCE_SCATTER, "each rank combines its block straight from every input",
-    DIRECT_CHUNK_KNOB("COHORT_ALGO_REDUCE_SCATTER_DIRECT_CHUNK"));
-const cohort_coll_algo_t cohort_allgather_direct =
-    DIRECT_ALGO(COHORT_COLL_ALLGATHER, "each rank writes its block into every output",
-                DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLGATHER_DIRECT_CHUNK"));
+const cohort_coll_algo_t cohort_allreduce_direct = DIRECT_ALGO(
+    COHORT_COLL_ALLREDUCE, "each rank combines its block from every input and writes it to all",
+    direct_decline_writer, DIRECT_WRITES, DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLREDUCE_DIRECT_CHUNK"));
+const cohort_coll_algo_t cohort_reduce_scatter_direct =
+    DIRECT_ALGO(COHORT_COLL_REDUCE_SCATTER,
+                "each rank combines its block straight from every input", direct_decline,
+                COHORT_NODE_DIRECT, DIRECT_CHUNK_KNOB("COHORT_ALGO_REDUCE_SCATTER_DIRECT_CHUNK"));
+const cohort_coll_algo_t cohort_allgather_direct = DIRECT_ALGO(
+    COHORT_COLL_ALLGATHER, "each rank writes its block into every output", direct_decline_writer,
+    DIRECT_WRITES, DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLGATHER_DIRECT_CHUNK"));
 const cohort_coll_algo_t cohort_alltoall_direct =
-    DIRECT_ALGO(COHORT_COLL_ALLTOALL, "each rank copies its block of every input into place");
+    DIRECT_ALGO(COHORT_COLL_ALLTOALL, "each rank reads its block of every input into place",
+                direct_decline, COHORT_NODE_DIRECT);
 const cohort_coll_algo_t cohort_bcast_direct =
-    DIRECT_ALGO(COHORT_COLL_BCAST, "every rank copies the root's buffer");
+    DIRECT_ALGO(COHORT_COLL_BCAST, "the root writes a share into every member, which read the rest",
+                direct_decline_writer, DIRECT_WRITES);

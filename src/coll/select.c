@@ -169,7 +169,9 @@ size_t cohort_coll_knob(const cohort_request_t *req, int i)
  * against 296 on 4); alltoall from 16 KiB to 256 KiB per pair (4 ranks, 32 KiB per pair: 39 us
  * against 55), past which pairwise was as good or better.
  * Measured with descriptors and signals through the group's segment (shm_seg.c); under
- * COHORT_CHECK=1 they are messages, ~3 us more a call. */
+ * COHORT_CHECK=1 they are messages, ~3 us more a call, and only the reading ones (reduce_scatter,
+ * alltoall) run: allreduce, allgather and bcast write into the others' buffers, fenced by the
+ * segment's words. */
 static const cohort_coll_rule_t cohort_default_rules[] = {
     {COHORT_COLL_BARRIER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_barrier_shm},
     {COHORT_COLL_BCAST, 2, 2, -1, 0, 64 * KIB, ANY_SIZE, &cohort_bcast_direct},

@@ -342,6 +342,35 @@ cohort_status_t cohort_shm_gone(cohort_request_t *req, const cohort_shm_call_t *
     return COHORT_OK;
 }
 
+/* A store then a load on each side, both sequentially consistent (Dekker): either the writer
+ * sees LEFT and writes nothing, or the one leaving sees WRITING and waits for its end. */
+int cohort_shm_write_begin(cohort_request_t *req, const cohort_shm_call_t *c, int k)
+{
+    __atomic_store_n(shm_word(req, req->comm->rank, COHORT_SHM_WRITING), c->s << 1 | 1,
+                     __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(shm_word(req, k, COHORT_SHM_LEFT), __ATOMIC_SEQ_CST) == c->s) {
+        cohort_shm_write_end(req, c);
+        return 0;
+    }
+    return 1;
+}
+
+void cohort_shm_write_end(cohort_request_t *req, const cohort_shm_call_t *c)
+{
+    cohort_shm_publish_value(req, COHORT_SHM_WRITING, c->s << 1);
+}
+
+void cohort_shm_leave(cohort_request_t *req, const cohort_shm_call_t *c)
+{
+    __atomic_store_n(shm_word(req, req->comm->rank, COHORT_SHM_LEFT), c->s, __ATOMIC_SEQ_CST);
+}
+
+int cohort_shm_writing(cohort_request_t *req, const cohort_shm_call_t *c, int k)
+{
+    return __atomic_load_n(shm_word(req, k, COHORT_SHM_WRITING), __ATOMIC_SEQ_CST) ==
+           (c->s << 1 | 1);
+}
+
 void cohort_shm_call_end(cohort_request_t *req, const cohort_shm_call_t *c)
 {
     shm_group_t *g = req->comm->node_shm;

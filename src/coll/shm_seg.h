@@ -16,10 +16,12 @@
 
 /* The words of a slot; each holds the last call number its member published for it. */
 enum {
-    COHORT_SHM_SEQ,  /* its contribution (or descriptor) for the call is in its buffer */
-    COHORT_SHM_DONE, /* it has finished with everyone's buffers for the call */
-    COHORT_SHM_FAIL, /* its part failed (direct: a read or write refused or failed) */
-    COHORT_SHM_GONE, /* it gave the call up after a timeout (call << 8 | -status) */
+    COHORT_SHM_SEQ,     /* its contribution (or descriptor) for the call is in its buffer */
+    COHORT_SHM_DONE,    /* it has finished with everyone's buffers for the call */
+    COHORT_SHM_FAIL,    /* its part failed (direct: a read or write refused or failed) */
+    COHORT_SHM_GONE,    /* it gave the call up after a timeout (call << 8 | -status) */
+    COHORT_SHM_LEFT,    /* it left the call before its end: nobody may write its buffers */
+    COHORT_SHM_WRITING, /* call << 1 | 1 while it writes into another member's buffers */
     COHORT_SHM_WORDS
 };
 
@@ -79,6 +81,16 @@ void cohort_shm_abandon(cohort_request_t *req, const cohort_shm_call_t *c, cohor
 /* COHORT_OK, or the status a member gave this call up with: the caller fails with it too (and
  * so revokes the group), as a message would have told it. */
 cohort_status_t cohort_shm_gone(cohort_request_t *req, const cohort_shm_call_t *c);
+/* Writes into other members' buffers (their own memory, by single copy) are fenced against a
+ * member leaving the call early, whose buffers are the caller's again once it returns:
+ * cohort_shm_write_begin announces a write and answers whether member @a k is still in the
+ * call (0: it left; write nothing there); cohort_shm_write_end ends it. cohort_shm_leave says
+ * this rank left; cohort_shm_writing answers whether member @a k may still be inside a write
+ * announced before it saw that (one chunk's copy). */
+int cohort_shm_write_begin(cohort_request_t *req, const cohort_shm_call_t *c, int k);
+void cohort_shm_write_end(cohort_request_t *req, const cohort_shm_call_t *c);
+void cohort_shm_leave(cohort_request_t *req, const cohort_shm_call_t *c);
+int cohort_shm_writing(cohort_request_t *req, const cohort_shm_call_t *c, int k);
 /* The call is over here: the next one may begin. */
 void cohort_shm_call_end(cohort_request_t *req, const cohort_shm_call_t *c);
 /* Wait on memory: polled at the next pass, and COHORT_INPROGRESS. */

@@ -45,8 +45,10 @@ static const cohort_setting_t cohort_settings[] = {
     {"COHORT_LOG", "error | warn | info | debug", "warn", "log level (stderr, per context)"},
     {"COHORT_ORPHAN_LIMIT", "bytes (K, M, G allowed)", "67108864",
      "messages kept for groups not created yet; past it they are dropped and counted"},
-    {"COHORT_FAULT", "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma | shm", "",
-     "testing: the n-th pass through the point fails as if memory ran out"},
+    {"COHORT_FAULT",
+     "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma | shm | stall", "",
+     "testing: the n-th pass through the point fails as if memory ran out (stall: a same-node "
+     "collective's n-th write into another member waits 2 s first)"},
     {"COHORT_CUDA", "auto | off", "auto",
      "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
      "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
@@ -222,8 +224,8 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
     } else if (strcmp(name, "COHORT_ORPHAN_LIMIT") == 0) {
         return cohort_config_bytes(name, value, &cfg->orphan_bytes, err, errlen);
     } else if (strcmp(name, "COHORT_FAULT") == 0) {
-        static const char *const points[] = {"none", "group_create", "send", "msg_keep",
-                                             "cma",  "shm",          NULL};
+        static const char *const points[] = {"none", "group_create", "send",  "msg_keep",
+                                             "cma",  "shm",          "stall", NULL};
         const char *colon = strchr(value, ':'), *at = strchr(value, '@');
         char point[32];
         long n = 0, rank = -1;

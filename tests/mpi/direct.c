@@ -5,7 +5,8 @@
 /* run: 4 COHORT_CMA_MIN=1G COHORT_FAULT=cma:1@1 */
 /* run: 3 COHORT_CMA_MIN=1G COHORT_FAULT=cma:2@2 COHORT_ALGO_ALLGATHER=direct */
 /* run: 3 COHORT_CHECK=1 */
-/* run: 4 COHORT_CHECK=1 COHORT_CMA_MIN=1G COHORT_FAULT=cma:1@1 */
+/* run: 4 COHORT_CHECK=1 COHORT_CMA_MIN=1G COHORT_FAULT=cma:1@1 COHORT_ALGO_REDUCE_SCATTER=direct */
+/* run: 3 COHORT_TIMEOUT=1 COHORT_FAULT=stall:1@2 */
 /* clang-format on */
 /*
  * Same-node collectives by direct reads (src/coll/direct.c), chosen by default where every
@@ -15,12 +16,18 @@
  * the network algorithms fails. COHORT_CMA=off: no single-copy read at all, the same results.
  *
  * Descriptors and signals go through the group's shared segment (shm_seg.c), or as messages
- * under COHORT_CHECK=1 (no segment there).
+ * under COHORT_CHECK=1 (no segment there): there only the reading ones (reduce_scatter,
+ * alltoall) run; the ones that write into other members' buffers need the segment's fence.
  *
  * COHORT_FAULT=cma:N@R: world rank R's N-th single-copy read is refused as if by the kernel.
  * That call fails with COHORT_ERR_UNSUPPORTED on every member (none hangs, none succeeds
  * alone); the group then takes the network algorithms (no single-copy read: COHORT_CMA_MIN is
  * above every message) and gets the right results.
+ *
+ * COHORT_FAULT=stall:1@2 (under COHORT_TIMEOUT=1): world rank 2 stops for 2 s half way through
+ * an allgather's writes; the others time out at 1 s, get their buffers back and fill them. Rank
+ * 2 goes on, sees that they left and writes nothing into them (it fails too): their buffers
+ * still hold what they put there 3 s later.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -100,12 +107,36 @@ static void moves_case(cohort_group_t *w, int n, int me, int c, float *s, float 
     }
 }
 
+/* Ranks 0 and 1 time out while rank 2 is stopped before its writes, and fill their buffers. */
+static void left_case(cohort_group_t *w, int me, float *s, float *r)
+{
+    size_t total = 3 * AG_COUNT;
+
+    for (size_t i = 0; i < AG_COUNT; i++) {
+        s[i] = val(me, i, 0);
+    }
+    if (me == 2) {
+        CHECK(cohort_allgather(w, s, r, AG_COUNT, COHORT_FLOAT32) != COHORT_OK);
+        return;
+    }
+    CHECK_STATUS(cohort_allgather(w, s, r, AG_COUNT, COHORT_FLOAT32), COHORT_ERR_TIMEOUT);
+    for (size_t i = 0; i < total; i++) {
+        r[i] = -1;
+    }
+    sleep(3); /* rank 2 wakes up at 2 s and goes on */
+    for (size_t i = 0; i < total; i++) {
+        CHECK(r[i] == -1);
+    }
+}
+
 int main(void)
 {
     cohort_context_t *ctx = test_init();
     cohort_group_t *w = cohort_world(ctx);
     int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
     const char *cma = getenv("COHORT_CMA"), *fault = getenv("COHORT_FAULT");
+    const char *check = getenv("COHORT_CHECK");
+    int msgs = check != NULL && strcmp(check, "1") == 0;
     size_t big = (size_t)n * RS_COUNT * 4, ar = AR_COUNT * 4, ag = (size_t)n * AG_COUNT * 4;
     float *s, *r;
     uint64_t before;
@@ -116,15 +147,25 @@ int main(void)
     s = malloc(big);
     r = malloc(big);
     CHECK(s != NULL && r != NULL);
+    if (fault != NULL && strncmp(fault, "stall", 5) == 0) {
+        left_case(w, me, s, r);
+        free(s);
+        free(r);
+        test_finish(ctx, "direct");
+        return 0;
+    }
     if (fault != NULL) {
-        /* The refused call: allgather on the forced run, allreduce on the other. */
+        /* The refused call: allgather or reduce_scatter on the forced runs, else allreduce. */
         int ag = getenv("COHORT_ALGO_ALLGATHER") != NULL;
+        int rs = getenv("COHORT_ALGO_REDUCE_SCATTER") != NULL;
         for (size_t i = 0; i < AR_COUNT; i++) {
             s[i] = val(me, i, 0);
         }
-        CHECK_STATUS(ag ? cohort_allgather(w, s, r, AR_COUNT / (size_t)n, COHORT_FLOAT32)
-                        : cohort_allreduce(w, s, r, AR_COUNT, COHORT_FLOAT32, COHORT_SUM),
-                     COHORT_ERR_UNSUPPORTED);
+        CHECK_STATUS(
+            ag   ? cohort_allgather(w, s, r, AR_COUNT / (size_t)n, COHORT_FLOAT32)
+            : rs ? cohort_reduce_scatter(w, s, r, AR_COUNT / (size_t)n, COHORT_FLOAT32, COHORT_SUM)
+                 : cohort_allreduce(w, s, r, AR_COUNT, COHORT_FLOAT32, COHORT_SUM),
+            COHORT_ERR_UNSUPPORTED);
         before = copied(ctx);
         allreduce_case(w, n, me, 1, 0, s, r);
         moves_case(w, n, me, 1, s, r);
@@ -142,7 +183,7 @@ int main(void)
         allreduce_case(w, n, me, c, c % 2, s, r);
         if (cma != NULL && strcmp(cma, "off") == 0) {
             CHECK(copied(ctx) == before);
-        } else {
+        } else if (!msgs) {
             /* its block of n - 1 inputs, then n - 1 other blocks: about 2 (n - 1) / n */
             CHECK(copied(ctx) - before >= (size_t)(n - 1) * (AR_COUNT / (size_t)n) * 4 * 2 - 64);
         }
@@ -150,6 +191,8 @@ int main(void)
         moves_case(w, n, me, c, s, r);
         if (cma != NULL && strcmp(cma, "off") == 0) {
             CHECK(copied(ctx) == before);
+        } else if (msgs) {
+            CHECK(copied(ctx) - before >= (size_t)(n - 1) * RS_COUNT * 4);
         } else {
             CHECK(copied(ctx) - before >= (size_t)(n - 1) * (AG_COUNT + RS_COUNT) * 4 + bcast_read);
         }

@@ -335,6 +335,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     ctx->cma_next = 1;
     ctx->cma_rnext = 1;
     cohort_list_init(&ctx->to_close);
+    cohort_list_init(&ctx->resets);
     cohort_list_init(&ctx->ctl_inflight);
     cohort_list_init(&ctx->ctl_resend);
     cohort_list_init(&ctx->requests);

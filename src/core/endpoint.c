@@ -37,6 +37,7 @@ cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank)
     cohort_list_init(&peer->ctl_pending);
     cohort_list_init(&peer->link);
     cohort_list_init(&peer->close_link);
+    cohort_list_init(&peer->reset_link);
     if (cohort_map_put(&ctx->peers, (uint64_t)rank + 1, peer) != COHORT_OK) {
         cohort_error(ctx, "out of memory adding peer %d", rank);
         free(peer);
@@ -59,7 +60,40 @@ static void cohort_endpoint_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status
                      ucs_status_string(status));
         return;
     }
-    cohort_peer_fail(peer, cohort_ucs_status(status), ucs_status_string(status));
+    if (cohort_list_empty(&peer->reset_link)) {
+        peer->reset_ep = ep;
+        peer->reset = status;
+        cohort_list_push(&peer->ctx->resets, &peer->reset_link);
+    }
+}
+
+/* Bounded: a stream of arrivals must not hold the failure back for long. */
+#define COHORT_RESET_DRAIN_PASSES 64
+
+int cohort_peer_apply_resets(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp;
+    int n = 0;
+
+    for (int i = 0; i < COHORT_RESET_DRAIN_PASSES && ucp_worker_progress(ctx->worker) > 0; i++) {
+    }
+    cohort_list_for_each(pos, tmp, &ctx->resets)
+    {
+        cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, reset_link);
+        cohort_list_del(&peer->reset_link);
+        cohort_list_init(&peer->reset_link);
+        if (peer->ep != peer->reset_ep || peer->state == COHORT_PEER_FAILED) {
+            continue; /* closed and wired again since, or failed meanwhile */
+        }
+        if (peer->state == COHORT_PEER_LEFT) {
+            cohort_debug(ctx, "endpoint to rank %d closed by its finalize (%s)", peer->rank,
+                         ucs_status_string(peer->reset));
+            continue;
+        }
+        cohort_peer_fail(peer, cohort_ucs_status(peer->reset), ucs_status_string(peer->reset));
+        n++;
+    }
+    return n;
 }
 
 static void cohort_peer_fail_as(cohort_peer_t *peer, cohort_status_t status, const char *why,

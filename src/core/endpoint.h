@@ -35,6 +35,9 @@ struct cohort_peer {
     cohort_list_t ctl_pending; /* control messages waiting for it (notify.c) */
     cohort_list_t link;        /* in ctx->looking_up */
     cohort_list_t close_link;  /* in ctx->to_close while its failed endpoint waits to close */
+    cohort_list_t reset_link;  /* in ctx->resets while UCX's error on ep waits (below) */
+    ucp_ep_h reset_ep;         /* ... the endpoint it came on */
+    ucs_status_t reset;        /* ... and the error */
     cohort_list_t all_link;
 };
 
@@ -52,6 +55,11 @@ int cohort_peer_progress(cohort_context_t *ctx);
 void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why);
 /* The same, on another member's word: its communicators are revoked here only. */
 void cohort_peer_fail_reported(cohort_peer_t *peer, const char *why);
+
+/* Endpoint errors UCX reported, applied (cohort_peer_fail) once what had already arrived is
+ * taken in: a peer that finalized says goodbye and then closes, and its goodbye (or its last
+ * message) may come in after the close on another connection. @return how many. */
+int cohort_peer_apply_resets(cohort_context_t *ctx);
 
 /* Close the endpoint now, cancelling what UCX still does on it; the peer may be wired again. */
 void cohort_peer_force_close(cohort_peer_t *peer, const char *why, double bound);

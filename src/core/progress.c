@@ -17,6 +17,9 @@ int cohort_progress(cohort_context_t *ctx)
     }
     ctx->in_progress = 1;
     n = (int)ucp_worker_progress(ctx->worker);
+    if (!cohort_list_empty(&ctx->resets)) {
+        n += cohort_peer_apply_resets(ctx);
+    }
     if (!cohort_list_empty(&ctx->looking_up)) {
         n += cohort_peer_progress(ctx);
     }

@@ -9,11 +9,11 @@
 /* run: 3 COHORT_TIMEOUT=1 COHORT_FAULT=stall:1@2 */
 /* clang-format on */
 /*
- * Same-node collectives by direct reads (src/coll/direct.c), chosen by default where every
+ * Same-node collectives by single copy (src/coll/direct.c), chosen by default where every
  * member shares this node: allreduce, allgather, reduce_scatter and bcast at sizes the default
- * rules give them, in place and not, against data computed locally, with the bytes read (and,
- * by a bcast root, written) by single copy counted (cohort_stats) so that a silent fall back to
- * the network algorithms fails. COHORT_CMA=off: no single-copy read at all, the same results.
+ * rules give them, in place and not, against data computed locally, with the bytes read and
+ * written by single copy counted (cohort_stats) so that a silent fall back to the network
+ * algorithms fails. COHORT_CMA=off: no single copy at all, the same results.
  *
  * Descriptors and signals go through the group's shared segment (shm_seg.c), or as messages
  * under COHORT_CHECK=1 (no segment there): there only the reading ones (reduce_scatter,
@@ -34,9 +34,9 @@
 #include <string.h>
 #include "harness.h"
 
-#define AR_COUNT (512u * 1024)      /* floats: 2 MiB, direct from 256 KiB */
-#define AG_COUNT (16u * 1024)       /* floats per rank: 64 KiB, direct from 16 KiB */
-#define RS_COUNT (32u * 1024)       /* floats per rank: 128 KiB, direct from 64 KiB */
+#define AR_COUNT (512u * 1024)      /* floats: 2 MiB, direct from 64 KiB */
+#define AG_COUNT (16u * 1024)       /* floats per rank: 64 KiB, direct from 4 KiB */
+#define RS_COUNT (32u * 1024)       /* floats per rank: 128 KiB, direct from 16 KiB */
 #define BC_BYTES (1u * 1024 * 1024) /* direct from 512 KiB */
 
 static uint64_t copied(cohort_context_t *ctx)
@@ -184,7 +184,7 @@ int main(void)
         if (cma != NULL && strcmp(cma, "off") == 0) {
             CHECK(copied(ctx) == before);
         } else if (!msgs) {
-            /* its block of n - 1 inputs, then n - 1 other blocks: about 2 (n - 1) / n */
+            /* its block read from n - 1 inputs, then written into n - 1 outputs: 2 (n - 1) / n */
             CHECK(copied(ctx) - before >= (size_t)(n - 1) * (AR_COUNT / (size_t)n) * 4 * 2 - 64);
         }
         before = copied(ctx);

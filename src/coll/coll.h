@@ -36,9 +36,10 @@ typedef struct {
 
 /* What a group allows beyond messages (cohort_coll_node_local). */
 #define COHORT_NODE_DIRECT 1 /* every member on this node, single copy allowed (direct.c) */
-#define COHORT_NODE_SHM                                                                            \
-    2 /* the same, and calls start in the order they were posted                                   \
-       * (not so under COHORT_CHECK=1): shm.c numbers them so */
+/* The same, and calls start in the order they were posted (not so under COHORT_CHECK=1): the
+ * members may share a segment (shm_seg.c), which shm.c runs on and which fences direct.c's
+ * writes into the others' buffers. */
+#define COHORT_NODE_SHM 2
 
 typedef struct cohort_coll_algo {
     const char *name;

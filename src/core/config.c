@@ -245,7 +245,7 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         if (idx <= 0 || colon == NULL || bad || n < 1) {
             snprintf(err, errlen,
                      "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (n >= 1), point one of "
-                     "group_create, send, msg_keep, cma, shm",
+                     "group_create, send, msg_keep, cma, shm, stall",
                      value);
             return COHORT_ERR_INVALID_ARG;
         }

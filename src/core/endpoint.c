@@ -51,13 +51,8 @@ static void cohort_endpoint_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status
 {
     cohort_peer_t *peer = arg;
 
+    /* Whether it said goodbye is decided when the error is applied (cohort_peer_apply_resets). */
     if (peer->ep != ep || peer->state == COHORT_PEER_FAILED) {
-        return;
-    }
-    if (peer->state == COHORT_PEER_LEFT) {
-        /* It said goodbye first: its side closing is no failure. */
-        cohort_debug(peer->ctx, "endpoint to rank %d closed by its finalize (%s)", peer->rank,
-                     ucs_status_string(status));
         return;
     }
     if (cohort_list_empty(&peer->reset_link)) {
@@ -81,11 +76,11 @@ int cohort_peer_apply_resets(cohort_context_t *ctx)
     {
         cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, reset_link);
         cohort_list_del(&peer->reset_link);
-        cohort_list_init(&peer->reset_link);
         if (peer->ep != peer->reset_ep || peer->state == COHORT_PEER_FAILED) {
             continue; /* closed and wired again since, or failed meanwhile */
         }
         if (peer->state == COHORT_PEER_LEFT) {
+            /* It said goodbye first: its side closing is no failure. */
             cohort_debug(ctx, "endpoint to rank %d closed by its finalize (%s)", peer->rank,
                          ucs_status_string(peer->reset));
             continue;

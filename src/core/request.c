@@ -94,13 +94,9 @@ cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request
     return req;
 }
 
-void cohort_request_complete(cohort_request_t *req, cohort_status_t status)
+/* Off the lists of what the next pass progresses (woken, or polled). */
+static void cohort_request_unschedule(cohort_request_t *req)
 {
-    if (req->done) {
-        return;
-    }
-    req->done = 1;
-    req->status = status;
     if (req->queued) {
         cohort_list_del(&req->ready_link);
         req->queued = 0;
@@ -109,6 +105,16 @@ void cohort_request_complete(cohort_request_t *req, cohort_status_t status)
         cohort_list_del(&req->poll_link);
         req->polling = 0;
     }
+}
+
+void cohort_request_complete(cohort_request_t *req, cohort_status_t status)
+{
+    if (req->done) {
+        return;
+    }
+    req->done = 1;
+    req->status = status;
+    cohort_request_unschedule(req);
 }
 
 void cohort_request_poll(cohort_request_t *req)
@@ -195,14 +201,7 @@ static void cohort_request_recycle(cohort_request_t *req)
     if (req->ops->release != NULL) {
         req->ops->release(req);
     }
-    if (req->queued) {
-        cohort_list_del(&req->ready_link);
-        req->queued = 0;
-    }
-    if (req->polling) {
-        cohort_list_del(&req->poll_link);
-        req->polling = 0;
-    }
+    cohort_request_unschedule(req);
     if (req->comm != NULL) {
         cohort_list_del(&req->comm_link);
         req->comm = NULL;

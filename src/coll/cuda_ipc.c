@@ -10,11 +10,13 @@
  * rank, like COHORT_ALGO_*.
  *
  * Phases: exchange descriptors (IPC handle, offset, buffer id of the input and the output) with
- * every member; map theirs; combine: rank i computes block i (allreduce; reduce_scatter: its
- * block of every input) from every member's input, its own first, so each block is computed
- * once and every member ends with the same bits; signal; gather the other blocks from their
- * owners' outputs (allreduce; allgather: every member's input); signal again, and only then
- * complete, since the others read this rank's buffers until they have signalled.
+ * every member; map theirs; combine: for allreduce rank i computes block i from every member's
+ * input (its own first) in one kernel that writes it into every member's output, so each block
+ * is computed once (every member ends with the same bits) and every byte of every input is read
+ * once and every byte of every output written once, the least a one-GPU allreduce can move;
+ * reduce_scatter is the same with this rank's output only; allgather copies every member's
+ * input into this rank's output. Then one signal to every member, and completion only once all
+ * have signalled: until then they read this rank's input and write into its output.
  */
 #include <string.h>
 #include "coll/coll_reduce.h"
@@ -23,9 +25,9 @@
 #include "core/gpu.h"
 #include "core/log.h"
 
-typedef enum { IPC_EXCHANGE, IPC_COMBINE, IPC_SYNC1, IPC_GATHER, IPC_SYNC2 } ipc_phase_t;
+typedef enum { IPC_EXCHANGE, IPC_COMBINE, IPC_SYNC } ipc_phase_t;
 
-enum { IPC_STEP_DESC, IPC_STEP_SYNC1, IPC_STEP_SYNC2 };
+enum { IPC_STEP_DESC, IPC_STEP_SYNC };
 
 typedef struct {
     cohort_gpu_ipc_t in, out;
@@ -45,14 +47,14 @@ typedef struct {
     ipc_desc_t *peers;        /* n descriptors */
     char **in_map, **out_map; /* n: every member's input and output as mapped here */
     void **opened;            /* 2n: bases to close */
-    uint8_t *sig_rx;          /* 2n: the signals' receive bytes */
-    /* then xfers: 3 phases x (n receives + n sends), own rank's slots unused */
+    uint8_t *sig_rx;          /* n: the signal's receive bytes */
+    /* then xfers: 2 rounds x (n receives + n sends), own rank's slots unused */
 } ipc_state_t;
 
 static size_t ipc_state_size(const cohort_coll_args_t *args, int n)
 {
-    return sizeof(ipc_state_t) + (size_t)n * (sizeof(ipc_desc_t) + 4 * sizeof(void *) + 2) +
-           6 * (size_t)n * sizeof(cohort_xfer_t) + 64;
+    return sizeof(ipc_state_t) + (size_t)n * (sizeof(ipc_desc_t) + 4 * sizeof(void *) + 1) +
+           4 * (size_t)n * sizeof(cohort_xfer_t) + 64;
 }
 
 static const cohort_gpu_module_t *ipc_mod(cohort_request_t *req)
@@ -109,9 +111,9 @@ static cohort_status_t ipc_start(cohort_request_t *req)
     s->opened = (void **)p;
     p += 2 * (size_t)n * sizeof(void *);
     s->sig_rx = (uint8_t *)p;
-    p += 2 * (size_t)n;
+    p += (size_t)n;
     s->base.xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
-    s->base.nxfers = 6 * n;
+    s->base.nxfers = 4 * n;
     s->in_bytes = a->coll == COHORT_COLL_REDUCE_SCATTER ? all : one;
     s->out_bytes = a->coll == COHORT_COLL_ALLGATHER ? all : one;
     if (a->sbuf != COHORT_IN_PLACE) {
@@ -188,24 +190,27 @@ static cohort_status_t ipc_map(cohort_request_t *req, ipc_state_t *s)
     return COHORT_OK;
 }
 
-/* dst = the members' @a len elements at byte offset @a off of their inputs, combined, this
- * rank's first, then in ring order from it. */
-static cohort_status_t ipc_combine_block(cohort_request_t *req, ipc_state_t *s, char *dst,
-                                         size_t off, size_t len)
+/* The members' @a count elements at byte offset @a off of their inputs, combined (this rank's
+ * first, then in ring order from it), into every one of @a ndst outputs at byte offset
+ * @a dst_off: one pass of one kernel, each input read once. */
+static cohort_status_t ipc_combine(cohort_request_t *req, ipc_state_t *s, size_t off, size_t count,
+                                   char *const *outs, int ndst, size_t dst_off)
 {
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
-    cohort_status_t status = COHORT_OK;
+    const void *srcs[COHORT_GPU_MULTI_MAX];
+    void *dsts[COHORT_GPU_MULTI_MAX];
 
-    for (int j = 1; j < n && status == COHORT_OK && len > 0; j++) {
-        const char *acc = j == 1 ? s->in_map[me] + off : dst;
-        status =
-            cohort_gpu_reduce(req->ctx, dst, acc, s->in_map[(me + j) % n] + off, len, a->dt, a->op);
+    if (count == 0) {
+        return COHORT_OK;
     }
-    if (status == COHORT_OK) {
-        status = cohort_gpu_finish(req->ctx, dst, len, a->dt, a->op, n);
+    for (int j = 0; j < n; j++) {
+        srcs[j] = s->in_map[(me + j) % n] + off;
     }
-    return status;
+    for (int d = 0; d < ndst; d++) {
+        dsts[d] = outs[d] + dst_off;
+    }
+    return cohort_gpu_reduce_multi(req->ctx, dsts, ndst, srcs, n, count, a->dt, a->op, n);
 }
 
 static cohort_status_t ipc_progress(cohort_request_t *req)
@@ -231,11 +236,12 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
         /* fall through */
     case IPC_COMBINE:
         if (a->coll == COHORT_COLL_ALLREDUCE) {
+            /* block me, written straight into every member's output */
             size_t off = cohort_coll_block_off(a->count, n, me) * es;
-            status = ipc_combine_block(req, s, s->dout + off, off,
-                                       cohort_coll_block_len(a->count, n, me));
+            status = ipc_combine(req, s, off, cohort_coll_block_len(a->count, n, me), s->out_map, n,
+                                 off);
         } else if (a->coll == COHORT_COLL_REDUCE_SCATTER) {
-            status = ipc_combine_block(req, s, s->dout, (size_t)me * one, a->count);
+            status = ipc_combine(req, s, (size_t)me * one, a->count, &s->dout, 1, 0);
         } else {
             /* allgather: every member's input into its block */
             status = COHORT_OK;
@@ -250,37 +256,13 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
             return status;
         }
         s->signal = 1;
-        s->phase = IPC_SYNC1;
+        s->phase = IPC_SYNC;
         /* fall through */
-    case IPC_SYNC1:
-        status = ipc_round(req, s, IPC_STEP_SYNC1, s->sig_rx, 1, &s->signal, 1);
+    case IPC_SYNC:
+        /* every member has read this rank's input and written its part of this rank's output */
+        status = ipc_round(req, s, IPC_STEP_SYNC, s->sig_rx, 1, &s->signal, 1);
         if (status != COHORT_OK) {
             return status;
-        }
-        s->phase = IPC_GATHER;
-        /* fall through */
-    case IPC_GATHER:
-        if (a->coll == COHORT_COLL_ALLREDUCE) {
-            for (int k = 0; k < n; k++) {
-                size_t off = cohort_coll_block_off(a->count, n, k) * es;
-                size_t len = cohort_coll_block_len(a->count, n, k) * es;
-                if (k == me || len == 0) {
-                    continue;
-                }
-                status = cohort_gpu_copy(req->ctx, s->dout + off, s->out_map[k] + off, len);
-                if (status != COHORT_OK) {
-                    return status;
-                }
-            }
-        }
-        s->phase = IPC_SYNC2;
-        /* fall through */
-    case IPC_SYNC2:
-        if (a->coll == COHORT_COLL_ALLREDUCE) {
-            status = ipc_round(req, s, IPC_STEP_SYNC2, s->sig_rx + n, 1, &s->signal, 1);
-            if (status != COHORT_OK) {
-                return status;
-            }
         }
         if (s->out_is_scratch) {
             status = cohort_gpu_copy(req->ctx, s->final_dst, s->dout, s->out_bytes);
@@ -326,6 +308,7 @@ const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const coho
     cohort_context_t *ctx = g->ctx;
 
     if (ctx->cfg.cuda_ipc != COHORT_CUDA_IPC_ON || a->count == 0 || g->size < 2 ||
+        g->size > COHORT_GPU_MULTI_MAX ||
         (a->coll != COHORT_COLL_ALLREDUCE && a->coll != COHORT_COLL_REDUCE_SCATTER &&
          a->coll != COHORT_COLL_ALLGATHER) ||
         cohort_gpu_get(ctx) == NULL) {

@@ -130,6 +130,15 @@ cohort_status_t cohort_gpu_reduce(cohort_context_t *ctx, void *dst, const void *
                             "reduction on the device");
 }
 
+cohort_status_t cohort_gpu_reduce_multi(cohort_context_t *ctx, void *const *dsts, int ndst,
+                                        const void *const *srcs, int nsrc, size_t count,
+                                        cohort_dtype_t dt, cohort_op_t op, int nranks)
+{
+    return cohort_gpu_check(
+        ctx, ctx->gpu.mod->reduce_multi(dsts, ndst, srcs, nsrc, count, dt, op, nranks),
+        "n-way reduction on the device");
+}
+
 cohort_status_t cohort_gpu_finish(cohort_context_t *ctx, void *buf, size_t count, cohort_dtype_t dt,
                                   cohort_op_t op, int nranks)
 {

@@ -30,6 +30,9 @@ cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr);
 cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *src, size_t bytes);
 cohort_status_t cohort_gpu_reduce(cohort_context_t *ctx, void *dst, const void *a, const void *b,
                                   size_t count, cohort_dtype_t dt, cohort_op_t op);
+cohort_status_t cohort_gpu_reduce_multi(cohort_context_t *ctx, void *const *dsts, int ndst,
+                                        const void *const *srcs, int nsrc, size_t count,
+                                        cohort_dtype_t dt, cohort_op_t op, int nranks);
 cohort_status_t cohort_gpu_finish(cohort_context_t *ctx, void *buf, size_t count, cohort_dtype_t dt,
                                   cohort_op_t op, int nranks);
 /* A page-locked host buffer of at least @a bytes from the context's cache, or NULL (logged). */

@@ -12,11 +12,14 @@
 #include <stdint.h>
 #include "cohort.h"
 
-#define COHORT_GPU_MODULE_ABI    1
+#define COHORT_GPU_MODULE_ABI    2
 #define COHORT_GPU_MODULE_SYMBOL "cohort_gpu_module"
 #define COHORT_GPU_MODULE_FILE   "cohort_cuda.so"
 /* cudaIpcMemHandle_t is 64 bytes; kept opaque here. */
 #define COHORT_GPU_IPC_HANDLE_BYTES 64
+/* The most buffers one reduce_multi call reads or writes: its pointers travel in the kernel's
+ * parameters (1 KiB of them at 64), so a same-node group of more members does not use it. */
+#define COHORT_GPU_MULTI_MAX 64
 
 /* What a pointer is, as far as the module can tell. */
 typedef enum {
@@ -26,11 +29,14 @@ typedef enum {
 } cohort_gpu_ptr_kind_t;
 
 /* Where an IPC handle points: the allocation's handle and the buffer's offset into it. The
- * id changes when the allocation at that address changes (CU_POINTER_ATTRIBUTE_BUFFER_ID), so
- * a cache keyed by address can tell a stale entry. */
+ * id is new for every allocation a process makes (CU_POINTER_ATTRIBUTE_BUFFER_ID, never
+ * reused), so a cache of opened handles keyed by (peer, id) cannot hand out a freed one; the
+ * allocation's address in its owner (alloc_base) tells which cached ones a new allocation has
+ * replaced (their ranges overlap: the old one was freed). */
 typedef struct {
     uint8_t handle[COHORT_GPU_IPC_HANDLE_BYTES];
     uint64_t buffer_id;
+    uint64_t alloc_base;
     size_t offset;
     size_t alloc_size;
     int device;
@@ -57,6 +63,12 @@ typedef struct cohort_gpu_module {
     /* dst = a op b on device memory, as cohort_reduce_local does on the host (bitwise). */
     cohort_status_t (*reduce)(void *dst, const void *a, const void *b, size_t count,
                               cohort_dtype_t dt, cohort_op_t op);
+    /* Every dsts[d] = srcs[0] op srcs[1] op ... op srcs[nsrc-1], combined in that order as
+     * nsrc-1 reduce calls would (bitwise the same), then AVG divided by @a nranks: the
+     * same-node n-way reduction, which reads every input once and writes every output once.
+     * A dst may alias a src exactly. ndst, nsrc <= COHORT_GPU_MULTI_MAX. */
+    cohort_status_t (*reduce_multi)(void *const *dsts, int ndst, const void *const *srcs, int nsrc,
+                                    size_t count, cohort_dtype_t dt, cohort_op_t op, int nranks);
     /* COHORT_AVG's division, as cohort_reduce_finish. */
     cohort_status_t (*finish)(void *buf, size_t count, cohort_dtype_t dt, cohort_op_t op,
                               int nranks);

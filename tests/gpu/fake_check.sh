@@ -1,17 +1,25 @@
 #!/bin/sh
 # The device paths without a GPU: tests/mpi/cuda_coll with the fake CUDA runtime
 # (tests/gpu/fake_cudart.c, "device" memory that faults on any host access) ahead of the real
-# one, so every collective and p2p with device, managed and mixed buffers runs through the CUDA
-# module's staging here, in CI. Run by make check (built only with CUDA).
+# one. With the real CUDA module (whose kernels cannot run here, so a reduction asked of the
+# device fails) every collective and p2p with device, managed and mixed buffers runs through
+# staging; with the test module whose kernels are host loops (tests/gpu/fake_kernels.c, found
+# first on COHORT_PLUGIN_PATH) every collective runs with COHORT_CUDA_IPC=on, allreduce,
+# reduce_scatter and allgather through CUDA IPC. Run by make check (built only with CUDA).
 set -eu
 top=${TEST_SRCDIR:-.}
 build=$(pwd)
 [ -f "$build/tests/gpu/fake/libcudart.so.13" ] || { echo "fake_check: SKIP: no fake runtime"; exit 77; }
+[ -f "$build/tests/gpu/fake-kernels/cohort_cuda.so" ] || { echo "fake_check: SKIP: no fake module"; exit 77; }
 export LD_LIBRARY_PATH="$build/tests/gpu/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+kernels="COHORT_PLUGIN_PATH=$build/tests/gpu/fake-kernels:${COHORT_PLUGIN_PATH:-$build/.libs}"
+# The module's C side and check_reduce_cuda's own logic (host loops against host loops here).
+COHORT_PLUGIN_PATH="$build/tests/gpu/fake-kernels" timeout -k 5 300 "$build/tests/unit/check_reduce_cuda"
 export TEST_RUNS="2
 4
 3 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck
 singleton
-2 COHORT_CUDA_IPC=on CUDA_COLL_ONLY=allgather
-3 COHORT_CUDA_IPC=on CUDA_COLL_ONLY=allgather"
+2 COHORT_CUDA_IPC=on $kernels
+3 COHORT_CUDA_IPC=on $kernels
+4 COHORT_CUDA_IPC=on $kernels"
 exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"

@@ -17,8 +17,7 @@
  * few counts (one past the rendezvous threshold), every root; then point-to-point with device
  * buffers. Ranks may share one GPU (device = local rank % devices).
  *
- * CUDA_COLL_ONLY=<name> runs that collective only (tests/gpu/fake_check.sh: the fake runtime
- * runs no kernels, so only allgather goes through its IPC path there).
+ * CUDA_COLL_ONLY=<name> runs that collective only (to look at one path by hand).
  *
  * Without a device the test prints "SKIP: no CUDA device (...)" and exits 77; before that it
  * checks that the no-device answer is a status, not a failure, and that host buffers work.
@@ -411,8 +410,8 @@ int main(void)
     x = me + 1;
     CHECK_OK(cohort_cuda_info(ctx, &info));
     CHECK_STATUS(cohort_cuda_info(ctx, NULL), COHORT_ERR_INVALID_ARG);
-    /* Whatever CUDA says, host buffers work (an allgather: under the fake runtime with IPC on
-     * a reduction would need kernels). */
+    /* Whatever CUDA says, host buffers work (an allgather: a reduction would need kernels if
+     * the real module runs under the fake runtime with IPC on). */
     {
         int *all = calloc((size_t)nranks, sizeof(int));
         CHECK(all != NULL);

@@ -1,7 +1,10 @@
 /*
  * The CUDA module (src/reduce/cuda/): loads and answers "no device" without a driver; with a
  * device, every (dtype, op) kernel against the host reduction, bit for bit, with the exact
- * aliasings the collectives use, AVG's division, pointer kinds and copies in every direction.
+ * aliasings the collectives use, AVG's division, the n-way reduction of same-node IPC, pointer
+ * kinds and copies in every direction. tests/gpu/fake_check.sh also runs it without a GPU, over
+ * the fake runtime and the module whose kernels are host loops: that checks the test itself
+ * and the module's C side, not the kernels.
  *
  * One exception to "bit for bit", and it is the hardware's: a SUM, PROD or AVG whose result is
  * NaN. GPUs return the canonical NaN where x86 propagates an operand's payload; both are NaN
@@ -198,6 +201,71 @@ START_TEST(test_kernels_vs_host)
 }
 END_TEST
 
+/* The n-way reduction of same-node CUDA IPC against successive host reductions: 1, 2, 3 and 5
+ * sources into 1 and 3 destinations, one of which is the first source (in place), AVG divided
+ * by the number of sources. */
+START_TEST(test_multi_vs_host)
+{
+    enum { NSRC_MAX = 5, NDST = 3 };
+    static const int nsrcs[] = {1, 2, 3, NSRC_MAX};
+    cohort_dtype_t dt = all_dtypes[_i];
+    size_t es = cohort_dtype_size(dt), bytes = NELEM * es;
+    void *host[NSRC_MAX], *dev[NSRC_MAX], *out[NDST];
+    void *want = malloc(bytes), *tmp = malloc(bytes);
+
+    ck_assert(want && tmp);
+    for (int j = 0; j < NSRC_MAX; j++) {
+        host[j] = malloc(bytes);
+        ck_assert(host[j] != NULL);
+        ck_assert_int_eq(mod->device_alloc(&dev[j], bytes), COHORT_OK);
+    }
+    for (int d = 1; d < NDST; d++) {
+        ck_assert_int_eq(mod->device_alloc(&out[d], bytes), COHORT_OK);
+    }
+    for (size_t k = 0; k < sizeof(all_ops) / sizeof(all_ops[0]); k++) {
+        cohort_op_t op = all_ops[k];
+        if (cohort_reduce_check(dt, op) != COHORT_OK) {
+            continue;
+        }
+        for (size_t m = 0; m < sizeof(nsrcs) / sizeof(nsrcs[0]); m++) {
+            int nsrc = nsrcs[m];
+            const void *srcs[NSRC_MAX];
+            for (int j = 0; j < nsrc; j++) {
+                fill(dt, host[j], NELEM, 300 + 11 * (unsigned)j + (unsigned)k);
+                ck_assert_int_eq(mod->copy(dev[j], host[j], bytes), COHORT_OK);
+                srcs[j] = dev[j];
+            }
+            memcpy(want, host[0], bytes);
+            for (int j = 1; j < nsrc; j++) {
+                cohort_reduce_local(want, want, host[j], NELEM, dt, op);
+            }
+            cohort_reduce_finish(want, NELEM, dt, op, nsrc);
+            /* one destination apart, then three with the first source among them */
+            out[0] = dev[0];
+            ck_assert_int_eq(mod->reduce_multi(&out[1], 1, srcs, nsrc, NELEM, dt, op, nsrc),
+                             COHORT_OK);
+            expect_device(out[1], want, tmp, dt, op, "n-way, one destination");
+            ck_assert_int_eq(mod->reduce_multi(out, NDST, srcs, nsrc, NELEM, dt, op, nsrc),
+                             COHORT_OK);
+            for (int d = 0; d < NDST; d++) {
+                expect_device(out[d], want, tmp, dt, op, "n-way, in place");
+            }
+        }
+    }
+    ck_assert_int_eq(mod->reduce_multi(out, 1, (const void *const *)dev, 2, 0, dt, COHORT_SUM, 2),
+                     COHORT_OK);
+    for (int j = 0; j < NSRC_MAX; j++) {
+        mod->device_free(dev[j]);
+        free(host[j]);
+    }
+    for (int d = 1; d < NDST; d++) {
+        mod->device_free(out[d]);
+    }
+    free(want);
+    free(tmp);
+}
+END_TEST
+
 /* The exhaustive 16-bit check: every binary16 and bfloat16 pair (x, y) for one fixed y per
  * class, all 65536 x, through SUM and MAX. */
 START_TEST(test_half_all_values)
@@ -301,6 +369,7 @@ static Suite *cuda_suite(void)
 
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_kernels_vs_host, 0, NDTYPES);
+    tcase_add_loop_test(tc, test_multi_vs_host, 0, NDTYPES);
     tcase_add_test(tc, test_half_all_values);
     tcase_add_test(tc, test_pointer_kinds_and_copies);
     tcase_add_test(tc, test_ipc_describe);

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 #include "cohort.h"
+#include "reduce/gpu_module.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -13,6 +14,11 @@ extern "C" {
 /* dst = a op b on stream @a s (AVG sums); cudaErrorInvalidValue for an unknown pair. */
 cudaError_t cohort_cuda_reduce_launch(void *dst, const void *a, const void *b, size_t count,
                                       cohort_dtype_t dt, cohort_op_t op, cudaStream_t s);
+/* Every dsts[d] = srcs[0] op ... op srcs[nsrc-1], in that order, then (AVG) divided by
+ * @a nranks, on stream @a s; at most COHORT_GPU_MULTI_MAX of each. */
+cudaError_t cohort_cuda_reduce_multi_launch(void *const *dsts, int ndst, const void *const *srcs,
+                                            int nsrc, size_t count, cohort_dtype_t dt,
+                                            cohort_op_t op, int nranks, cudaStream_t s);
 /* COHORT_AVG's division by @a nranks on stream @a s. */
 cudaError_t cohort_cuda_finish_launch(void *buf, size_t count, cohort_dtype_t dt, int nranks,
                                       cudaStream_t s);

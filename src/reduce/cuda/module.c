@@ -172,6 +172,23 @@ static cohort_status_t cohort_cuda_reduce(void *dst, const void *a, const void *
     return cohort_cuda_copy_wait(0);
 }
 
+static cohort_status_t cohort_cuda_reduce_multi(void *const *dsts, int ndst,
+                                                const void *const *srcs, int nsrc, size_t count,
+                                                cohort_dtype_t dt, cohort_op_t op, int nranks)
+{
+    cudaError_t e;
+
+    if (cohort_cuda_lanes() != COHORT_OK) {
+        return COHORT_ERR_CUDA;
+    }
+    e = cohort_cuda_reduce_multi_launch(dsts, ndst, srcs, nsrc, count, dt, op, nranks,
+                                        cohort_cuda.lane[0]);
+    if (e != cudaSuccess) {
+        return cohort_cuda_fail("n-way reduction kernel", e);
+    }
+    return cohort_cuda_copy_wait(0);
+}
+
 static cohort_status_t cohort_cuda_finish(void *buf, size_t count, cohort_dtype_t dt,
                                           cohort_op_t op, int nranks)
 {
@@ -246,6 +263,7 @@ static cohort_status_t cohort_cuda_ipc_get(const void *ptr, cohort_gpu_ipc_t *ip
     }
     memcpy(ipc->handle, &h, sizeof(h) < sizeof(ipc->handle) ? sizeof(h) : sizeof(ipc->handle));
     ipc->buffer_id = id;
+    ipc->alloc_base = (uint64_t)base;
     ipc->offset = (size_t)((uintptr_t)ptr - (uintptr_t)base);
     ipc->alloc_size = size;
     ipc->device = device;
@@ -294,6 +312,7 @@ __attribute__((visibility("default"))) const cohort_gpu_module_t cohort_gpu_modu
     .copy_async = cohort_cuda_copy_async,
     .copy_wait = cohort_cuda_copy_wait,
     .reduce = cohort_cuda_reduce,
+    .reduce_multi = cohort_cuda_reduce_multi,
     .finish = cohort_cuda_finish,
     .host_alloc = cohort_cuda_host_alloc,
     .host_free = cohort_cuda_host_free,

@@ -562,6 +562,10 @@ typedef struct {
                                      ("direct") collective read from a peer's buffer or wrote
                                      into one */
     uint64_t single_copy_bytes; /**< the bytes of those */
+    uint64_t cuda_ipc_opens;    /**< other members' device allocations this rank mapped
+                                     through CUDA IPC (cudaIpcOpenMemHandle) */
+    uint64_t cuda_ipc_reuses;   /**< mappings of those kept from an earlier call and used
+                                     again (COHORT_CUDA_IPC_CACHE) */
 } cohort_stats_t;
 
 COHORT_API cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);

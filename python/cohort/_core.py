@@ -497,6 +497,7 @@ class Context(_Released):
                 "messages_dropped": s.messages_dropped,
                 "messages_rejected": s.messages_rejected, "peers_failed": s.peers_failed,
                 "single_copies": s.single_copies, "single_copy_bytes": s.single_copy_bytes,
+                "cuda_ipc_opens": s.cuda_ipc_opens, "cuda_ipc_reuses": s.cuda_ipc_reuses,
                 "pmix_plugin": (s.pmix_plugin or b"").decode(),
                 "progress": (s.progress or b"").decode()}
 

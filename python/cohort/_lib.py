@@ -36,6 +36,8 @@ class Stats(ctypes.Structure):
         ("peers_failed", ctypes.c_uint64),
         ("single_copies", ctypes.c_uint64),
         ("single_copy_bytes", ctypes.c_uint64),
+        ("cuda_ipc_opens", ctypes.c_uint64),
+        ("cuda_ipc_reuses", ctypes.c_uint64),
     ]
 
 

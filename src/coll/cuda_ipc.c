@@ -46,7 +46,7 @@ typedef struct {
     ipc_desc_t mine;
     ipc_desc_t *peers;        /* n descriptors */
     char **in_map, **out_map; /* n: every member's input and output as mapped here */
-    void **opened;            /* 2n: bases to close */
+    void **opened;            /* 2n: bases mapped through the IPC cache, to give back */
     uint8_t *sig_rx;          /* n: the signal's receive bytes */
     /* then xfers: 2 rounds x (n receives + n sends), own rank's slots unused */
 } ipc_state_t;
@@ -76,8 +76,12 @@ static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const v
         *dev = (char *)user;
         return COHORT_OK;
     }
-    status = mod->device_alloc(&s->scratch[k], bytes);
-    if (status == COHORT_OK && copy > 0) {
+    s->scratch[k] = cohort_gpu_scratch_get(req->ctx, bytes);
+    if (s->scratch[k] == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    status = COHORT_OK;
+    if (copy > 0) {
         status = mod->copy(s->scratch[k], user, copy);
     }
     if (status == COHORT_OK) {
@@ -157,37 +161,42 @@ static cohort_status_t ipc_round(cohort_request_t *req, ipc_state_t *s, int step
                                   &s->posted, step, -1, rx, rx_each, tx, tx_len);
 }
 
+/* Member @a k's buffer described by @a ipc, mapped here (through the context's cache: input
+ * and output in one allocation share one mapping, which is never opened twice). */
+static cohort_status_t ipc_map_one(cohort_request_t *req, ipc_state_t *s, int k, int slot,
+                                   const cohort_gpu_ipc_t *ipc, const char *what, char **at)
+{
+    void *base = NULL;
+    cohort_status_t status =
+        cohort_ipc_map(req->ctx, cohort_comm_world_rank(req->comm, k), ipc, &base);
+
+    if (status != COHORT_OK) {
+        cohort_error(req->ctx, "CUDA IPC: rank %d's %s: %s", k, what,
+                     status == COHORT_ERR_CUDA ? ipc_mod(req)->last_error() : "out of memory");
+        return status;
+    }
+    s->opened[2 * k + slot] = base;
+    *at = (char *)base + ipc->offset;
+    return COHORT_OK;
+}
+
 static cohort_status_t ipc_map(cohort_request_t *req, ipc_state_t *s)
 {
-    const cohort_gpu_module_t *mod = ipc_mod(req);
     int n = req->comm->size, me = req->comm->rank;
+    cohort_status_t status = COHORT_OK;
 
-    for (int k = 0; k < n; k++) {
-        void *base = NULL;
+    for (int k = 0; k < n && status == COHORT_OK; k++) {
         if (k == me) {
             s->in_map[k] = s->din;
             s->out_map[k] = s->dout;
             continue;
         }
-        if (mod->ipc_open(&s->peers[k].in, &base) != COHORT_OK) {
-            cohort_error(req->ctx, "CUDA IPC: rank %d's input: %s", k, mod->last_error());
-            return COHORT_ERR_CUDA;
+        status = ipc_map_one(req, s, k, 0, &s->peers[k].in, "input", &s->in_map[k]);
+        if (status == COHORT_OK) {
+            status = ipc_map_one(req, s, k, 1, &s->peers[k].out, "output", &s->out_map[k]);
         }
-        s->opened[2 * k] = base;
-        s->in_map[k] = (char *)base + s->peers[k].in.offset;
-        if (s->peers[k].out.buffer_id == s->peers[k].in.buffer_id) {
-            /* one allocation: mapped once (a second open of it may be refused) */
-            s->out_map[k] = (char *)base + s->peers[k].out.offset;
-            continue;
-        }
-        if (mod->ipc_open(&s->peers[k].out, &base) != COHORT_OK) {
-            cohort_error(req->ctx, "CUDA IPC: rank %d's output: %s", k, mod->last_error());
-            return COHORT_ERR_CUDA;
-        }
-        s->opened[2 * k + 1] = base;
-        s->out_map[k] = (char *)base + s->peers[k].out.offset;
     }
-    return COHORT_OK;
+    return status;
 }
 
 /* The members' @a count elements at byte offset @a off of their inputs, combined (this rank's
@@ -286,10 +295,12 @@ static void ipc_cleanup(cohort_request_t *req)
         return;
     }
     for (int k = 0; s->opened != NULL && k < 2 * n; k++) {
-        mod->ipc_close(s->opened[k]);
+        if (s->opened[k] != NULL) {
+            cohort_ipc_unmap(req->ctx, s->opened[k]);
+        }
     }
-    mod->device_free(s->scratch[0]);
-    mod->device_free(s->scratch[1]);
+    cohort_gpu_scratch_put(req->ctx, s->scratch[0]);
+    cohort_gpu_scratch_put(req->ctx, s->scratch[1]);
 }
 
 static const cohort_coll_algo_t cohort_coll_cuda_ipc = {

@@ -56,6 +56,9 @@ static const cohort_setting_t cohort_settings[] = {
      "on: same-node allreduce, reduce_scatter and allgather read the members' device buffers "
      "through CUDA IPC (set it alike on every rank); auto and off: device data is staged through "
      "host memory"},
+    {"COHORT_CUDA_IPC_CACHE", "mappings, 0 = none", "64",
+     "how many of the other members' device allocations stay mapped (CUDA IPC) between calls "
+     "when no call uses them; 0: mapped and unmapped in every call"},
     {"COHORT_ALGO_<COLL>", "an algorithm, or lo-hi:name,... size ranges", "",
      "the algorithm of a collective (cohort_bench algorithms lists the names)"},
     {"COHORT_ALGO_<COLL>_<ALGO>_<PARAM>", "bytes (k/m/g) or a count", "",
@@ -208,6 +211,16 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->cuda_ipc = idx;
+    } else if (strcmp(name, "COHORT_CUDA_IPC_CACHE") == 0) {
+        long v;
+        errno = 0;
+        v = strtol(value, &end, 10);
+        if (errno != 0 || end == value || *end != '\0' || v < 0 || v > 1 << 20) {
+            snprintf(err, errlen, "COHORT_CUDA_IPC_CACHE=%s: expected a count from 0 to %d", value,
+                     1 << 20);
+            return COHORT_ERR_INVALID_ARG;
+        }
+        cfg->cuda_ipc_cache = (int)v;
     } else if (strcmp(name, "COHORT_LOG") == 0) {
         if ((idx = cohort_config_pick(name, value, levels, "error, warn, info or debug", err,
                                       errlen)) < 0) {
@@ -302,6 +315,7 @@ cohort_status_t cohort_config_parse(cohort_config_t *cfg, char *const *envp, cha
     /* Messages for a group this rank has not created yet are normal for a moment (a peer
      * created it first); kept without bound they are a leak: 64 MiB holds thousands. */
     cfg->orphan_bytes = 64u << 20;
+    cfg->cuda_ipc_cache = 64;
     err[0] = '\0';
     warn[0] = '\0';
 

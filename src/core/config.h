@@ -54,6 +54,7 @@ typedef struct {
     int check;             /* COHORT_CHECK: 0 or 1 */
     int cuda_off;          /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
     int cuda_ipc;          /* COHORT_CUDA_IPC: cohort_cuda_ipc_mode_t */
+    int cuda_ipc_cache;    /* COHORT_CUDA_IPC_CACHE: unused peers' mappings kept */
     cohort_cma_mode_t cma; /* COHORT_CMA */
     size_t cma_min;        /* COHORT_CMA_MIN: bytes from which a same-node send is single copy */
     int log_level;         /* cohort_log_level_t */

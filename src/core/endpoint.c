@@ -639,6 +639,8 @@ cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
     stats->peers_failed = ctx->stat_failed;
     stats->single_copies = ctx->stat_cma;
     stats->single_copy_bytes = ctx->stat_cma_bytes;
+    stats->cuda_ipc_opens = ctx->stat_ipc_opens;
+    stats->cuda_ipc_reuses = ctx->stat_ipc_reuses;
     stats->pmix_plugin = ctx->singleton ? "singleton" : ctx->plugin->name;
     stats->progress = cohort_progress_mode_name(ctx->cfg.progress);
     return COHORT_OK;

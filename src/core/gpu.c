@@ -162,10 +162,73 @@ void cohort_gpu_pinned_put(cohort_context_t *ctx, void *buf)
     cohort_scratch_cache_put(&ctx->gpu.pinned, buf);
 }
 
+void *cohort_gpu_scratch_get(cohort_context_t *ctx, size_t bytes)
+{
+    cohort_gpu_t *gpu = &ctx->gpu;
+    int slot = -1;
+    void *buf = NULL;
+
+    /* the smallest free one that is big enough; else a free one, grown */
+    for (int i = 0; i < COHORT_GPU_DEV_SCRATCH; i++) {
+        if (!gpu->dev_scratch[i].busy && gpu->dev_scratch[i].buf != NULL &&
+            gpu->dev_scratch[i].size >= bytes &&
+            (slot < 0 || gpu->dev_scratch[i].size < gpu->dev_scratch[slot].size)) {
+            slot = i;
+        }
+    }
+    for (int i = 0; slot < 0 && i < COHORT_GPU_DEV_SCRATCH; i++) {
+        if (!gpu->dev_scratch[i].busy) {
+            slot = i;
+            gpu->mod->device_free(gpu->dev_scratch[i].buf);
+            gpu->dev_scratch[i].buf = NULL;
+            if (gpu->mod->device_alloc(&gpu->dev_scratch[i].buf, bytes) != COHORT_OK) {
+                gpu->dev_scratch[i].buf = NULL;
+                slot = -2;
+                break;
+            }
+            gpu->dev_scratch[i].size = bytes;
+        }
+    }
+    if (slot >= 0) {
+        gpu->dev_scratch[slot].busy = 1;
+        return gpu->dev_scratch[slot].buf;
+    }
+    /* every kept one in use by another call: one of its own, freed when put back */
+    if (slot == -1 && gpu->mod->device_alloc(&buf, bytes) == COHORT_OK) {
+        return buf;
+    }
+    cohort_error(ctx, "could not allocate %zu bytes of device scratch: %s", bytes,
+                 gpu->mod->last_error());
+    return NULL;
+}
+
+void cohort_gpu_scratch_put(cohort_context_t *ctx, void *buf)
+{
+    cohort_gpu_t *gpu = &ctx->gpu;
+
+    if (buf == NULL) {
+        return;
+    }
+    for (int i = 0; i < COHORT_GPU_DEV_SCRATCH; i++) {
+        if (gpu->dev_scratch[i].buf == buf) {
+            gpu->dev_scratch[i].busy = 0;
+            return;
+        }
+    }
+    gpu->mod->device_free(buf);
+}
+
 void cohort_gpu_cleanup(cohort_context_t *ctx)
 {
-    if (ctx->gpu.state == COHORT_GPU_READY) {
-        cohort_scratch_cache_cleanup(&ctx->gpu.pinned);
+    cohort_gpu_t *gpu = &ctx->gpu;
+
+    if (gpu->state == COHORT_GPU_READY) {
+        cohort_scratch_cache_cleanup(&gpu->pinned);
+        cohort_ipc_cache_cleanup(ctx);
+        for (int i = 0; i < COHORT_GPU_DEV_SCRATCH; i++) {
+            gpu->mod->device_free(gpu->dev_scratch[i].buf);
+            gpu->dev_scratch[i].buf = NULL;
+        }
     }
 }
 

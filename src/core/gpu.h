@@ -7,9 +7,12 @@
 #ifndef COHORT_CORE_GPU_H
 #define COHORT_CORE_GPU_H
 
+#include "core/ipc_cache.h"
 #include "core/request.h"
 #include "core/scratch.h"
 #include "reduce/gpu_module.h"
+
+#define COHORT_GPU_DEV_SCRATCH 4
 
 typedef enum { COHORT_GPU_UNTRIED = 0, COHORT_GPU_READY, COHORT_GPU_NONE } cohort_gpu_state_t;
 
@@ -19,6 +22,14 @@ typedef struct {
     int ndevices;
     char why[192];                 /* NONE: why (module not built / not found / no device) */
     cohort_scratch_cache_t pinned; /* page-locked staging buffers */
+    cohort_ipc_cache_t ipc;        /* peers' allocations mapped through CUDA IPC */
+    /* Device scratch of CUDA IPC, kept so that its handle, and the peers' mappings of it,
+     * stay valid from one call to the next (a host buffer's stand-in, each call). */
+    struct {
+        void *buf;
+        size_t size;
+        int busy;
+    } dev_scratch[COHORT_GPU_DEV_SCRATCH];
 } cohort_gpu_t;
 
 /* The module when a device is there (loads it on first use), else NULL. */
@@ -38,7 +49,12 @@ cohort_status_t cohort_gpu_finish(cohort_context_t *ctx, void *buf, size_t count
 /* A page-locked host buffer of at least @a bytes from the context's cache, or NULL (logged). */
 void *cohort_gpu_pinned_get(cohort_context_t *ctx, size_t bytes);
 void cohort_gpu_pinned_put(cohort_context_t *ctx, void *buf);
-/* At context destruction: the pinned cache. The module stays loaded (see gpu.c). */
+/* Device memory of at least @a bytes, from the context's few kept buffers when one is free, or
+ * NULL (logged). Give it back with cohort_gpu_scratch_put. */
+void *cohort_gpu_scratch_get(cohort_context_t *ctx, size_t bytes);
+void cohort_gpu_scratch_put(cohort_context_t *ctx, void *buf);
+/* At context destruction: the pinned cache, the IPC mappings, the device scratch. The module stays
+ * loaded (see gpu.c). */
 void cohort_gpu_cleanup(cohort_context_t *ctx);
 
 #endif

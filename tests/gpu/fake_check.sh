@@ -20,6 +20,6 @@ export TEST_RUNS="2
 3 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck
 singleton
 2 COHORT_CUDA_IPC=on $kernels
-3 COHORT_CUDA_IPC=on $kernels
+3 COHORT_CUDA_IPC=on COHORT_CUDA_IPC_CACHE=0 $kernels
 4 COHORT_CUDA_IPC=on $kernels"
 exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"

@@ -6,7 +6,9 @@
  * cannot run here: a launch fails with cudaErrorNoKernelImageForDevice, so a device reduction
  * that should not happen on the staged path shows up as an error. IPC works between processes
  * of one user: device memory is a memfd, a handle names (pid, fd), and opening it maps
- * /proc/<pid>/fd/<fd> (so copies through IPC run here too; reductions need kernels).
+ * /proc/<pid>/fd/<fd> (so copies through IPC run here too; reductions need kernels, which
+ * tests/gpu/fake_kernels.c provides as host loops). As in CUDA, buffer ids are never reused
+ * and an allocation already mapped here cannot be opened again.
  *
  * Built only with CUDA (it needs the runtime's headers for its types) and only for tests: see
  * tests/gpu/fake_check.sh. Single-threaded, like the ranks that use it.
@@ -30,11 +32,16 @@ typedef struct {
     int managed;
     int fd;     /* the memfd behind device memory; -1 for managed memory */
     int opened; /* mapped from another process's handle */
+    /* CU_POINTER_ATTRIBUTE_BUFFER_ID: never reused in a process, as CUDA's; for an opened
+     * mapping, the owner's id of the allocation */
+    unsigned long long id;
+    int pid; /* opened: the owner */
 } fake_alloc_t;
 
 typedef struct {
     int pid, fd;
     size_t len;
+    unsigned long long id;
 } fake_handle_t;
 
 static fake_alloc_t fake_allocs[FAKE_MAX_ALLOCS];
@@ -61,11 +68,15 @@ static fake_alloc_t *fake_find(const void *p)
     return NULL;
 }
 
-static cudaError_t fake_register(void *p, size_t len, int managed, int fd, int opened)
+static cudaError_t fake_register(void *p, size_t len, int managed, int fd, int opened,
+                                 unsigned long long id, int pid)
 {
+    static unsigned long long next_id;
+
     for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
         if (fake_allocs[i].base == NULL) {
-            fake_allocs[i] = (fake_alloc_t){p, len, managed, fd, opened};
+            fake_allocs[i] =
+                (fake_alloc_t){p, len, managed, fd, opened, opened ? id : ++next_id, pid};
             return cudaSuccess;
         }
     }
@@ -89,7 +100,7 @@ static cudaError_t fake_map(void **ptr, size_t bytes, int managed)
     }
     p = managed ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
                 : mmap(NULL, len, PROT_NONE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED || fake_register(p, len, managed, fd, 0) != cudaSuccess) {
+    if (p == MAP_FAILED || fake_register(p, len, managed, fd, 0, 0, 0) != cudaSuccess) {
         if (fd >= 0) {
             close(fd);
         }
@@ -286,7 +297,7 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
     if (a == NULL || a->base != p || a->fd < 0 || a->opened) {
         return fake_set(cudaErrorInvalidValue);
     }
-    fh = (fake_handle_t){(int)getpid(), a->fd, a->len};
+    fh = (fake_handle_t){(int)getpid(), a->fd, a->len, a->id};
     memset(h, 0, sizeof(*h));
     memcpy(h, &fh, sizeof(fh));
     return cudaSuccess;
@@ -300,13 +311,20 @@ cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int fl
     int fd;
 
     memcpy(&fh, &h, sizeof(fh));
+    /* CUDA refuses a second mapping of an allocation this process already has open */
+    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
+        if (fake_allocs[i].base != NULL && fake_allocs[i].opened && fake_allocs[i].pid == fh.pid &&
+            fake_allocs[i].id == fh.id) {
+            return fake_set(cudaErrorAlreadyMapped);
+        }
+    }
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", fh.pid, fh.fd);
     fd = open(path, O_RDWR);
     if (fd < 0) {
         return fake_set(cudaErrorInvalidResourceHandle);
     }
     m = mmap(NULL, fh.len, PROT_NONE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED || fake_register(m, fh.len, 0, fd, 1) != cudaSuccess) {
+    if (m == MAP_FAILED || fake_register(m, fh.len, 0, fd, 1, fh.id, fh.pid) != cudaSuccess) {
         close(fd);
         return fake_set(cudaErrorMemoryAllocation);
     }
@@ -347,8 +365,7 @@ static CUresult fake_pointer_attr(void *data, CUpointer_attribute attr, CUdevice
     if (a == NULL || attr != CU_POINTER_ATTRIBUTE_BUFFER_ID) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    *(unsigned long long *)data =
-        (unsigned long long)(uintptr_t)a->base ^ (unsigned long long)a->fd;
+    *(unsigned long long *)data = a->id;
     return CUDA_SUCCESS;
 }
 

@@ -392,6 +392,59 @@ static void test_p2p(cohort_group_t *w)
     free(back);
 }
 
+/* One IPC allreduce of @a n uint32 (SUM) from @a s into @a r, device buffers, checked. */
+static void ipc_allreduce(cohort_group_t *w, void *s, void *r, size_t n, uint32_t salt)
+{
+    uint32_t *h = malloc(n * 4);
+
+    CHECK(h != NULL);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = (uint32_t)me * salt + (uint32_t)i;
+    }
+    to_dev(s, h, n * 4);
+    CHECK_OK(cohort_allreduce(w, s, r, n, COHORT_UINT32, COHORT_SUM));
+    from_dev(h, r, n * 4);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(h[i] == salt * (uint32_t)(nranks * (nranks - 1) / 2) + (uint32_t)(nranks * i));
+    }
+    free(h);
+}
+
+/* The IPC cache (COHORT_CUDA_IPC_CACHE, default on): the same buffers again map nothing new;
+ * new allocations (at the addresses of freed ones, typically) are mapped afresh, never served
+ * from a stale mapping (the data would be the freed buffers'); with the cache off every call
+ * maps every peer's input and output. */
+static void test_ipc_cache(cohort_context_t *ctx, cohort_group_t *w)
+{
+    const char *env = getenv("COHORT_CUDA_IPC_CACHE");
+    int cached = env == NULL || strcmp(env, "0") != 0;
+    uint64_t per_call = 2 * (uint64_t)(nranks - 1); /* every peer's input and output */
+    size_t n = 1 << 16;
+    void *s = dev_alloc(n * 4, 0), *r = dev_alloc(n * 4, 0);
+    cohort_stats_t a, b, c;
+
+    ipc_allreduce(w, s, r, n, 3);
+    CHECK_OK(cohort_stats(ctx, &a));
+    ipc_allreduce(w, s, r, n, 5);
+    CHECK_OK(cohort_stats(ctx, &b));
+    CHECK(b.cuda_ipc_opens == a.cuda_ipc_opens + (cached ? 0 : per_call));
+    CHECK(b.cuda_ipc_reuses == a.cuda_ipc_reuses + (cached ? per_call : 0));
+    cu.free_device(s);
+    cu.free_device(r);
+    s = dev_alloc(n * 4, 0);
+    r = dev_alloc(n * 4, 0);
+    ipc_allreduce(w, s, r, n, 7);
+    CHECK_OK(cohort_stats(ctx, &c));
+    CHECK(c.cuda_ipc_opens == b.cuda_ipc_opens + per_call);
+    if (me == 0) {
+        printf("cuda_coll: IPC cache %s: %llu mappings opened, %llu reused\n",
+               cached ? "on" : "off", (unsigned long long)c.cuda_ipc_opens,
+               (unsigned long long)c.cuda_ipc_reuses);
+    }
+    cu.free_device(s);
+    cu.free_device(r);
+}
+
 int main(void)
 {
     static const coll_t colls[] = {
@@ -466,6 +519,9 @@ int main(void)
     }
     if (getenv("CUDA_COLL_ONLY") == NULL) {
         test_p2p(w);
+        if (info.ipc && nranks > 1) {
+            test_ipc_cache(ctx, w);
+        }
     }
     if (me == 0) {
         printf("cuda_coll: %d device cases matched the reference\n", cases);

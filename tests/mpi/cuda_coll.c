@@ -3,7 +3,7 @@
 /* run: 4 */
 /* run: 3 COHORT_CUDA_IPC=off */
 /* run: 2 COHORT_CUDA_IPC=on */
-/* run: 3 COHORT_CUDA_IPC=on */
+/* run: 3 COHORT_CUDA_IPC=on COHORT_CUDA_IPC_CACHE=0 */
 /* run: 4 COHORT_CUDA_IPC=on */
 /* run: 4 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck */
 /* run: singleton */

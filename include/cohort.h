@@ -566,6 +566,10 @@ typedef struct {
                                      through CUDA IPC (cudaIpcOpenMemHandle) */
     uint64_t cuda_ipc_reuses;   /**< mappings of those kept from an earlier call and used
                                      again (COHORT_CUDA_IPC_CACHE) */
+    uint64_t cuda_staged_calls; /**< collectives whose device buffers were copied whole to
+                                     host memory and back around the algorithm */
+    uint64_t cuda_staged_xfers; /**< transfers of device data staged one by one through
+                                     page-locked memory (COHORT_CUDA_PIPELINE_MIN, p2p) */
 } cohort_stats_t;
 
 COHORT_API cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);

@@ -498,6 +498,8 @@ class Context(_Released):
                 "messages_rejected": s.messages_rejected, "peers_failed": s.peers_failed,
                 "single_copies": s.single_copies, "single_copy_bytes": s.single_copy_bytes,
                 "cuda_ipc_opens": s.cuda_ipc_opens, "cuda_ipc_reuses": s.cuda_ipc_reuses,
+                "cuda_staged_calls": s.cuda_staged_calls,
+                "cuda_staged_xfers": s.cuda_staged_xfers,
                 "pmix_plugin": (s.pmix_plugin or b"").decode(),
                 "progress": (s.progress or b"").decode()}
 

@@ -38,6 +38,8 @@ class Stats(ctypes.Structure):
         ("single_copy_bytes", ctypes.c_uint64),
         ("cuda_ipc_opens", ctypes.c_uint64),
         ("cuda_ipc_reuses", ctypes.c_uint64),
+        ("cuda_staged_calls", ctypes.c_uint64),
+        ("cuda_staged_xfers", ctypes.c_uint64),
     ]
 
 

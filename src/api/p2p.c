@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include "core/am.h"
 #include "core/context.h"
-#include "core/gpu.h"
 #include "core/log.h"
 #include "group/group.h"
 #include "core/dtype.h"
@@ -24,74 +23,16 @@ static const cohort_request_ops_t cohort_p2p_ops = {
     .describe = cohort_p2p_describe,
 };
 
-/* A device buffer goes through a page-locked host copy: a send's is filled when the call is
- * made, a receive's is copied to the device when its transfer is done. */
-typedef struct {
-    void *host;
-    void *user; /* receive: the caller's device buffer */
-} cohort_p2p_stage_t;
-
-static cohort_status_t cohort_p2p_staged_progress(cohort_request_t *req)
+/* A request for one transfer. Its buffer may be device memory: the transfer layer looks, and
+ * stages it where UCX takes none (core/xfer_stage.c). */
+static cohort_status_t cohort_p2p_alloc(cohort_group_t *g, cohort_request_t **req_p)
 {
-    cohort_p2p_stage_t *st = req->state;
-    cohort_xfer_t *x = &req->xfer;
-    void *user = st->user;
+    cohort_request_t *req = cohort_request_alloc(g->comm, &cohort_p2p_ops, 0);
 
-    if (!x->done) {
-        return COHORT_INPROGRESS;
-    }
-    if (x->status != COHORT_OK || user == NULL) {
-        return x->status;
-    }
-    st->user = NULL; /* copied once */
-    return cohort_gpu_copy(req->ctx, user, st->host, x->received);
-}
-
-static void cohort_p2p_staged_release(cohort_request_t *req)
-{
-    cohort_p2p_stage_t *st = req->state;
-
-    cohort_gpu_pinned_put(req->ctx, st->host);
-    st->host = NULL;
-}
-
-static const cohort_request_ops_t cohort_p2p_staged_ops = {
-    .name = "p2p",
-    .progress = cohort_p2p_staged_progress,
-    .release = cohort_p2p_staged_release,
-    .describe = cohort_p2p_describe,
-};
-
-/* A request for a transfer of @a bytes at @a *buf; a device buffer is replaced in @a *buf by
- * its page-locked host copy. */
-static cohort_status_t cohort_p2p_alloc(cohort_group_t *g, int is_send, void **buf, size_t bytes,
-                                        cohort_request_t **req_p)
-{
-    cohort_context_t *ctx = g->ctx;
-    cohort_p2p_stage_t *st;
-    cohort_request_t *req;
-    cohort_status_t status;
-
-    if (bytes == 0 || cohort_gpu_mem_type(ctx, *buf) == COHORT_MEM_HOST) {
-        *req_p = cohort_request_alloc(g->comm, &cohort_p2p_ops, 0);
-        return *req_p != NULL ? COHORT_OK : COHORT_ERR_NO_MEMORY;
-    }
-    req = cohort_request_alloc(g->comm, &cohort_p2p_staged_ops, sizeof(*st));
     if (req == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
-    st = req->state;
-    st->host = cohort_gpu_pinned_get(ctx, bytes);
-    status = st->host == NULL ? COHORT_ERR_NO_MEMORY : COHORT_OK;
-    if (status == COHORT_OK && is_send) {
-        status = cohort_gpu_copy(ctx, st->host, *buf, bytes);
-    }
-    if (status != COHORT_OK) {
-        cohort_request_release(req);
-        return status;
-    }
-    st->user = is_send ? NULL : *buf;
-    *buf = st->host;
+    req->device = 1;
     *req_p = req;
     return COHORT_OK;
 }
@@ -151,7 +92,7 @@ static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group
     if (status != COHORT_OK) {
         return status;
     }
-    status = cohort_p2p_alloc(g, is_send, &buf, bytes, &req);
+    status = cohort_p2p_alloc(g, &req);
     if (status != COHORT_OK) {
         return status;
     }

@@ -59,14 +59,14 @@ static cohort_status_t ag_bruck_start(cohort_request_t *req)
     if (g->rank == 0) {
         s->tmp = a->rbuf;
     } else {
-        s->scratch = cohort_scratch_get(req->ctx, (size_t)g->size * s->blk);
+        s->scratch = cohort_coll_mem_scratch(req, (size_t)g->size * s->blk);
         if (s->scratch == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
         s->tmp = s->scratch;
     }
     if (s->tmp != mine) {
-        memcpy(s->tmp, mine, s->blk);
+        cohort_coll_mem_copy(req, s->tmp, mine, s->blk);
     }
     return COHORT_OK;
 }
@@ -120,8 +120,8 @@ static cohort_status_t ag_bruck_progress(cohort_request_t *req)
         if (me != 0) {
             char *rbuf = s->base.args.rbuf;
             size_t head = (size_t)(n - me) * s->blk;
-            memcpy(rbuf + (size_t)me * s->blk, s->tmp, head);
-            memcpy(rbuf, s->tmp + head, (size_t)me * s->blk);
+            cohort_coll_mem_copy(req, rbuf + (size_t)me * s->blk, s->tmp, head);
+            cohort_coll_mem_copy(req, rbuf, s->tmp + head, (size_t)me * s->blk);
         }
         return COHORT_OK;
     }
@@ -132,7 +132,7 @@ static void ag_bruck_cleanup(cohort_request_t *req)
 {
     ag_bruck_state_t *s = req->state;
 
-    cohort_scratch_put(req->ctx, s->scratch);
+    cohort_coll_mem_release(req, s->scratch);
     s->scratch = NULL;
 }
 
@@ -150,4 +150,5 @@ const cohort_coll_algo_t cohort_allgather_bruck = {
     .progress = ag_bruck_progress,
     .cleanup = ag_bruck_cleanup,
     .peers = ag_bruck_peers,
+    .device_ok = 1,
 };

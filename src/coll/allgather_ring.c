@@ -34,7 +34,7 @@ static cohort_status_t ag_ring_start(cohort_request_t *req)
     s->base.xfers = (cohort_xfer_t *)(s + 1);
     s->base.nxfers = 2 * (g->size - 1);
     if (a->sbuf != COHORT_IN_PLACE && s->blk > 0) {
-        memcpy((char *)a->rbuf + (size_t)g->rank * s->blk, a->sbuf, s->blk);
+        cohort_coll_mem_copy(req, (char *)a->rbuf + (size_t)g->rank * s->blk, a->sbuf, s->blk);
     }
     s->phase = AG_RING_POST;
     return COHORT_OK;
@@ -96,4 +96,5 @@ const cohort_coll_algo_t cohort_allgather_ring = {
     .start = ag_ring_start,
     .progress = ag_ring_progress,
     .peers = cohort_coll_peers_ring,
+    .device_ok = 1,
 };

@@ -71,7 +71,7 @@ static cohort_status_t rab_start(cohort_request_t *req)
     s->base.xfers = s->x;
     s->base.nxfers = 2 * RAB_SEGS;
     if (a->count == 0 || n == 1) {
-        cohort_coll_copy_input(a, a->count);
+        cohort_coll_copy_input(req, a, a->count);
         s->phase = RAB_DONE;
         return COHORT_OK;
     }
@@ -80,7 +80,7 @@ static cohort_status_t rab_start(cohort_request_t *req)
     if (s->newrank >= 0) {
         /* The whole input of a folded partner, else at most the first scatter round's half. */
         tmp_elems = me < 2 * s->r ? a->count : rab_off(s, s->p / 2);
-        s->tmp = cohort_scratch_get(req->ctx, tmp_elems * a->esize + 1);
+        s->tmp = cohort_coll_mem_scratch(req, tmp_elems * a->esize + 1);
         if (s->tmp == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -133,8 +133,9 @@ static cohort_status_t rab_exchange(cohort_request_t *req, rab_state_t *s, int p
 }
 
 /* Combine received segments in order as they land; OK when the whole exchange is over. */
-static cohort_status_t rab_exchange_progress(rab_state_t *s, size_t rlen)
+static cohort_status_t rab_exchange_progress(cohort_request_t *req, size_t rlen)
 {
+    rab_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
 
     while (s->nproc < s->nrecv) {
@@ -154,9 +155,9 @@ static cohort_status_t rab_exchange_progress(rab_state_t *s, size_t rlen)
             const char *mine = cohort_coll_at(s->mine, off, a->esize);
 
             if (s->peer_is_lower) {
-                cohort_reduce_local(dst, theirs, mine, len, a->dt, a->op);
+                cohort_coll_mem_reduce(req, dst, theirs, mine, len);
             } else {
-                cohort_reduce_local(dst, mine, theirs, len, a->dt, a->op);
+                cohort_coll_mem_reduce(req, dst, mine, theirs, len);
             }
         }
         s->nproc++;
@@ -219,7 +220,7 @@ static cohort_status_t rab_progress(cohort_request_t *req)
                     return status;
                 }
             }
-            status = rab_exchange_progress(s, a->count);
+            status = rab_exchange_progress(req, a->count);
             if (status != COHORT_OK) {
                 return status;
             }
@@ -236,8 +237,8 @@ static cohort_status_t rab_progress(cohort_request_t *req)
             if (s->mask == 0) {
                 /* This rank's block is final: divide once, here, before it is copied out. */
                 size_t off = rab_off(s, nr);
-                cohort_reduce_finish(cohort_coll_at(a->rbuf, off, esize), rab_off(s, nr + 1) - off,
-                                     a->dt, a->op, g->size);
+                cohort_coll_mem_finish(req, cohort_coll_at(a->rbuf, off, esize),
+                                       rab_off(s, nr + 1) - off, g->size);
                 s->mask = 1;
                 s->phase = RAB_GATHER;
                 break;
@@ -255,7 +256,7 @@ static cohort_status_t rab_progress(cohort_request_t *req)
                     return status;
                 }
             }
-            status = rab_exchange_progress(s, keep_len);
+            status = rab_exchange_progress(req, keep_len);
             if (status != COHORT_OK) {
                 return status;
             }
@@ -282,7 +283,7 @@ static cohort_status_t rab_progress(cohort_request_t *req)
                     return status;
                 }
             }
-            status = rab_exchange_progress(s, theirs_len);
+            status = rab_exchange_progress(req, theirs_len);
             if (status != COHORT_OK) {
                 return status;
             }
@@ -305,7 +306,7 @@ static cohort_status_t rab_progress(cohort_request_t *req)
                     return status;
                 }
             }
-            status = rab_exchange_progress(s, a->count);
+            status = rab_exchange_progress(req, a->count);
             if (status != COHORT_OK) {
                 return status;
             }
@@ -321,7 +322,7 @@ static void rab_cleanup(cohort_request_t *req)
 {
     rab_state_t *s = req->state;
 
-    cohort_scratch_put(req->ctx, s->tmp);
+    cohort_coll_mem_release(req, s->tmp);
     s->tmp = NULL;
 }
 
@@ -343,4 +344,5 @@ const cohort_coll_algo_t cohort_allreduce_rabenseifner = {
     .knobs = {{"min_segment", "COHORT_ALGO_ALLREDUCE_RABENSEIFNER_MIN_SEGMENT", 64 * 1024, 1024,
                1u << 30, 1,
                "an exchange is cut into up to 16 messages of at least this many bytes"}},
+    .device_ok = 1,
 };

@@ -52,14 +52,14 @@ static cohort_status_t rd_start(cohort_request_t *req)
     s->base.xfers = s->x;
     s->base.nxfers = 2;
     if (a->count == 0 || n == 1) {
-        cohort_coll_copy_input(a, a->count);
+        cohort_coll_copy_input(req, a, a->count);
         s->phase = RD_DONE;
         return COHORT_OK;
     }
     cohort_coll_fold(n, me, &s->p, &s->nrounds, &s->r, &s->newrank);
     s->acc = cohort_coll_input(a);
     if (s->newrank >= 0) {
-        s->tmp = cohort_scratch_get(req->ctx, a->count * a->esize);
+        s->tmp = cohort_coll_mem_scratch(req, a->count * a->esize);
         if (s->tmp == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -71,14 +71,15 @@ static cohort_status_t rd_start(cohort_request_t *req)
 }
 
 /* rbuf = lower-ranked operand op higher-ranked one: the same expression on both partners. */
-static void rd_combine(rd_state_t *s, int peer_is_lower)
+static void rd_combine(cohort_request_t *req, int peer_is_lower)
 {
+    rd_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
 
     if (peer_is_lower) {
-        cohort_reduce_local(a->rbuf, s->tmp, s->acc, a->count, a->dt, a->op);
+        cohort_coll_mem_reduce(req, a->rbuf, s->tmp, s->acc, a->count);
     } else {
-        cohort_reduce_local(a->rbuf, s->acc, s->tmp, a->count, a->dt, a->op);
+        cohort_coll_mem_reduce(req, a->rbuf, s->acc, s->tmp, a->count);
     }
     s->acc = a->rbuf;
 }
@@ -119,7 +120,7 @@ static cohort_status_t rd_progress(cohort_request_t *req)
                 s->phase = RD_UNFOLD;
                 break;
             }
-            rd_combine(s, 1);
+            rd_combine(req, 1);
             s->phase = RD_ROUND;
             break;
         case RD_ROUND: {
@@ -127,7 +128,7 @@ static cohort_status_t rd_progress(cohort_request_t *req)
 
             if (s->mask >= s->p) {
                 /* AVG divides here, once per core rank, on identical sums: identical results. */
-                cohort_reduce_finish(a->rbuf, a->count, a->dt, a->op, g->size);
+                cohort_coll_mem_finish(req, a->rbuf, a->count, g->size);
                 s->phase = RD_UNFOLD;
                 break;
             }
@@ -148,7 +149,7 @@ static cohort_status_t rd_progress(cohort_request_t *req)
             if (status != COHORT_OK) {
                 return status;
             }
-            rd_combine(s, (s->newrank ^ s->mask) < s->newrank);
+            rd_combine(req, (s->newrank ^ s->mask) < s->newrank);
             s->mask *= 2;
             s->round++;
             s->phase = RD_ROUND;
@@ -185,7 +186,7 @@ static void rd_cleanup(cohort_request_t *req)
 {
     rd_state_t *s = req->state;
 
-    cohort_scratch_put(req->ctx, s->tmp);
+    cohort_coll_mem_release(req, s->tmp);
     s->tmp = NULL;
 }
 
@@ -203,4 +204,5 @@ const cohort_coll_algo_t cohort_allreduce_recursive_doubling = {
     .progress = rd_progress,
     .cleanup = rd_cleanup,
     .peers = rd_peers,
+    .device_ok = 1,
 };

@@ -47,7 +47,7 @@ static cohort_status_t ring_start(cohort_request_t *req)
     s->base.xfers = s->x;
     s->base.nxfers = 2 * s->window;
     if (a->count == 0 || n == 1) {
-        cohort_coll_copy_input(a, a->count);
+        cohort_coll_copy_input(req, a, a->count);
         s->done = 1;
         return COHORT_OK;
     }
@@ -60,7 +60,7 @@ static cohort_status_t ring_start(cohort_request_t *req)
     s->pipe.window = (size_t)s->window;
     s->pipe.x = s->x;
     s->seg_elems = (cohort_coll_block_len(a->count, n, 0) + s->nseg - 1) / s->nseg;
-    s->tmp = cohort_scratch_get(req->ctx, (size_t)s->window * s->seg_elems * a->esize);
+    s->tmp = cohort_coll_mem_scratch(req, (size_t)s->window * s->seg_elems * a->esize);
     if (s->tmp == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
@@ -123,11 +123,11 @@ static void ring_process(cohort_request_t *req, size_t u)
     }
     ring_unit(s, req->comm, u, 1, &off, &len);
     dst = cohort_coll_at(a->rbuf, off, a->esize);
-    cohort_reduce_local(dst, s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize,
-                        cohort_coll_at(cohort_coll_input(a), off, a->esize), len, a->dt, a->op);
+    cohort_coll_mem_reduce(req, dst, s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize,
+                           cohort_coll_at(cohort_coll_input(a), off, a->esize), len);
     if (t + 2 == (size_t)n) {
         /* The last reduce-scatter step finished this segment of the block this rank owns. */
-        cohort_reduce_finish(dst, len, a->dt, a->op, n);
+        cohort_coll_mem_finish(req, dst, len, n);
     }
 }
 
@@ -156,7 +156,7 @@ static void ring_cleanup(cohort_request_t *req)
 {
     ring_state_t *s = req->state;
 
-    cohort_scratch_put(req->ctx, s->tmp);
+    cohort_coll_mem_release(req, s->tmp);
     s->tmp = NULL;
 }
 
@@ -174,4 +174,5 @@ const cohort_coll_algo_t cohort_allreduce_ring = {
                "bytes per pipelined message; 256 KiB kept 2-8 ranks busy here at 4-16 MiB"},
               {"window", "COHORT_ALGO_ALLREDUCE_RING_WINDOW", 4, 1, 16, 0,
                "segments in flight per direction; 4 hid the reduction behind the copy here"}},
+    .device_ok = 1,
 };

@@ -79,20 +79,21 @@ static cohort_status_t a2a_bruck_start(cohort_request_t *req)
         s->area[k] = total;
         total += 2 * a2a_bruck_nslots(n, 1 << k) * s->blk;
     }
-    s->scratch = cohort_scratch_get(req->ctx, total);
+    s->scratch = cohort_coll_mem_scratch(req, total);
     if (s->scratch == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
     s->tmp = s->scratch;
     in = a->sbuf == COHORT_IN_PLACE ? a->rbuf : a->sbuf;
-    memcpy(s->tmp, in + (size_t)me * s->blk, (size_t)(n - me) * s->blk);
-    memcpy(s->tmp + (size_t)(n - me) * s->blk, in, (size_t)me * s->blk);
+    cohort_coll_mem_copy(req, s->tmp, in + (size_t)me * s->blk, (size_t)(n - me) * s->blk);
+    cohort_coll_mem_copy(req, s->tmp + (size_t)(n - me) * s->blk, in, (size_t)me * s->blk);
     return COHORT_OK;
 }
 
 /* Move round k's slots between tmp and its pack (to_pack) or receive area. */
-static void a2a_bruck_copy(a2a_bruck_state_t *s, int n, int k, int to_pack)
+static void a2a_bruck_copy(cohort_request_t *req, int n, int k, int to_pack)
 {
+    a2a_bruck_state_t *s = req->state;
     int dist = 1 << k;
     size_t nslots = a2a_bruck_nslots(n, dist);
     char *area = s->scratch + s->area[k] + (to_pack ? 0 : nslots * s->blk);
@@ -101,9 +102,9 @@ static void a2a_bruck_copy(a2a_bruck_state_t *s, int n, int k, int to_pack)
         if (i & dist) {
             char *slot = s->tmp + (size_t)i * s->blk;
             if (to_pack) {
-                memcpy(area, slot, s->blk);
+                cohort_coll_mem_copy(req, area, slot, s->blk);
             } else {
-                memcpy(slot, area, s->blk);
+                cohort_coll_mem_copy(req, slot, area, s->blk);
             }
             area += s->blk;
         }
@@ -111,8 +112,9 @@ static void a2a_bruck_copy(a2a_bruck_state_t *s, int n, int k, int to_pack)
 }
 
 /* Unpack every round received so far that the next step depends on. */
-static cohort_status_t a2a_bruck_unpack_until(a2a_bruck_state_t *s, int n, int upto)
+static cohort_status_t a2a_bruck_unpack_until(cohort_request_t *req, int n, int upto)
 {
+    a2a_bruck_state_t *s = req->state;
     cohort_xfer_t *recvs = s->base.xfers;
     cohort_status_t status;
 
@@ -121,7 +123,7 @@ static cohort_status_t a2a_bruck_unpack_until(a2a_bruck_state_t *s, int n, int u
         if (status != COHORT_OK) {
             return status;
         }
-        a2a_bruck_copy(s, n, s->unpacked, 0);
+        a2a_bruck_copy(req, n, s->unpacked, 0);
         s->unpacked++;
     }
     return COHORT_OK;
@@ -154,11 +156,11 @@ static cohort_status_t a2a_bruck_progress(cohort_request_t *req)
     case A2A_BRUCK_SEND:
         while (s->sent < s->rounds) {
             int k = s->sent;
-            status = a2a_bruck_unpack_until(s, n, k);
+            status = a2a_bruck_unpack_until(req, n, k);
             if (status != COHORT_OK) {
                 return status;
             }
-            a2a_bruck_copy(s, n, k, 1);
+            a2a_bruck_copy(req, n, k, 1);
             status =
                 cohort_coll_send(req, &sends[k], (me + (1 << k)) % n, k, s->scratch + s->area[k],
                                  a2a_bruck_nslots(n, 1 << k) * s->blk);
@@ -170,7 +172,7 @@ static cohort_status_t a2a_bruck_progress(cohort_request_t *req)
         s->phase = A2A_BRUCK_WAIT;
         /* fall through */
     case A2A_BRUCK_WAIT:
-        status = a2a_bruck_unpack_until(s, n, s->rounds);
+        status = a2a_bruck_unpack_until(req, n, s->rounds);
         if (status != COHORT_OK) {
             return status;
         }
@@ -180,7 +182,8 @@ static cohort_status_t a2a_bruck_progress(cohort_request_t *req)
         }
         /* slot i came from rank me - i */
         for (int i = 0; i < n; i++) {
-            memcpy(rbuf + (size_t)((me - i + n) % n) * s->blk, s->tmp + (size_t)i * s->blk, s->blk);
+            cohort_coll_mem_copy(req, rbuf + (size_t)((me - i + n) % n) * s->blk,
+                                 s->tmp + (size_t)i * s->blk, s->blk);
         }
         return COHORT_OK;
     }
@@ -191,7 +194,7 @@ static void a2a_bruck_cleanup(cohort_request_t *req)
 {
     a2a_bruck_state_t *s = req->state;
 
-    cohort_scratch_put(req->ctx, s->scratch);
+    cohort_coll_mem_release(req, s->scratch);
     s->scratch = NULL;
 }
 
@@ -209,4 +212,5 @@ const cohort_coll_algo_t cohort_alltoall_bruck = {
     .progress = a2a_bruck_progress,
     .cleanup = a2a_bruck_cleanup,
     .peers = a2a_bruck_peers,
+    .device_ok = 1,
 };

@@ -42,16 +42,16 @@ static cohort_status_t a2a_pw_start(cohort_request_t *req)
     }
     if (a->sbuf == COHORT_IN_PLACE) {
         if (g->size > 1) {
-            s->scratch = cohort_scratch_get(req->ctx, (size_t)g->size * s->blk);
+            s->scratch = cohort_coll_mem_scratch(req, (size_t)g->size * s->blk);
             if (s->scratch == NULL) {
                 return COHORT_ERR_NO_MEMORY;
             }
-            memcpy(s->scratch, a->rbuf, (size_t)g->size * s->blk);
+            cohort_coll_mem_copy(req, s->scratch, a->rbuf, (size_t)g->size * s->blk);
         }
         s->src = s->scratch;
     } else {
         s->src = a->sbuf;
-        memcpy((char *)a->rbuf + my, s->src + my, s->blk);
+        cohort_coll_mem_copy(req, (char *)a->rbuf + my, s->src + my, s->blk);
     }
     return COHORT_OK;
 }
@@ -106,7 +106,7 @@ static void a2a_pw_cleanup(cohort_request_t *req)
 {
     a2a_pw_state_t *s = req->state;
 
-    cohort_scratch_put(req->ctx, s->scratch);
+    cohort_coll_mem_release(req, s->scratch);
     s->scratch = NULL;
 }
 
@@ -121,4 +121,5 @@ const cohort_coll_algo_t cohort_alltoall_pairwise = {
     .nknobs = 1,
     .knobs = {{"window", "COHORT_ALGO_ALLTOALL_PAIRWISE_WINDOW", 4, 1, 1024, 0,
                "exchange steps in flight; 4 matched Bruck at 8 B up to 8 ranks here"}},
+    .device_ok = 1,
 };

@@ -78,4 +78,5 @@ const cohort_coll_algo_t cohort_barrier_dissemination = {
     .start = barrier_start,
     .progress = barrier_progress,
     .peers = barrier_peers,
+    .device_ok = 1,
 };

@@ -138,4 +138,5 @@ const cohort_coll_algo_t cohort_bcast_knomial = {
     .start = knomial_start,
     .progress = knomial_progress,
     .peers = knomial_peers,
+    .device_ok = 1,
 };

@@ -201,4 +201,5 @@ const cohort_coll_algo_t cohort_bcast_scatter_allgather = {
     .state_size = sag_state_size,
     .start = sag_start,
     .progress = sag_progress,
+    .device_ok = 1,
 };

@@ -186,6 +186,9 @@ static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
     if (status == COHORT_OK) {
         status = b->algo->progress(req);
     }
+    if (b->mem_status != COHORT_OK && (status == COHORT_OK || status == COHORT_INPROGRESS)) {
+        status = b->mem_status; /* a copy or reduction on the device failed (logged) */
+    }
     if (status == COHORT_OK) {
         status = cohort_coll_stage_out(req);
     }
@@ -354,7 +357,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     }
     b->args = a;
     /* Before the collective's number is spent: a staging failure leaves the group in step. */
-    status = algo->device ? COHORT_OK : cohort_coll_stage_in(req);
+    status = algo->device ? COHORT_OK : cohort_coll_stage_in(req, algo);
     if (status != COHORT_OK) {
         cohort_request_release(req);
         return status;

@@ -62,6 +62,10 @@ typedef struct cohort_coll_algo {
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
     /* Nonzero: takes device buffers itself (cuda_ipc.c), so they are not staged. */
     int device;
+    /* Nonzero: may run on device buffers as they are, its local copies, reductions and scratch
+     * through the cohort_coll_mem_* calls (coll_mem.c) and its transfers staged one by one
+     * (core/xfer_stage.c); otherwise device buffers are staged whole around it (stage.c). */
+    int device_ok;
     /* COHORT_NODE_* bits the group must have for this to be chosen (0: any group). */
     int node;
     /* Optional: append to a timeout's description what it waits for beyond its transfers
@@ -108,6 +112,8 @@ typedef struct {
     cohort_xfer_t *xfers;       /* every transfer the algorithm may post, for cancel/describe */
     cohort_coll_check_t *check; /* COHORT_CHECK=1 only: after the algorithm's state */
     cohort_coll_stage_t stage;
+    int on_device;              /* runs on this rank's device buffers (coll_mem.c) */
+    cohort_status_t mem_status; /* the first failure of a cohort_coll_mem_* call */
 } cohort_coll_base_t;
 
 static inline cohort_coll_base_t *cohort_coll_base(cohort_request_t *req)
@@ -144,10 +150,24 @@ cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_ch
 
 /* Staging (stage.c): before the algorithm starts, device buffers are replaced in the request's
  * arguments by host copies; at completion the result goes back; at release the copies return
- * to the context's cache. */
-cohort_status_t cohort_coll_stage_in(cohort_request_t *req);
+ * to the context's cache. Or, for an algorithm that is device_ok and a call large enough
+ * (COHORT_CUDA_PIPELINE_MIN) whose buffers are all on the device, nothing is copied whole: the
+ * algorithm runs on them (on_device), its transfers staged one by one. */
+cohort_status_t cohort_coll_stage_in(cohort_request_t *req, const cohort_coll_algo_t *algo);
 cohort_status_t cohort_coll_stage_out(cohort_request_t *req);
 void cohort_coll_stage_release(cohort_request_t *req);
+
+/* An algorithm's local work on its buffers (coll_mem.c): host loops, or for a request that
+ * runs on device buffers (on_device) the CUDA module's copies and kernels and device scratch.
+ * A device failure is kept in the request's mem_status (logged), which its next progress
+ * returns: the call sites stay as simple as memcpy's. */
+void *cohort_coll_mem_scratch(cohort_request_t *req, size_t bytes);
+void cohort_coll_mem_release(cohort_request_t *req, void *buf);
+void cohort_coll_mem_copy(cohort_request_t *req, void *dst, const void *src, size_t bytes);
+/* dst = a op b and AVG's division, with the request's dtype and op. */
+void cohort_coll_mem_reduce(cohort_request_t *req, void *dst, const void *a, const void *b,
+                            size_t count);
+void cohort_coll_mem_finish(cohort_request_t *req, void *buf, size_t count, int nranks);
 
 /* The same-node CUDA IPC algorithm when COHORT_CUDA_IPC=on and every member shares this node
  * (cuda_ipc.c), else NULL. Depends on settings and placement only, never on this rank's

@@ -101,10 +101,11 @@ static inline cohort_status_t cohort_coll_xfers_error(const cohort_xfer_t *xs, i
 }
 
 /* A group of one, or count 0 anywhere: the result is the input (copied when apart). */
-static inline void cohort_coll_copy_input(const cohort_coll_args_t *a, size_t count)
+static inline void cohort_coll_copy_input(cohort_request_t *req, const cohort_coll_args_t *a,
+                                          size_t count)
 {
     if (a->sbuf != COHORT_IN_PLACE && count > 0 && a->sbuf != a->rbuf) {
-        memcpy(a->rbuf, a->sbuf, count * a->esize);
+        cohort_coll_mem_copy(req, a->rbuf, a->sbuf, count * a->esize);
     }
 }
 

@@ -61,7 +61,7 @@ static cohort_status_t kn_start(cohort_request_t *req)
     s->parent = -1;
     if (a->count == 0 || n == 1) {
         if (n == 1) {
-            cohort_coll_copy_input(a, a->count);
+            cohort_coll_copy_input(req, a, a->count);
         }
         s->done = 1;
         return COHORT_OK;
@@ -77,7 +77,7 @@ static cohort_status_t kn_start(cohort_request_t *req)
 
         /* One allocation: two large ones freed together can make malloc give the heap back,
          * and take page faults for it again, on every call. */
-        s->tmp = cohort_scratch_get(req->ctx, tmp_bytes + acc_bytes);
+        s->tmp = cohort_coll_mem_scratch(req, tmp_bytes + acc_bytes);
         if (s->tmp == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -150,12 +150,12 @@ static cohort_status_t kn_process(cohort_request_t *req, kn_state_t *s, size_t j
         dst = s->acc + (j % KN_WINDOW) * s->seg_elems * a->esize;
     }
     /* Lower virtual ranks first: this rank, then its children by level and distance. */
-    cohort_reduce_local(dst, in, kn_tmp(s, j, 0), len, a->dt, a->op);
+    cohort_coll_mem_reduce(req, dst, in, kn_tmp(s, j, 0), len);
     for (int c = 1; c < s->nchildren; c++) {
-        cohort_reduce_local(dst, dst, kn_tmp(s, j, c), len, a->dt, a->op);
+        cohort_coll_mem_reduce(req, dst, dst, kn_tmp(s, j, c), len);
     }
     if (s->parent < 0) {
-        cohort_reduce_finish(dst, len, a->dt, a->op, req->comm->size);
+        cohort_coll_mem_finish(req, dst, len, req->comm->size);
         return COHORT_OK;
     }
     return cohort_coll_send(req, sx, s->parent, (int)j, dst, len * a->esize);
@@ -210,7 +210,7 @@ static void kn_cleanup(cohort_request_t *req)
 {
     kn_state_t *s = req->state;
 
-    cohort_scratch_put(req->ctx, s->tmp);
+    cohort_coll_mem_release(req, s->tmp);
     s->tmp = s->acc = NULL;
 }
 
@@ -235,4 +235,5 @@ const cohort_coll_algo_t cohort_reduce_knomial = {
     .progress = kn_progress,
     .cleanup = kn_cleanup,
     .peers = kn_peers,
+    .device_ok = 1,
 };

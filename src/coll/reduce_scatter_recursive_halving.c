@@ -61,7 +61,7 @@ static cohort_status_t rh_start(cohort_request_t *req)
     s->base.xfers = s->x;
     s->base.nxfers = 2;
     if (a->count == 0 || n == 1) {
-        cohort_coll_copy_input(a, a->count);
+        cohort_coll_copy_input(req, a, a->count);
         s->phase = RH_DONE;
         return COHORT_OK;
     }
@@ -69,7 +69,7 @@ static cohort_status_t rh_start(cohort_request_t *req)
     s->cur = cohort_coll_input(a);
     if (s->newrank >= 0) {
         /* One allocation for both: see reduce_knomial.c. */
-        s->acc = cohort_scratch_get(req->ctx, 2 * total);
+        s->acc = cohort_coll_mem_scratch(req, 2 * total);
         if (s->acc == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -117,7 +117,7 @@ static cohort_status_t rh_progress(cohort_request_t *req)
                 s->phase = RH_UNFOLD;
                 break;
             }
-            cohort_reduce_local(s->acc, s->tmp, s->cur, (size_t)g->size * a->count, a->dt, a->op);
+            cohort_coll_mem_reduce(req, s->acc, s->tmp, s->cur, (size_t)g->size * a->count);
             s->cur = s->acc;
             s->phase = RH_ROUND;
             break;
@@ -155,9 +155,9 @@ static cohort_status_t rh_progress(cohort_request_t *req)
                 return status;
             }
             if ((nr ^ s->mask) < nr) {
-                cohort_reduce_local(dst, s->tmp, mine, s->keep_len, a->dt, a->op);
+                cohort_coll_mem_reduce(req, dst, s->tmp, mine, s->keep_len);
             } else {
-                cohort_reduce_local(dst, mine, s->tmp, s->keep_len, a->dt, a->op);
+                cohort_coll_mem_reduce(req, dst, mine, s->tmp, s->keep_len);
             }
             s->cur = s->acc;
             s->mask /= 2;
@@ -171,8 +171,8 @@ static cohort_status_t rh_progress(cohort_request_t *req)
                 char *own = s->acc + (size_t)me * block;
                 size_t nblocks = me < 2 * s->r ? 2 : 1;
 
-                cohort_reduce_finish(own + block - nblocks * block, nblocks * a->count, a->dt,
-                                     a->op, g->size);
+                cohort_coll_mem_finish(req, own + block - nblocks * block, nblocks * a->count,
+                                       g->size);
                 if (me < 2 * s->r) {
                     status = cohort_coll_send(req, &s->x[0], me - 1, last_step, own - block, block);
                     if (status != COHORT_OK) {
@@ -194,7 +194,7 @@ static cohort_status_t rh_progress(cohort_request_t *req)
             }
             if (nr >= 0) {
                 /* After every send: under COHORT_IN_PLACE rbuf's start was input until now. */
-                memcpy(a->rbuf, s->acc + (size_t)me * block, block);
+                cohort_coll_mem_copy(req, a->rbuf, s->acc + (size_t)me * block, block);
             }
             s->phase = RH_DONE;
             break;
@@ -208,7 +208,7 @@ static void rh_cleanup(cohort_request_t *req)
 {
     rh_state_t *s = req->state;
 
-    cohort_scratch_put(req->ctx, s->acc);
+    cohort_coll_mem_release(req, s->acc);
     s->acc = s->tmp = NULL;
 }
 
@@ -226,4 +226,5 @@ const cohort_coll_algo_t cohort_reduce_scatter_recursive_halving = {
     .progress = rh_progress,
     .cleanup = rh_cleanup,
     .peers = rh_peers,
+    .device_ok = 1,
 };

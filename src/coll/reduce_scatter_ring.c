@@ -49,7 +49,7 @@ static cohort_status_t rs_start(cohort_request_t *req)
     s->window = (int)cohort_coll_knob(req, 1);
     s->base.nxfers = 2 * s->window;
     if (a->count == 0 || n == 1) {
-        cohort_coll_copy_input(a, a->count);
+        cohort_coll_copy_input(req, a, a->count);
         s->done = 1;
         return COHORT_OK;
     }
@@ -64,8 +64,8 @@ static cohort_status_t rs_start(cohort_request_t *req)
     s->pipe.x = s->x;
     tmp_bytes = (size_t)s->window * s->seg_elems * a->esize;
     /* One allocation for both: see reduce_knomial.c. */
-    s->tmp = cohort_scratch_get(req->ctx,
-                                tmp_bytes + (a->sbuf == COHORT_IN_PLACE ? a->count * a->esize : 0));
+    s->tmp = cohort_coll_mem_scratch(
+        req, tmp_bytes + (a->sbuf == COHORT_IN_PLACE ? a->count * a->esize : 0));
     if (s->tmp == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
@@ -129,10 +129,10 @@ static void rs_process(cohort_request_t *req, size_t u)
     char *dst = s->acc + j * s->seg_elems * a->esize;
     size_t len = cohort_coll_seg_len(a->count, s->seg_elems, j);
 
-    cohort_reduce_local(dst, s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize,
-                        rs_input(s, req->comm, t, j, 2), len, a->dt, a->op);
+    cohort_coll_mem_reduce(req, dst, s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize,
+                           rs_input(s, req->comm, t, j, 2), len);
     if (t + 2 == (size_t)req->comm->size) {
-        cohort_reduce_finish(dst, len, a->dt, a->op, req->comm->size);
+        cohort_coll_mem_finish(req, dst, len, req->comm->size);
     }
 }
 
@@ -158,7 +158,7 @@ static cohort_status_t rs_progress(cohort_request_t *req)
     }
     if (s->acc != a->rbuf) {
         /* Every send has read its input: the start of rbuf may now take the result. */
-        memcpy(a->rbuf, s->acc, a->count * a->esize);
+        cohort_coll_mem_copy(req, a->rbuf, s->acc, a->count * a->esize);
     }
     s->done = 1;
     return COHORT_OK;
@@ -168,7 +168,7 @@ static void rs_cleanup(cohort_request_t *req)
 {
     rs_state_t *s = req->state;
 
-    cohort_scratch_put(req->ctx, s->tmp);
+    cohort_coll_mem_release(req, s->tmp);
     s->tmp = s->acc = NULL;
 }
 
@@ -186,4 +186,5 @@ const cohort_coll_algo_t cohort_reduce_scatter_ring = {
                "bytes per pipelined message; 128 KiB measured best here at 1-16 MiB"},
               {"window", "COHORT_ALGO_REDUCE_SCATTER_RING_WINDOW", 4, 1, 16, 0,
                "segments in flight per direction"}},
+    .device_ok = 1,
 };

@@ -6,8 +6,8 @@
  * own, so host and device buffers mix in one call; a call with host buffers only costs one
  * pointer query per buffer (nothing at all without a device).
  *
- * This is the path for a UCX without a CUDA transport (Debian's 1.13), and for now also the path
- * when UCX has one: the algorithms combine data with host loops and memcpy.
+ * Large calls on device buffers skip this and run the algorithm on them (on_device, see
+ * cohort_coll_stage_on_device), when the algorithm allows it.
  */
 #include "coll/coll.h"
 #include "core/context.h"
@@ -65,7 +65,24 @@ static cohort_status_t cohort_coll_stage_one(cohort_context_t *ctx, void **host,
     return cohort_gpu_copy(ctx, *host, dev, in);
 }
 
-cohort_status_t cohort_coll_stage_in(cohort_request_t *req)
+/* Whether the algorithm runs on the device buffers as they are: it can (device_ok), every
+ * buffer of this rank's call is on the device (a mixed call is staged whole), and the call is
+ * large enough that copying each transfer's data on its own, overlapped with the others'
+ * transfers, beats two whole copies around the algorithm (COHORT_CUDA_PIPELINE_MIN); where UCX
+ * takes device memory itself there is nothing to copy, whatever the size. Local knowledge only:
+ * the algorithm, and so every message, is the same either way, so members may differ. */
+static int cohort_coll_stage_on_device(cohort_context_t *ctx, const cohort_coll_algo_t *algo,
+                                       int s_dev, size_t sbytes, int r_dev, size_t rcap)
+{
+    size_t most = sbytes > rcap ? sbytes : rcap;
+
+    if (!algo->device_ok || (sbytes > 0 && !s_dev) || (rcap > 0 && !r_dev) || (!s_dev && !r_dev)) {
+        return 0;
+    }
+    return ctx->ucx_mem_cuda || most >= ctx->cfg.cuda_pipeline_min;
+}
+
+cohort_status_t cohort_coll_stage_in(cohort_request_t *req, const cohort_coll_algo_t *algo)
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
     cohort_coll_args_t *a = &b->args;
@@ -82,6 +99,14 @@ cohort_status_t cohort_coll_stage_in(cohort_request_t *req)
     rcap = rin > rout ? rin : rout;
     s_dev = sbytes > 0 && cohort_gpu_mem_type(ctx, a->sbuf) == COHORT_MEM_CUDA;
     r_dev = rcap > 0 && cohort_gpu_mem_type(ctx, a->rbuf) == COHORT_MEM_CUDA;
+    if (cohort_coll_stage_on_device(ctx, algo, s_dev, sbytes, r_dev, rcap)) {
+        b->on_device = 1;
+        req->device = 1;
+        return COHORT_OK;
+    }
+    if (s_dev || r_dev) {
+        ctx->stat_stage_calls++;
+    }
     if (s_dev) {
         status = cohort_coll_stage_one(ctx, &st->host_s, a->sbuf, sbytes, sbytes);
         if (status != COHORT_OK) {

@@ -13,6 +13,7 @@
 #include "core/am.h"
 #include "core/cma.h"
 #include "core/endpoint.h"
+#include "core/gpu.h"
 #include "core/log.h"
 #include "core/notify.h"
 #include "core/time.h"
@@ -104,6 +105,11 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
     if (desc != NULL) {
         m->desc = NULL;
         cohort_rndv_start(ctx, x, desc);
+        return;
+    }
+    if (m->len > 0 && x->mem_type == COHORT_MEM_CUDA) {
+        /* device memory UCX takes (not staged): the eager payload is still host memory */
+        cohort_xfer_finish(x, cohort_gpu_copy(ctx, x->buf, m->data, m->len));
         return;
     }
     if (m->len > 0) {

@@ -39,6 +39,13 @@ int cohort_xfer_ucx_started(cohort_xfer_t *x, void *r);
 void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x);
 /* The transfer is over with @a status (the first one sticks); wakes its request. */
 void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status);
+/* Device memory (xfer_stage.c): a transfer of a request that may carry it is looked at when
+ * posted, and staged through a page-locked bounce where UCX takes no CUDA memory (a send's is
+ * filled now). COHORT_ERR_NO_MEMORY or COHORT_ERR_CUDA (logged). */
+cohort_status_t cohort_xfer_stage(cohort_xfer_t *x);
+/* At finish: a staged receive that succeeded goes to the device (@return the status to
+ * finish with); the bounce goes back once UCX lets go of it. */
+cohort_status_t cohort_xfer_unstage(cohort_xfer_t *x, cohort_status_t status);
 /* Stop a transfer: a posted receive leaves matching, a waiting send is dropped. UCX operations
  * in flight cannot be stopped here; the request waits for them before its block is reused. */
 void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status);

@@ -9,6 +9,7 @@
 #include "core/cma.h"
 #include "core/comm.h"
 #include "core/log.h"
+#include "core/gpu.h"
 #include "core/notify.h"
 
 /* An ACK to send from progress (never from inside a UCX callback), and the receive that
@@ -196,6 +197,26 @@ cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t p
     return cohort_cma_rw(ctx, world_rank, pid, (void *)src, addr, len, 1, why);
 }
 
+/* The pull into a receive whose buffer is device memory that UCX takes (so not staged): through
+ * a page-locked buffer, since process_vm_readv writes host memory only. */
+static cohort_status_t cohort_cma_pull_device(cohort_context_t *ctx, int world_rank, int pid,
+                                              cohort_xfer_t *x, uint64_t addr, size_t len,
+                                              const char **why)
+{
+    void *tmp = cohort_gpu_pinned_get(ctx, len);
+    cohort_status_t status;
+
+    if (tmp == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    status = cohort_cma_pull(ctx, world_rank, pid, tmp, addr, len, why);
+    if (status == COHORT_OK) {
+        status = cohort_gpu_copy(ctx, x->buf, tmp, len);
+    }
+    cohort_gpu_pinned_put(ctx, tmp);
+    return status;
+}
+
 void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m)
 {
     cohort_cma_ack_t *a;
@@ -222,7 +243,9 @@ void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t
         cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
         return;
     }
-    status = cohort_cma_pull(ctx, m->hdr.wsrc, d.pid, x->buf, d.addr, d.len, &why);
+    status = x->mem_type == COHORT_MEM_CUDA
+                 ? cohort_cma_pull_device(ctx, m->hdr.wsrc, d.pid, x, d.addr, d.len, &why)
+                 : cohort_cma_pull(ctx, m->hdr.wsrc, d.pid, x->buf, d.addr, d.len, &why);
     if (status == COHORT_ERR_UNSUPPORTED) {
         cohort_cma_refused(ctx, x, m, d.token, why);
         return;
@@ -290,6 +313,10 @@ int cohort_cma_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data,
     if (rndv) {
         cohort_rndv_start(ctx, x, data);
         return 1;
+    }
+    if (len > 0 && x->mem_type == COHORT_MEM_CUDA) {
+        cohort_xfer_finish(x, cohort_gpu_copy(ctx, x->buf, data, len));
+        return 0;
     }
     if (len > 0) {
         memcpy(x->buf, data, len);

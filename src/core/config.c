@@ -59,6 +59,10 @@ static const cohort_setting_t cohort_settings[] = {
     {"COHORT_CUDA_IPC_CACHE", "mappings, 0 = none", "64",
      "how many of the other members' device allocations stay mapped (CUDA IPC) between calls "
      "when no call uses them; 0: mapped and unmapped in every call"},
+    {"COHORT_CUDA_PIPELINE_MIN", "bytes (K, M, G allowed), or off", "4194304",
+     "from this size a collective on device buffers runs on them, each transfer staged on its "
+     "own (copies overlap the other transfers), when its algorithm allows; below, or off: the "
+     "buffers are copied whole to host memory and back"},
     {"COHORT_ALGO_<COLL>", "an algorithm, or lo-hi:name,... size ranges", "",
      "the algorithm of a collective (cohort_bench algorithms lists the names)"},
     {"COHORT_ALGO_<COLL>_<ALGO>_<PARAM>", "bytes (k/m/g) or a count", "",
@@ -234,6 +238,12 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         cfg->cma = (cohort_cma_mode_t)idx;
     } else if (strcmp(name, "COHORT_CMA_MIN") == 0) {
         return cohort_config_bytes(name, value, &cfg->cma_min, err, errlen);
+    } else if (strcmp(name, "COHORT_CUDA_PIPELINE_MIN") == 0) {
+        if (strcmp(value, "off") == 0) {
+            cfg->cuda_pipeline_min = SIZE_MAX;
+            return COHORT_OK;
+        }
+        return cohort_config_bytes(name, value, &cfg->cuda_pipeline_min, err, errlen);
     } else if (strcmp(name, "COHORT_ORPHAN_LIMIT") == 0) {
         return cohort_config_bytes(name, value, &cfg->orphan_bytes, err, errlen);
     } else if (strcmp(name, "COHORT_FAULT") == 0) {
@@ -316,6 +326,9 @@ cohort_status_t cohort_config_parse(cohort_config_t *cfg, char *const *envp, cha
      * created it first); kept without bound they are a leak: 64 MiB holds thousands. */
     cfg->orphan_bytes = 64u << 20;
     cfg->cuda_ipc_cache = 64;
+    /* Unmeasured on a GPU so far (the device check compares): a whole copy of 4 MiB over a
+     * PCIe link takes 100-300 us, tens of transfers' per-copy cost. */
+    cfg->cuda_pipeline_min = 4u << 20;
     err[0] = '\0';
     warn[0] = '\0';
 

@@ -48,19 +48,20 @@ typedef struct {
     char pmix_plugin[COHORT_CONFIG_NAME_MAX]; /* default "dmodex" */
     char plugin_path[COHORT_CONFIG_PATH_MAX]; /* colon-separated; "" when unset */
     cohort_progress_mode_t progress;
-    double timeout_s;      /* 0: no timeout */
-    double keepalive_s;    /* COHORT_KEEPALIVE_S: UCX keepalive interval; 0: UCX's own */
-    double watch_s;        /* COHORT_WATCH_S: wire a peer a receive waited this long on; 0: never */
-    int check;             /* COHORT_CHECK: 0 or 1 */
-    int cuda_off;          /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
-    int cuda_ipc;          /* COHORT_CUDA_IPC: cohort_cuda_ipc_mode_t */
-    int cuda_ipc_cache;    /* COHORT_CUDA_IPC_CACHE: unused peers' mappings kept */
-    cohort_cma_mode_t cma; /* COHORT_CMA */
-    size_t cma_min;        /* COHORT_CMA_MIN: bytes from which a same-node send is single copy */
-    int log_level;         /* cohort_log_level_t */
-    size_t orphan_bytes;   /* COHORT_ORPHAN_LIMIT: eager bytes kept for groups not created */
-    int fault_point;       /* COHORT_FAULT=<point>:<n>[@<rank>]: the n-th pass through point */
-    int fault_nth;         /* fails, on every rank or on that world rank only */
+    double timeout_s;   /* 0: no timeout */
+    double keepalive_s; /* COHORT_KEEPALIVE_S: UCX keepalive interval; 0: UCX's own */
+    double watch_s;     /* COHORT_WATCH_S: wire a peer a receive waited this long on; 0: never */
+    int check;          /* COHORT_CHECK: 0 or 1 */
+    int cuda_off;       /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
+    int cuda_ipc;       /* COHORT_CUDA_IPC: cohort_cuda_ipc_mode_t */
+    int cuda_ipc_cache; /* COHORT_CUDA_IPC_CACHE: unused peers' mappings kept */
+    size_t cuda_pipeline_min; /* COHORT_CUDA_PIPELINE_MIN: device calls staged per transfer */
+    cohort_cma_mode_t cma;    /* COHORT_CMA */
+    size_t cma_min;           /* COHORT_CMA_MIN: bytes from which a same-node send is single copy */
+    int log_level;            /* cohort_log_level_t */
+    size_t orphan_bytes;      /* COHORT_ORPHAN_LIMIT: eager bytes kept for groups not created */
+    int fault_point;          /* COHORT_FAULT=<point>:<n>[@<rank>]: the n-th pass through point */
+    int fault_nth;            /* fails, on every rank or on that world rank only */
     int fault_rank;
     int nalgo;
     cohort_config_algo_t algo[COHORT_CONFIG_ALGO_MAX];

@@ -96,9 +96,11 @@ struct cohort_context {
     uint64_t stat_failed;   /* peers marked failed */
     uint64_t stat_cma;      /* single-copy reads (cohort_cma_pull), and their bytes */
     uint64_t stat_cma_bytes;
-    uint64_t stat_ipc_opens;  /* peers' allocations mapped through CUDA IPC (cohort_ipc_map) */
-    uint64_t stat_ipc_reuses; /* mappings the IPC cache already held */
-    int in_progress;          /* guards against re-entering progress from a callback */
+    uint64_t stat_ipc_opens;   /* peers' allocations mapped through CUDA IPC (cohort_ipc_map) */
+    uint64_t stat_ipc_reuses;  /* mappings the IPC cache already held */
+    uint64_t stat_stage_calls; /* collectives staged whole (coll/stage.c) */
+    uint64_t stat_stage_xfers; /* transfers staged one by one (core/xfer_stage.c) */
+    int in_progress;           /* guards against re-entering progress from a callback */
     int finalizing;
 };
 

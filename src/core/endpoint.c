@@ -641,6 +641,8 @@ cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
     stats->single_copy_bytes = ctx->stat_cma_bytes;
     stats->cuda_ipc_opens = ctx->stat_ipc_opens;
     stats->cuda_ipc_reuses = ctx->stat_ipc_reuses;
+    stats->cuda_staged_calls = ctx->stat_stage_calls;
+    stats->cuda_staged_xfers = ctx->stat_stage_xfers;
     stats->pmix_plugin = ctx->singleton ? "singleton" : ctx->plugin->name;
     stats->progress = cohort_progress_mode_name(ctx->cfg.progress);
     return COHORT_OK;

@@ -76,6 +76,8 @@ static void cohort_gpu_load(cohort_context_t *ctx)
         gpu->pinned.alloc = cohort_gpu_pinned_alloc;
         gpu->pinned.release = cohort_gpu_pinned_release;
         gpu->pinned.arg = (void *)mod;
+        gpu->scratch = (cohort_gpu_pool_t){gpu->scratch_slots, COHORT_GPU_DEV_SCRATCH, 1};
+        gpu->bounce = (cohort_gpu_pool_t){gpu->bounce_slots, COHORT_GPU_BOUNCE, 0};
         cohort_info(ctx, "CUDA: %d device(s); UCX %s CUDA memory", gpu->ndevices,
                     ctx->ucx_mem_cuda ? "takes" : "does not take (device data is staged)");
     }
@@ -162,60 +164,116 @@ void cohort_gpu_pinned_put(cohort_context_t *ctx, void *buf)
     cohort_scratch_cache_put(&ctx->gpu.pinned, buf);
 }
 
-void *cohort_gpu_scratch_get(cohort_context_t *ctx, size_t bytes)
+static cohort_status_t cohort_gpu_pool_alloc(cohort_context_t *ctx, cohort_gpu_pool_t *p,
+                                             void **buf, size_t bytes)
 {
-    cohort_gpu_t *gpu = &ctx->gpu;
-    int slot = -1;
+    const cohort_gpu_module_t *mod = ctx->gpu.mod;
+
+    *buf = NULL;
+    return p->device ? mod->device_alloc(buf, bytes) : mod->host_alloc(buf, bytes);
+}
+
+static void cohort_gpu_pool_free(cohort_context_t *ctx, cohort_gpu_pool_t *p, void *buf)
+{
+    if (buf == NULL) {
+        return;
+    }
+    if (p->device) {
+        ctx->gpu.mod->device_free(buf);
+    } else {
+        ctx->gpu.mod->host_free(buf);
+    }
+}
+
+/* The smallest free kept buffer that is big enough; else a free slot, (re)made at @a bytes;
+ * else, every slot lent, one of its own (freed when given back). */
+static void *cohort_gpu_pool_get(cohort_context_t *ctx, cohort_gpu_pool_t *p, size_t bytes,
+                                 const char *what)
+{
+    cohort_gpu_slot_t *best = NULL;
     void *buf = NULL;
 
-    /* the smallest free one that is big enough; else a free one, grown */
-    for (int i = 0; i < COHORT_GPU_DEV_SCRATCH; i++) {
-        if (!gpu->dev_scratch[i].busy && gpu->dev_scratch[i].buf != NULL &&
-            gpu->dev_scratch[i].size >= bytes &&
-            (slot < 0 || gpu->dev_scratch[i].size < gpu->dev_scratch[slot].size)) {
-            slot = i;
+    for (int i = 0; i < p->n; i++) {
+        cohort_gpu_slot_t *sl = &p->slot[i];
+        if (!sl->busy && sl->buf != NULL && sl->size >= bytes &&
+            (best == NULL || sl->size < best->size)) {
+            best = sl;
         }
     }
-    for (int i = 0; slot < 0 && i < COHORT_GPU_DEV_SCRATCH; i++) {
-        if (!gpu->dev_scratch[i].busy) {
-            slot = i;
-            gpu->mod->device_free(gpu->dev_scratch[i].buf);
-            gpu->dev_scratch[i].buf = NULL;
-            if (gpu->mod->device_alloc(&gpu->dev_scratch[i].buf, bytes) != COHORT_OK) {
-                gpu->dev_scratch[i].buf = NULL;
-                slot = -2;
-                break;
+    for (int i = 0; best == NULL && i < p->n; i++) {
+        cohort_gpu_slot_t *sl = &p->slot[i];
+        if (!sl->busy) {
+            cohort_gpu_pool_free(ctx, p, sl->buf);
+            sl->buf = NULL;
+            if (cohort_gpu_pool_alloc(ctx, p, &sl->buf, bytes) != COHORT_OK) {
+                sl->buf = NULL;
+                goto fail;
             }
-            gpu->dev_scratch[i].size = bytes;
+            sl->size = bytes;
+            best = sl;
         }
     }
-    if (slot >= 0) {
-        gpu->dev_scratch[slot].busy = 1;
-        return gpu->dev_scratch[slot].buf;
+    if (best != NULL) {
+        best->busy = 1;
+        return best->buf;
     }
-    /* every kept one in use by another call: one of its own, freed when put back */
-    if (slot == -1 && gpu->mod->device_alloc(&buf, bytes) == COHORT_OK) {
+    if (cohort_gpu_pool_alloc(ctx, p, &buf, bytes) == COHORT_OK) {
         return buf;
     }
-    cohort_error(ctx, "could not allocate %zu bytes of device scratch: %s", bytes,
-                 gpu->mod->last_error());
+fail:
+    cohort_error(ctx, "could not allocate %zu bytes of %s: %s", bytes, what,
+                 ctx->gpu.mod->last_error());
     return NULL;
+}
+
+static void cohort_gpu_pool_put(cohort_context_t *ctx, cohort_gpu_pool_t *p, void *buf)
+{
+    if (buf == NULL) {
+        return;
+    }
+    for (int i = 0; i < p->n; i++) {
+        if (p->slot[i].buf == buf) {
+            p->slot[i].busy = 0;
+            return;
+        }
+    }
+    cohort_gpu_pool_free(ctx, p, buf);
+}
+
+static void cohort_gpu_pool_cleanup(cohort_context_t *ctx, cohort_gpu_pool_t *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        cohort_gpu_pool_free(ctx, p, p->slot[i].buf);
+        p->slot[i].buf = NULL;
+    }
+}
+
+void *cohort_gpu_scratch_get(cohort_context_t *ctx, size_t bytes)
+{
+    return cohort_gpu_pool_get(ctx, &ctx->gpu.scratch, bytes, "device scratch");
 }
 
 void cohort_gpu_scratch_put(cohort_context_t *ctx, void *buf)
 {
-    cohort_gpu_t *gpu = &ctx->gpu;
+    cohort_gpu_pool_put(ctx, &ctx->gpu.scratch, buf);
+}
 
-    if (buf == NULL) {
-        return;
+void *cohort_gpu_bounce_get(cohort_context_t *ctx, size_t bytes)
+{
+    size_t cap = 64u << 10;
+
+    /* sizes rounded up to powers of two, so that a ring's segments of one call, and the
+     * next call's, reuse the same few buffers */
+    while (cap < bytes && cap <= SIZE_MAX / 2) {
+        cap *= 2;
     }
-    for (int i = 0; i < COHORT_GPU_DEV_SCRATCH; i++) {
-        if (gpu->dev_scratch[i].buf == buf) {
-            gpu->dev_scratch[i].busy = 0;
-            return;
-        }
-    }
-    gpu->mod->device_free(buf);
+    return cohort_gpu_pool_get(ctx, &ctx->gpu.bounce, cap >= bytes ? cap : bytes,
+                               "page-locked staging memory");
+}
+
+void cohort_gpu_bounce_put(cohort_context_t *ctx, void *buf)
+{
+    cohort_gpu_pool_put(ctx, &ctx->gpu.bounce, buf);
 }
 
 void cohort_gpu_cleanup(cohort_context_t *ctx)
@@ -225,10 +283,8 @@ void cohort_gpu_cleanup(cohort_context_t *ctx)
     if (gpu->state == COHORT_GPU_READY) {
         cohort_scratch_cache_cleanup(&gpu->pinned);
         cohort_ipc_cache_cleanup(ctx);
-        for (int i = 0; i < COHORT_GPU_DEV_SCRATCH; i++) {
-            gpu->mod->device_free(gpu->dev_scratch[i].buf);
-            gpu->dev_scratch[i].buf = NULL;
-        }
+        cohort_gpu_pool_cleanup(ctx, &gpu->scratch);
+        cohort_gpu_pool_cleanup(ctx, &gpu->bounce);
     }
 }
 

@@ -13,6 +13,21 @@
 #include "reduce/gpu_module.h"
 
 #define COHORT_GPU_DEV_SCRATCH 4
+#define COHORT_GPU_BOUNCE      32
+
+/* Buffers kept for reuse, each lent to one user at a time: making them (cudaMalloc,
+ * cudaHostAlloc) costs far more than the copies they serve. */
+typedef struct {
+    void *buf;
+    size_t size;
+    int busy;
+} cohort_gpu_slot_t;
+
+typedef struct {
+    cohort_gpu_slot_t *slot;
+    int n;
+    int device; /* device memory; else page-locked host memory */
+} cohort_gpu_pool_t;
 
 typedef enum { COHORT_GPU_UNTRIED = 0, COHORT_GPU_READY, COHORT_GPU_NONE } cohort_gpu_state_t;
 
@@ -23,13 +38,11 @@ typedef struct {
     char why[192];                 /* NONE: why (module not built / not found / no device) */
     cohort_scratch_cache_t pinned; /* page-locked staging buffers */
     cohort_ipc_cache_t ipc;        /* peers' allocations mapped through CUDA IPC */
-    /* Device scratch of CUDA IPC, kept so that its handle, and the peers' mappings of it,
-     * stay valid from one call to the next (a host buffer's stand-in, each call). */
-    struct {
-        void *buf;
-        size_t size;
-        int busy;
-    } dev_scratch[COHORT_GPU_DEV_SCRATCH];
+    /* Device scratch (CUDA IPC's stand-in for host buffers, whose handle and the peers'
+     * mappings of it then stay valid from call to call; algorithms on device buffers), and
+     * the page-locked bounce buffers of transfers staged one by one (xfer_stage.c). */
+    cohort_gpu_pool_t scratch, bounce;
+    cohort_gpu_slot_t scratch_slots[COHORT_GPU_DEV_SCRATCH], bounce_slots[COHORT_GPU_BOUNCE];
 } cohort_gpu_t;
 
 /* The module when a device is there (loads it on first use), else NULL. */
@@ -53,6 +66,9 @@ void cohort_gpu_pinned_put(cohort_context_t *ctx, void *buf);
  * NULL (logged). Give it back with cohort_gpu_scratch_put. */
 void *cohort_gpu_scratch_get(cohort_context_t *ctx, size_t bytes);
 void cohort_gpu_scratch_put(cohort_context_t *ctx, void *buf);
+/* A page-locked buffer of at least @a bytes for one transfer, or NULL (logged). */
+void *cohort_gpu_bounce_get(cohort_context_t *ctx, size_t bytes);
+void cohort_gpu_bounce_put(cohort_context_t *ctx, void *buf);
 /* At context destruction: the pinned cache, the IPC mappings, the device scratch. The module stays
  * loaded (see gpu.c). */
 void cohort_gpu_cleanup(cohort_context_t *ctx);

@@ -14,8 +14,8 @@
 typedef struct cohort_comm cohort_comm_t;
 typedef struct cohort_peer cohort_peer_t;
 
-/* Where a transfer's buffer lives; detected per call by the layer that posts it (host until
- * the CUDA layer lands). */
+/* Where a transfer's buffer lives: host unless its request may carry device memory (then
+ * looked at per transfer, xfer_stage.c). */
 typedef enum { COHORT_MEM_HOST = 0, COHORT_MEM_CUDA = 1 } cohort_mem_type_t;
 
 typedef struct cohort_xfer {
@@ -37,11 +37,13 @@ typedef struct cohort_xfer {
     size_t received;
     double since; /* recv: when it was posted (COHORT_WATCH_S) */
     cohort_status_t status;
-    uint8_t cma_state;                /* cma.h: where it is in a single-copy transfer */
-    uint64_t cma_token;               /* its key in the context's single-copy map */
-    uint8_t cma_desc[32];             /* send: the cohort_cma_desc_t UCX sends instead */
-    void *ucx_req;                    /* UCX request while in flight */
-    cohort_peer_t *ucx_peer;          /* whose endpoint that request uses */
+    uint8_t cma_state;       /* cma.h: where it is in a single-copy transfer */
+    uint64_t cma_token;      /* its key in the context's single-copy map */
+    uint8_t cma_desc[32];    /* send: the cohort_cma_desc_t UCX sends instead */
+    void *stage;             /* device data through page-locked memory (xfer_stage.c): the bounce */
+    void *stage_user;        /* the caller's device buffer behind it */
+    void *ucx_req;           /* UCX request while in flight */
+    cohort_peer_t *ucx_peer; /* whose endpoint that request uses */
     uint8_t hdr[COHORT_AM_HDR_BYTES]; /* send: the encoded header UCX may still read */
 } cohort_xfer_t;
 
@@ -67,6 +69,7 @@ struct cohort_request {
     uint8_t polling;   /* in ctx->polling */
     uint8_t detached;  /* its context was finalized while the user held it */
     uint8_t timed_out; /* a wait on it hit COHORT_TIMEOUT: freeing it revokes with TIMEOUT */
+    uint8_t device;    /* its transfers' buffers may be device memory: each is looked at */
     cohort_status_t status;
     cohort_context_t *ctx;
     cohort_comm_t *comm;

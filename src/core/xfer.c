@@ -44,6 +44,7 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
     if (x->ucx_req == NULL) {
         cohort_list_del(&x->req_link);
     }
+    status = cohort_xfer_unstage(x, status);
     if (x->done) {
         return;
     }
@@ -206,10 +207,14 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     if (cohort_fault(req->ctx, COHORT_FAULT_SEND)) {
         return COHORT_ERR_NO_MEMORY;
     }
+    status = cohort_xfer_stage(x);
+    if (status != COHORT_OK) {
+        return status;
+    }
     if (kind == COHORT_MSG_P2P) {
         status = cohort_comm_p2p_seqs(c);
         if (status != COHORT_OK) {
-            return status;
+            return cohort_xfer_unstage(x, status); /* the bounce back: nothing was posted */
         }
         /* Taken last: a send that fails before this point spends no number. */
         x->seq = c->send_seq[peer]++;
@@ -243,6 +248,9 @@ cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
 
     cohort_xfer_init(req, x, 0, peer, kind, seq, tag, fp, buf, len);
     status = cohort_comm_use(c);
+    if (status == COHORT_OK) {
+        status = cohort_xfer_stage(x);
+    }
     if (status != COHORT_OK) {
         return status;
     }

@@ -157,11 +157,19 @@ max=256M
 [ "${DEVCHECK_QUICK:-0}" = 1 ] && max=16M
 say ""
 say "== device-buffer busbw (GB/s), cohort_bench --mem cuda, sizes 1M..$max x4, ranks on one GPU"
-say "   staged: COHORT_CUDA_IPC=off (through page-locked host memory); ipc: COHORT_CUDA_IPC=on"
+say "   staged: COHORT_CUDA_IPC=off (copied whole through page-locked host memory around the"
+say "   host algorithm); pipelined: ring algorithms on the device buffers, each transfer staged"
+say "   (COHORT_CUDA_PIPELINE_MIN=0); ipc: COHORT_CUDA_IPC=on"
 for np in 2 4; do
-    for path in staged ipc; do
+    for path in staged pipelined ipc; do
         ipc=off
         [ "$path" = ipc ] && ipc=on
+        pipe=off
+        ring=
+        if [ "$path" = pipelined ]; then
+            pipe=0
+            ring="-x COHORT_ALGO_ALLREDUCE=ring -x COHORT_ALGO_REDUCE_SCATTER=ring -x COHORT_ALGO_ALLGATHER=ring"
+        fi
         for coll in allreduce reduce_scatter allgather; do
             if over; then
                 say "SKIPPED np=$np $path $coll: out of time ($(elapsed) s)"
@@ -171,7 +179,7 @@ for np in 2 4; do
             # shellcheck disable=SC2086
             timeout 90 "$MPIRUN" $root_opt --oversubscribe --bind-to none -np "$np" \
                 -x COHORT_PLUGIN_PATH -x LD_LIBRARY_PATH -x CUDA_VISIBLE_DEVICES \
-                -x COHORT_CUDA_IPC="$ipc" \
+                -x COHORT_CUDA_IPC="$ipc" -x COHORT_CUDA_PIPELINE_MIN="$pipe" $ring \
                 tools/cohort_bench "$coll" --mem cuda -b 1M -e "$max" -f 4 -n 6 -w 2 --blocks 1 \
                 --check >"$log" 2>&1
             rc=$?

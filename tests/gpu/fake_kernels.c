@@ -13,6 +13,16 @@
 #include "reduce/cuda/kernels.h"
 #include "reduce/reduce.h"
 
+/* A kernel reads and writes device memory only: host memory handed to one is cohort's bug,
+ * which a real GPU reports as an illegal address. */
+static int fake_on_device(const void *p)
+{
+    struct cudaPointerAttributes attr;
+
+    return cudaPointerGetAttributes(&attr, p) == cudaSuccess &&
+           (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged);
+}
+
 static void *fake_in(const void *dev, size_t bytes)
 {
     void *h = malloc(bytes > 0 ? bytes : 1);
@@ -37,9 +47,13 @@ cudaError_t cohort_cuda_finish_launch(void *buf, size_t count, cohort_dtype_t dt
                                       cudaStream_t s)
 {
     size_t bytes = count * cohort_dtype_size(dt);
-    void *h = fake_in(buf, bytes);
+    void *h;
     cudaError_t e;
 
+    if (!fake_on_device(buf)) {
+        return cudaErrorIllegalAddress;
+    }
+    h = fake_in(buf, bytes);
     if (h == NULL) {
         return cudaErrorMemoryAllocation;
     }
@@ -63,6 +77,16 @@ cudaError_t cohort_cuda_reduce_multi_launch(void *const *dsts, int ndst, const v
     }
     if (count == 0) {
         return cudaSuccess;
+    }
+    for (int j = 0; j < nsrc; j++) {
+        if (!fake_on_device(srcs[j])) {
+            return cudaErrorIllegalAddress;
+        }
+    }
+    for (int d = 0; d < ndst; d++) {
+        if (!fake_on_device(dsts[d])) {
+            return cudaErrorIllegalAddress;
+        }
     }
     acc = fake_in(srcs[0], bytes);
     /* every source is read before any destination is written, as the kernel does */

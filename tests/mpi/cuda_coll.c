@@ -355,25 +355,30 @@ static int one_case(cohort_group_t *g, const coll_t *co, int c, cohort_dtype_t d
     return checked;
 }
 
-static void test_p2p(cohort_group_t *w)
+static void test_p2p(cohort_context_t *ctx, cohort_group_t *w)
 {
     size_t n = 300000; /* rendezvous-sized */
     uint32_t *h = malloc(n * 4), *back = malloc(n * 4);
     void *d = dev_alloc(n * 4, 0), *d2 = dev_alloc(n * 4, 0);
     int right = (me + 1) % nranks, left = (me + nranks - 1) % nranks;
     cohort_request_t *rq[2];
+    cohort_stats_t st0, st1;
 
     CHECK(h && back);
     for (size_t i = 0; i < n; i++) {
         h[i] = (uint32_t)(me * 1000003u + i);
     }
     to_dev(d, h, n * 4);
+    CHECK_OK(cohort_stats(ctx, &st0));
     CHECK_OK(cohort_irecv(w, d2, n, COHORT_UINT32, left, 5, &rq[0]));
     CHECK_OK(cohort_isend(w, d, n, COHORT_UINT32, right, 5, &rq[1]));
     CHECK_OK(cohort_wait(rq[0]));
     CHECK_OK(cohort_wait(rq[1]));
     cohort_request_free(rq[0]);
     cohort_request_free(rq[1]);
+    /* both device buffers went through the transfer layer's bounce buffers */
+    CHECK_OK(cohort_stats(ctx, &st1));
+    CHECK(st1.cuda_staged_xfers == st0.cuda_staged_xfers + 2);
     from_dev(back, d2, n * 4);
     for (size_t i = 0; i < n; i++) {
         CHECK(back[i] == (uint32_t)(left * 1000003u + i));
@@ -392,8 +397,8 @@ static void test_p2p(cohort_group_t *w)
     free(back);
 }
 
-/* One IPC allreduce of @a n uint32 (SUM) from @a s into @a r, device buffers, checked. */
-static void ipc_allreduce(cohort_group_t *w, void *s, void *r, size_t n, uint32_t salt)
+/* One allreduce of @a n uint32 (SUM) from @a s into @a r, device buffers, checked. */
+static void dev_allreduce(cohort_group_t *w, void *s, void *r, size_t n, uint32_t salt)
 {
     uint32_t *h = malloc(n * 4);
 
@@ -423,9 +428,9 @@ static void test_ipc_cache(cohort_context_t *ctx, cohort_group_t *w)
     void *s = dev_alloc(n * 4, 0), *r = dev_alloc(n * 4, 0);
     cohort_stats_t a, b, c;
 
-    ipc_allreduce(w, s, r, n, 3);
+    dev_allreduce(w, s, r, n, 3);
     CHECK_OK(cohort_stats(ctx, &a));
-    ipc_allreduce(w, s, r, n, 5);
+    dev_allreduce(w, s, r, n, 5);
     CHECK_OK(cohort_stats(ctx, &b));
     CHECK(b.cuda_ipc_opens == a.cuda_ipc_opens + (cached ? 0 : per_call));
     CHECK(b.cuda_ipc_reuses == a.cuda_ipc_reuses + (cached ? per_call : 0));
@@ -433,13 +438,45 @@ static void test_ipc_cache(cohort_context_t *ctx, cohort_group_t *w)
     cu.free_device(r);
     s = dev_alloc(n * 4, 0);
     r = dev_alloc(n * 4, 0);
-    ipc_allreduce(w, s, r, n, 7);
+    dev_allreduce(w, s, r, n, 7);
     CHECK_OK(cohort_stats(ctx, &c));
     CHECK(c.cuda_ipc_opens == b.cuda_ipc_opens + per_call);
     if (me == 0) {
         printf("cuda_coll: IPC cache %s: %llu mappings opened, %llu reused\n",
                cached ? "on" : "off", (unsigned long long)c.cuda_ipc_opens,
                (unsigned long long)c.cuda_ipc_reuses);
+    }
+    cu.free_device(s);
+    cu.free_device(r);
+}
+
+/* Which staging a large device allreduce took: whole copies around the algorithm, or the
+ * algorithm on the device buffers with each transfer staged (COHORT_CUDA_PIPELINE_MIN=0 with a
+ * message-based allreduce forced; the default threshold is 4 MiB and same-node groups pick
+ * algorithms that read other members' memory, which stage whole). */
+static void test_staging_choice(cohort_context_t *ctx, cohort_group_t *w)
+{
+    const char *min = getenv("COHORT_CUDA_PIPELINE_MIN"), *algo = getenv("COHORT_ALGO_ALLREDUCE");
+    int per_xfer = min != NULL && strcmp(min, "0") == 0 && algo != NULL &&
+                   (strcmp(algo, "ring") == 0 || strcmp(algo, "recursive_doubling") == 0 ||
+                    strcmp(algo, "rabenseifner") == 0);
+    size_t n = 1 << 16;
+    void *s = dev_alloc(n * 4, 0), *r = dev_alloc(n * 4, 0);
+    cohort_stats_t a, b;
+
+    CHECK_OK(cohort_stats(ctx, &a));
+    dev_allreduce(w, s, r, n, 11);
+    CHECK_OK(cohort_stats(ctx, &b));
+    if (per_xfer) {
+        CHECK(b.cuda_staged_calls == a.cuda_staged_calls &&
+              b.cuda_staged_xfers > a.cuda_staged_xfers);
+    } else {
+        CHECK(b.cuda_staged_calls == a.cuda_staged_calls + 1 &&
+              b.cuda_staged_xfers == a.cuda_staged_xfers);
+    }
+    if (me == 0) {
+        printf("cuda_coll: a 256 KiB device allreduce (%s) staged %s\n", algo ? algo : "default",
+               per_xfer ? "transfer by transfer" : "whole");
     }
     cu.free_device(s);
     cu.free_device(r);
@@ -518,9 +555,11 @@ int main(void)
         }
     }
     if (getenv("CUDA_COLL_ONLY") == NULL) {
-        test_p2p(w);
+        test_p2p(ctx, w);
         if (info.ipc && nranks > 1) {
             test_ipc_cache(ctx, w);
+        } else if (nranks > 1) {
+            test_staging_choice(ctx, w);
         }
     }
     if (me == 0) {

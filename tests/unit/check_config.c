@@ -32,6 +32,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(cfg.fault_point, COHORT_FAULT_NONE);
     ck_assert(cfg.orphan_bytes > 0);
     ck_assert_int_eq(cfg.cuda_ipc_cache, 64);
+    ck_assert_uint_eq(cfg.cuda_pipeline_min, 4u << 20);
     ck_assert_str_eq(err, "");
     ck_assert_str_eq(warn, "");
 }
@@ -39,13 +40,21 @@ END_TEST
 
 START_TEST(test_values)
 {
-    char *env[] = {"COHORT_PMIX_PLUGIN=fence",   "COHORT_PROGRESS=block",
-                   "COHORT_TIMEOUT=2.5",         "COHORT_KEEPALIVE_S=0.5",
-                   "COHORT_WATCH_S=0",           "COHORT_CMA=on",
-                   "COHORT_CMA_MIN=4096",        "COHORT_CHECK=1",
-                   "COHORT_LOG=debug",           "COHORT_PLUGIN_PATH=/a:/b",
-                   "COHORT_ALGO_ALLREDUCE=ring", "COHORT_ALGO_REDUCE_SCATTER=ring",
-                   "COHORT_CUDA_IPC_CACHE=0",    NULL};
+    char *env[] = {"COHORT_PMIX_PLUGIN=fence",
+                   "COHORT_PROGRESS=block",
+                   "COHORT_TIMEOUT=2.5",
+                   "COHORT_KEEPALIVE_S=0.5",
+                   "COHORT_WATCH_S=0",
+                   "COHORT_CMA=on",
+                   "COHORT_CMA_MIN=4096",
+                   "COHORT_CHECK=1",
+                   "COHORT_LOG=debug",
+                   "COHORT_PLUGIN_PATH=/a:/b",
+                   "COHORT_ALGO_ALLREDUCE=ring",
+                   "COHORT_ALGO_REDUCE_SCATTER=ring",
+                   "COHORT_CUDA_IPC_CACHE=0",
+                   "COHORT_CUDA_PIPELINE_MIN=1M",
+                   NULL};
 
     ck_assert_int_eq(parse(env), COHORT_OK);
     ck_assert_str_eq(cfg.pmix_plugin, "fence");
@@ -57,6 +66,12 @@ START_TEST(test_values)
     ck_assert_uint_eq(cfg.cma_min, 4096);
     ck_assert_int_eq(cfg.check, 1);
     ck_assert_int_eq(cfg.cuda_ipc_cache, 0);
+    ck_assert_uint_eq(cfg.cuda_pipeline_min, 1u << 20);
+    {
+        char *off[] = {"COHORT_CUDA_PIPELINE_MIN=off", NULL};
+        ck_assert_int_eq(parse(off), COHORT_OK);
+        ck_assert_uint_eq(cfg.cuda_pipeline_min, SIZE_MAX);
+    }
     {
         /* sizes take K, M and G, binary, either case */
         static const struct {
@@ -135,6 +150,8 @@ START_TEST(test_bad_values_named)
         {"COHORT_CUDA_IPC_CACHE=8x", "COHORT_CUDA_IPC_CACHE"},
         {"COHORT_CUDA_IPC_CACHE=", "COHORT_CUDA_IPC_CACHE"},
         {"COHORT_CUDA_IPC_CACHE=99999999999", "COHORT_CUDA_IPC_CACHE"},
+        {"COHORT_CUDA_PIPELINE_MIN=never", "COHORT_CUDA_PIPELINE_MIN"},
+        {"COHORT_CUDA_PIPELINE_MIN=-1", "COHORT_CUDA_PIPELINE_MIN"},
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -186,11 +203,22 @@ END_TEST
  * (no "ignoring unknown settings" warning), and every name the parser knows is listed. */
 START_TEST(test_settings_listed)
 {
-    static const char *const parsed[] = {
-        "COHORT_PMIX_PLUGIN", "COHORT_PLUGIN_PATH", "COHORT_PROGRESS",      "COHORT_TIMEOUT",
-        "COHORT_CHECK",       "COHORT_LOG",         "COHORT_ORPHAN_LIMIT",  "COHORT_FAULT",
-        "COHORT_KEEPALIVE_S", "COHORT_WATCH_S",     "COHORT_CMA",           "COHORT_CMA_MIN",
-        "COHORT_CUDA",        "COHORT_CUDA_IPC",    "COHORT_CUDA_IPC_CACHE"};
+    static const char *const parsed[] = {"COHORT_PMIX_PLUGIN",
+                                         "COHORT_PLUGIN_PATH",
+                                         "COHORT_PROGRESS",
+                                         "COHORT_TIMEOUT",
+                                         "COHORT_CHECK",
+                                         "COHORT_LOG",
+                                         "COHORT_ORPHAN_LIMIT",
+                                         "COHORT_FAULT",
+                                         "COHORT_KEEPALIVE_S",
+                                         "COHORT_WATCH_S",
+                                         "COHORT_CMA",
+                                         "COHORT_CMA_MIN",
+                                         "COHORT_CUDA",
+                                         "COHORT_CUDA_IPC",
+                                         "COHORT_CUDA_IPC_CACHE",
+                                         "COHORT_CUDA_PIPELINE_MIN"};
     int n = cohort_setting_count(), found;
     cohort_setting_t info;
 

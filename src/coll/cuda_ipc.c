@@ -25,9 +25,9 @@
 #include "core/gpu.h"
 #include "core/log.h"
 
-typedef enum { IPC_EXCHANGE, IPC_COMBINE, IPC_SYNC } ipc_phase_t;
+typedef enum { IPC_EXCHANGE, IPC_AGREE, IPC_COMBINE, IPC_SYNC, IPC_FALLBACK } ipc_phase_t;
 
-enum { IPC_STEP_DESC, IPC_STEP_SYNC };
+enum { IPC_STEP_DESC, IPC_STEP_AGREE, IPC_STEP_SYNC, IPC_STEP_FALLBACK, IPC_STEPS };
 
 typedef struct {
     cohort_gpu_ipc_t in, out;
@@ -43,18 +43,21 @@ typedef struct {
     int out_is_scratch; /* the result goes to the caller's rbuf at the end */
     void *final_dst;    /* where: the caller's rbuf */
     uint8_t signal;     /* the byte each signal carries */
+    uint8_t mapped;     /* this rank mapped every member's buffers */
+    int fb_posted;      /* the fallback's transfers are posted */
+    char *fb_in;        /* fallback: device scratch for the members' inputs */
     ipc_desc_t mine;
     ipc_desc_t *peers;        /* n descriptors */
     char **in_map, **out_map; /* n: every member's input and output as mapped here */
     void **opened;            /* 2n: bases mapped through the IPC cache, to give back */
-    uint8_t *sig_rx;          /* n: the signal's receive bytes */
-    /* then xfers: 2 rounds x (n receives + n sends), own rank's slots unused */
+    uint8_t *sig_rx;          /* 2n: the agreement's and the signal's receive bytes */
+    /* then xfers: IPC_STEPS rounds x (n receives + n sends), own rank's slots unused */
 } ipc_state_t;
 
 static size_t ipc_state_size(const cohort_coll_args_t *args, int n)
 {
-    return sizeof(ipc_state_t) + (size_t)n * (sizeof(ipc_desc_t) + 4 * sizeof(void *) + 1) +
-           4 * (size_t)n * sizeof(cohort_xfer_t) + 64;
+    return sizeof(ipc_state_t) + (size_t)n * (sizeof(ipc_desc_t) + 4 * sizeof(void *) + 2) +
+           2 * IPC_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64;
 }
 
 static const cohort_gpu_module_t *ipc_mod(cohort_request_t *req)
@@ -115,9 +118,10 @@ static cohort_status_t ipc_start(cohort_request_t *req)
     s->opened = (void **)p;
     p += 2 * (size_t)n * sizeof(void *);
     s->sig_rx = (uint8_t *)p;
-    p += (size_t)n;
+    p += 2 * (size_t)n;
     s->base.xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
-    s->base.nxfers = 4 * n;
+    s->base.nxfers = 2 * IPC_STEPS * n;
+    req->device = 1; /* the fallback's transfers carry device memory */
     s->in_bytes = a->coll == COHORT_COLL_REDUCE_SCATTER ? all : one;
     s->out_bytes = a->coll == COHORT_COLL_ALLGATHER ? all : one;
     if (a->sbuf != COHORT_IN_PLACE) {
@@ -171,8 +175,15 @@ static cohort_status_t ipc_map_one(cohort_request_t *req, ipc_state_t *s, int k,
         cohort_ipc_map(req->ctx, cohort_comm_world_rank(req->comm, k), ipc, &base);
 
     if (status != COHORT_OK) {
-        cohort_error(req->ctx, "CUDA IPC: rank %d's %s: %s", k, what,
-                     status == COHORT_ERR_CUDA ? ipc_mod(req)->last_error() : "out of memory");
+        /* said once per context as a warning: a job whose GPUs cannot reach each other would
+         * say it in every call */
+        int first = req->ctx->gpu.ipc_warned++ == 0;
+        cohort_log(cohort_ctx_log(req->ctx), first ? COHORT_LOG_WARN : COHORT_LOG_DEBUG,
+                   "CUDA IPC %s: cannot map rank %d's %s (%s): the call goes through staged "
+                   "transfers instead%s",
+                   cohort_coll_names[s->base.args.coll], k, what,
+                   status == COHORT_ERR_CUDA ? ipc_mod(req)->last_error() : "out of memory",
+                   first ? " (said once; COHORT_LOG=debug for each call)" : "");
         return status;
     }
     s->opened[2 * k + slot] = base;
@@ -222,6 +233,72 @@ static cohort_status_t ipc_combine(cohort_request_t *req, ipc_state_t *s, size_t
     return cohort_gpu_reduce_multi(req->ctx, dsts, ndst, srcs, n, count, a->dt, a->op, n);
 }
 
+/* The result into the caller's rbuf when it was computed in scratch. */
+static cohort_status_t ipc_finish(cohort_request_t *req, ipc_state_t *s)
+{
+    cohort_status_t status = COHORT_OK;
+
+    if (s->out_is_scratch) {
+        status = cohort_gpu_copy(req->ctx, s->final_dst, s->dout, s->out_bytes);
+        s->out_is_scratch = 0;
+    }
+    return status;
+}
+
+/* A member could not map the others' buffers: every member sends what the others need of its
+ * input as messages (device data staged transfer by transfer) and combines what it receives, in
+ * member order, so the bits still agree everywhere. Each member receives n - 1 blocks (reduce_
+ * scatter, allgather) or inputs (allreduce). */
+static cohort_status_t ipc_fallback(cohort_request_t *req, ipc_state_t *s)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
+    size_t one = a->count * a->esize;
+    int rs = a->coll == COHORT_COLL_REDUCE_SCATTER, ag = a->coll == COHORT_COLL_ALLGATHER;
+    cohort_xfer_t *x = s->base.xfers + (size_t)IPC_STEP_FALLBACK * 2 * (size_t)n;
+    const void *srcs[COHORT_GPU_MULTI_MAX];
+    cohort_status_t status = COHORT_OK;
+
+    if (!s->fb_posted) {
+        if (!ag) {
+            s->fb_in = cohort_gpu_scratch_get(req->ctx, (size_t)n * one);
+            if (s->fb_in == NULL) {
+                return COHORT_ERR_NO_MEMORY;
+            }
+        }
+        for (int k = 0; k < n && status == COHORT_OK; k++) {
+            /* allgather: member k's input is block k of the output; the others: slot k */
+            char *rx = ag ? s->dout + (size_t)k * one : s->fb_in + (size_t)k * one;
+            if (k == me) {
+                continue;
+            }
+            status = cohort_coll_recv(req, &x[k], k, IPC_STEP_FALLBACK, rx, one);
+            if (status == COHORT_OK) {
+                status = cohort_coll_send(req, &x[n + k], k, IPC_STEP_FALLBACK,
+                                          s->din + (rs ? (size_t)k * one : 0), one);
+            }
+        }
+        if (status != COHORT_OK) {
+            return status;
+        }
+        s->fb_posted = 1;
+    }
+    status = cohort_coll_xfers_wait(x, 2 * n);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    if (ag) {
+        status = cohort_gpu_copy(req->ctx, s->dout + (size_t)me * one, s->din, one);
+    } else {
+        for (int k = 0; k < n; k++) {
+            srcs[k] = k == me ? s->din + (rs ? (size_t)me * one : 0) : s->fb_in + (size_t)k * one;
+        }
+        status = cohort_gpu_reduce_multi(req->ctx, (void *const *)&s->dout, 1, srcs, n, a->count,
+                                         a->dt, a->op, n);
+    }
+    return status == COHORT_OK ? ipc_finish(req, s) : status;
+}
+
 static cohort_status_t ipc_progress(cohort_request_t *req)
 {
     ipc_state_t *s = req->state;
@@ -237,9 +314,24 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
         if (status != COHORT_OK) {
             return status;
         }
-        status = ipc_map(req, s);
+        s->mapped = ipc_map(req, s) == COHORT_OK;
+        s->phase = IPC_AGREE;
+        /* fall through */
+    case IPC_AGREE:
+        /* Every member must know that every other could map: one that could not would leave
+         * its block uncomputed and its output unwritten. */
+        status = ipc_round(req, s, IPC_STEP_AGREE, s->sig_rx + n, 1, &s->mapped, 1);
         if (status != COHORT_OK) {
             return status;
+        }
+        for (int k = 0; k < n; k++) {
+            if (k != me && !s->sig_rx[n + k]) {
+                s->mapped = 0;
+            }
+        }
+        if (!s->mapped) {
+            s->phase = IPC_FALLBACK;
+            return ipc_fallback(req, s);
         }
         s->phase = IPC_COMBINE;
         /* fall through */
@@ -273,14 +365,9 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
         if (status != COHORT_OK) {
             return status;
         }
-        if (s->out_is_scratch) {
-            status = cohort_gpu_copy(req->ctx, s->final_dst, s->dout, s->out_bytes);
-            s->out_is_scratch = 0;
-            if (status != COHORT_OK) {
-                return status;
-            }
-        }
-        return COHORT_OK;
+        return ipc_finish(req, s);
+    case IPC_FALLBACK:
+        return ipc_fallback(req, s);
     }
     return COHORT_ERR_INVALID_ARG; /* not reached */
 }
@@ -301,6 +388,7 @@ static void ipc_cleanup(cohort_request_t *req)
     }
     cohort_gpu_scratch_put(req->ctx, s->scratch[0]);
     cohort_gpu_scratch_put(req->ctx, s->scratch[1]);
+    cohort_gpu_scratch_put(req->ctx, s->fb_in);
 }
 
 static const cohort_coll_algo_t cohort_coll_cuda_ipc = {

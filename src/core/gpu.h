@@ -38,6 +38,7 @@ typedef struct {
     char why[192];                 /* NONE: why (module not built / not found / no device) */
     cohort_scratch_cache_t pinned; /* page-locked staging buffers */
     cohort_ipc_cache_t ipc;        /* peers' allocations mapped through CUDA IPC */
+    int ipc_warned;                /* mappings that failed (the first one is a warning) */
     /* Device scratch (CUDA IPC's stand-in for host buffers, whose handle and the peers'
      * mappings of it then stay valid from call to call; algorithms on device buffers), and
      * the page-locked bounce buffers of transfers staged one by one (xfer_stage.c). */

@@ -311,6 +311,12 @@ cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int fl
     int fd;
 
     memcpy(&fh, &h, sizeof(fh));
+    /* FAKE_CUDA_IPC_FAIL_RANK=r: rank r's "device" cannot reach the others' (no peer access
+     * between two GPUs), so every open there fails, as cudaIpcOpenMemHandle would */
+    if (getenv("FAKE_CUDA_IPC_FAIL_RANK") != NULL && getenv("PMIX_RANK") != NULL &&
+        strcmp(getenv("FAKE_CUDA_IPC_FAIL_RANK"), getenv("PMIX_RANK")) == 0) {
+        return fake_set(cudaErrorPeerAccessUnsupported);
+    }
     /* CUDA refuses a second mapping of an allocation this process already has open */
     for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
         if (fake_allocs[i].base != NULL && fake_allocs[i].opened && fake_allocs[i].pid == fh.pid &&

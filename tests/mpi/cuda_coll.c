@@ -17,7 +17,8 @@
  * few counts (one past the rendezvous threshold), every root; then point-to-point with device
  * buffers. Ranks may share one GPU (device = local rank % devices).
  *
- * CUDA_COLL_ONLY=<name> runs that collective only (to look at one path by hand).
+ * CUDA_COLL_ONLY=<name>[,<name>...] runs those collectives only (to look at one path by hand;
+ * tests/gpu/fake_check.sh: the IPC collectives when a rank cannot map the others' memory).
  *
  * Without a device the test prints "SKIP: no CUDA device (...)" and exits 77; before that it
  * checks that the no-device answer is a status, not a failure, and that host buffers work.
@@ -220,6 +221,19 @@ typedef struct {
     int has_op, has_root, in_place;
     size_t sfac, rfac; /* send and receive sizes, in counts: 1 or the group size */
 } coll_t;
+
+/* Whether @a name is one of the comma-separated names of @a list. */
+static int listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (const char *p = list; p != NULL; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == '\0')) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 static cohort_status_t run(int c, cohort_group_t *g, const void *s, void *r, size_t n,
                            cohort_dtype_t dt, cohort_op_t op, int root)
@@ -532,7 +546,7 @@ int main(void)
         const coll_t *co = &colls[c];
         const char *only = getenv("CUDA_COLL_ONLY");
         coll_t sized = *co;
-        if (only != NULL && strcmp(only, co->name) != 0) {
+        if (only != NULL && !listed(only, co->name)) {
             continue;
         }
         sized.sfac = co->sfac ? 1 : (size_t)nranks;

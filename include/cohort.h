@@ -580,7 +580,7 @@ typedef struct {
     int devices;      /**< CUDA devices this process sees; 0: none (see reason) */
     int ucx_cuda;     /**< 1 when UCX takes CUDA memory itself; 0: device data is staged
                            through page-locked host buffers */
-    int ipc;          /**< 1 when same-node allreduce, reduce_scatter and allgather go
+    int ipc;          /**< 1 when same-node collectives (all but barrier) go
                            through CUDA IPC (COHORT_CUDA_IPC=on and a device) */
     char reason[192]; /**< devices == 0: why ("no CUDA device (...)"); "" otherwise */
 } cohort_cuda_info_t;

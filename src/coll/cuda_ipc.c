@@ -1,6 +1,7 @@
 /*
- * Same-node allreduce, reduce_scatter and allgather through CUDA IPC (COHORT_CUDA_IPC=on):
- * every member maps the others' device buffers and reads them directly, device to device.
+ * Same-node collectives through CUDA IPC (COHORT_CUDA_IPC=on; every one but barrier): every
+ * member maps the device buffers of the others it reads (or, allreduce, writes) and works on
+ * them directly, device to device.
  *
  * Members must choose an algorithm alike, and a buffer's memory type is local knowledge: so
  * this algorithm is chosen by settings and placement only (the setting on, a device, every
@@ -14,9 +15,12 @@
  * input (its own first) in one kernel that writes it into every member's output, so each block
  * is computed once (every member ends with the same bits) and every byte of every input is read
  * once and every byte of every output written once, the least a one-GPU allreduce can move;
- * reduce_scatter is the same with this rank's output only; allgather copies every member's
- * input into this rank's output. Then one signal to every member, and completion only once all
- * have signalled: until then they read this rank's input and write into its output.
+ * reduce_scatter and reduce (at the root) are the same into this rank's output only;
+ * allgather, alltoall and bcast copy what this rank needs of the others' inputs into its
+ * output. Before any of that the members tell each other whether they could map what they
+ * need; if one could not, all fall back to messages (ipc_fallback). Then one signal to every
+ * member, and completion only once all have signalled: until then they read this rank's input and
+ * write into its output.
  */
 #include <string.h>
 #include "coll/coll_reduce.h"
@@ -122,24 +126,35 @@ static cohort_status_t ipc_start(cohort_request_t *req)
     s->base.xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
     s->base.nxfers = 2 * IPC_STEPS * n;
     req->device = 1; /* the fallback's transfers carry device memory */
-    s->in_bytes = a->coll == COHORT_COLL_REDUCE_SCATTER ? all : one;
-    s->out_bytes = a->coll == COHORT_COLL_ALLGATHER ? all : one;
-    if (a->sbuf != COHORT_IN_PLACE) {
+    s->in_bytes =
+        a->coll == COHORT_COLL_REDUCE_SCATTER || a->coll == COHORT_COLL_ALLTOALL ? all : one;
+    s->out_bytes = a->coll == COHORT_COLL_ALLGATHER || a->coll == COHORT_COLL_ALLTOALL ? all : one;
+    if (a->coll == COHORT_COLL_BCAST) {
+        /* one buffer: the root's is read, the others' written by their owners only */
+        status = ipc_export(req, s, a->rbuf, one, me == a->root ? one : 0, 0, &s->din, &s->mine.in);
+        s->dout = s->din;
+        s->mine.out = s->mine.in;
+    } else if (a->coll == COHORT_COLL_REDUCE && me != a->root) {
+        /* no output: the root writes its own */
+        s->out_bytes = 0;
+        status = ipc_export(req, s, in, one, one, 0, &s->din, &s->mine.in);
+        s->dout = NULL;
+    } else if (a->sbuf != COHORT_IN_PLACE) {
         status = ipc_export(req, s, in, s->in_bytes, s->in_bytes, 0, &s->din, &s->mine.in);
         if (status == COHORT_OK) {
             status = ipc_export(req, s, a->rbuf, s->out_bytes, 0, 1, &s->dout, &s->mine.out);
         }
-    } else if (a->coll == COHORT_COLL_ALLREDUCE) {
+    } else if (a->coll == COHORT_COLL_ALLREDUCE || a->coll == COHORT_COLL_REDUCE) {
         /* one buffer: block i is written by rank i only, and read by others only after the
-         * first signal */
+         * first signal (reduce: the root's, read by nobody else) */
         status = ipc_export(req, s, a->rbuf, one, one, 0, &s->din, &s->mine.in);
         s->dout = s->din;
         s->mine.out = s->mine.in;
-    } else if (a->coll == COHORT_COLL_REDUCE_SCATTER) {
-        /* the result (rbuf's start) would overwrite input that others read: scratch */
+    } else if (a->coll == COHORT_COLL_REDUCE_SCATTER || a->coll == COHORT_COLL_ALLTOALL) {
+        /* the result would overwrite input that others read: scratch */
         status = ipc_export(req, s, a->rbuf, all, all, 0, &s->din, &s->mine.in);
         if (status == COHORT_OK) {
-            status = ipc_export(req, s, NULL, one, 0, 1, &s->dout, &s->mine.out);
+            status = ipc_export(req, s, NULL, s->out_bytes, 0, 1, &s->dout, &s->mine.out);
         }
     } else {
         /* allgather: the input is this rank's block of rbuf */
@@ -151,7 +166,7 @@ static cohort_status_t ipc_start(cohort_request_t *req)
     if (status != COHORT_OK) {
         return status;
     }
-    s->out_is_scratch = s->dout != a->rbuf;
+    s->out_is_scratch = s->dout != NULL && s->dout != a->rbuf;
     s->final_dst = a->rbuf;
     s->phase = IPC_EXCHANGE;
     return COHORT_OK;
@@ -191,8 +206,22 @@ static cohort_status_t ipc_map_one(cohort_request_t *req, ipc_state_t *s, int k,
     return COHORT_OK;
 }
 
+/* Whether this rank reads member @a k's input, and writes into its output. */
+static int ipc_reads(const cohort_coll_args_t *a, int me, int k)
+{
+    switch (a->coll) {
+    case COHORT_COLL_BCAST:
+        return k == a->root && me != a->root;
+    case COHORT_COLL_REDUCE:
+        return me == a->root;
+    default:
+        return 1;
+    }
+}
+
 static cohort_status_t ipc_map(cohort_request_t *req, ipc_state_t *s)
 {
+    const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
     cohort_status_t status = COHORT_OK;
 
@@ -202,8 +231,10 @@ static cohort_status_t ipc_map(cohort_request_t *req, ipc_state_t *s)
             s->out_map[k] = s->dout;
             continue;
         }
-        status = ipc_map_one(req, s, k, 0, &s->peers[k].in, "input", &s->in_map[k]);
-        if (status == COHORT_OK) {
+        if (ipc_reads(a, me, k)) {
+            status = ipc_map_one(req, s, k, 0, &s->peers[k].in, "input", &s->in_map[k]);
+        }
+        if (status == COHORT_OK && a->coll == COHORT_COLL_ALLREDUCE) {
             status = ipc_map_one(req, s, k, 1, &s->peers[k].out, "output", &s->out_map[k]);
         }
     }
@@ -245,37 +276,78 @@ static cohort_status_t ipc_finish(cohort_request_t *req, ipc_state_t *s)
     return status;
 }
 
+/* The fallback's messages with member @a k: where its data lands here (NULL: none comes) and
+ * what this rank sends it (NULL: nothing). */
+static void ipc_fallback_peer(const ipc_state_t *s, int me, int k, char **rx, const char **tx)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    size_t one = a->count * a->esize;
+    char *slot = s->fb_in != NULL ? s->fb_in + (size_t)k * one : NULL;
+
+    *rx = NULL;
+    *tx = NULL;
+    switch (a->coll) {
+    case COHORT_COLL_ALLREDUCE:
+        *rx = slot;
+        *tx = s->din;
+        break;
+    case COHORT_COLL_REDUCE_SCATTER:
+        *rx = slot;
+        *tx = s->din + (size_t)k * one;
+        break;
+    case COHORT_COLL_REDUCE:
+        *rx = me == a->root ? slot : NULL;
+        *tx = k == a->root ? s->din : NULL;
+        break;
+    case COHORT_COLL_ALLGATHER:
+        *rx = s->dout + (size_t)k * one;
+        *tx = s->din;
+        break;
+    case COHORT_COLL_ALLTOALL:
+        *rx = s->dout + (size_t)k * one;
+        *tx = s->din + (size_t)k * one;
+        break;
+    default: /* bcast */
+        *rx = k == a->root ? s->dout : NULL;
+        *tx = me == a->root ? s->din : NULL;
+        break;
+    }
+}
+
 /* A member could not map the others' buffers: every member sends what the others need of its
  * input as messages (device data staged transfer by transfer) and combines what it receives, in
- * member order, so the bits still agree everywhere. Each member receives n - 1 blocks (reduce_
- * scatter, allgather) or inputs (allreduce). */
+ * member order, so the bits still agree everywhere. */
 static cohort_status_t ipc_fallback(cohort_request_t *req, ipc_state_t *s)
 {
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
     size_t one = a->count * a->esize;
-    int rs = a->coll == COHORT_COLL_REDUCE_SCATTER, ag = a->coll == COHORT_COLL_ALLGATHER;
+    int rs = a->coll == COHORT_COLL_REDUCE_SCATTER;
+    int reduces =
+        a->coll == COHORT_COLL_ALLREDUCE || rs || (a->coll == COHORT_COLL_REDUCE && me == a->root);
     cohort_xfer_t *x = s->base.xfers + (size_t)IPC_STEP_FALLBACK * 2 * (size_t)n;
     const void *srcs[COHORT_GPU_MULTI_MAX];
     cohort_status_t status = COHORT_OK;
 
     if (!s->fb_posted) {
-        if (!ag) {
+        if (reduces) {
             s->fb_in = cohort_gpu_scratch_get(req->ctx, (size_t)n * one);
             if (s->fb_in == NULL) {
                 return COHORT_ERR_NO_MEMORY;
             }
         }
         for (int k = 0; k < n && status == COHORT_OK; k++) {
-            /* allgather: member k's input is block k of the output; the others: slot k */
-            char *rx = ag ? s->dout + (size_t)k * one : s->fb_in + (size_t)k * one;
+            char *rx;
+            const char *tx;
             if (k == me) {
                 continue;
             }
-            status = cohort_coll_recv(req, &x[k], k, IPC_STEP_FALLBACK, rx, one);
-            if (status == COHORT_OK) {
-                status = cohort_coll_send(req, &x[n + k], k, IPC_STEP_FALLBACK,
-                                          s->din + (rs ? (size_t)k * one : 0), one);
+            ipc_fallback_peer(s, me, k, &rx, &tx);
+            if (rx != NULL) {
+                status = cohort_coll_recv(req, &x[k], k, IPC_STEP_FALLBACK, rx, one);
+            }
+            if (tx != NULL && status == COHORT_OK) {
+                status = cohort_coll_send(req, &x[n + k], k, IPC_STEP_FALLBACK, tx, one);
             }
         }
         if (status != COHORT_OK) {
@@ -287,14 +359,15 @@ static cohort_status_t ipc_fallback(cohort_request_t *req, ipc_state_t *s)
     if (status != COHORT_OK) {
         return status;
     }
-    if (ag) {
-        status = cohort_gpu_copy(req->ctx, s->dout + (size_t)me * one, s->din, one);
-    } else {
+    if (reduces) {
         for (int k = 0; k < n; k++) {
             srcs[k] = k == me ? s->din + (rs ? (size_t)me * one : 0) : s->fb_in + (size_t)k * one;
         }
         status = cohort_gpu_reduce_multi(req->ctx, (void *const *)&s->dout, 1, srcs, n, a->count,
                                          a->dt, a->op, n);
+    } else if (a->coll == COHORT_COLL_ALLGATHER || a->coll == COHORT_COLL_ALLTOALL) {
+        size_t off = a->coll == COHORT_COLL_ALLTOALL ? (size_t)me * one : 0;
+        status = cohort_gpu_copy(req->ctx, s->dout + (size_t)me * one, s->din + off, one);
     }
     return status == COHORT_OK ? ipc_finish(req, s) : status;
 }
@@ -343,14 +416,19 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
                                  off);
         } else if (a->coll == COHORT_COLL_REDUCE_SCATTER) {
             status = ipc_combine(req, s, (size_t)me * one, a->count, &s->dout, 1, 0);
+        } else if (a->coll == COHORT_COLL_REDUCE) {
+            status = me == a->root ? ipc_combine(req, s, 0, a->count, &s->dout, 1, 0) : COHORT_OK;
+        } else if (a->coll == COHORT_COLL_BCAST) {
+            status = me == a->root ? COHORT_OK
+                                   : cohort_gpu_copy(req->ctx, s->dout, s->in_map[a->root], one);
         } else {
-            /* allgather: every member's input into its block */
+            /* allgather: every member's input into its block; alltoall: block me of every
+             * member's input into its block */
+            size_t off = a->coll == COHORT_COLL_ALLTOALL ? (size_t)me * one : 0;
             status = COHORT_OK;
             for (int k = 0; k < n && status == COHORT_OK; k++) {
-                if (s->dout + (size_t)k * one != s->in_map[k]) {
-                    status =
-                        cohort_gpu_copy(req->ctx, s->dout + (size_t)k * one, s->in_map[k], one);
-                }
+                status =
+                    cohort_gpu_copy(req->ctx, s->dout + (size_t)k * one, s->in_map[k] + off, one);
             }
         }
         if (status != COHORT_OK) {
@@ -394,7 +472,7 @@ static void ipc_cleanup(cohort_request_t *req)
 static const cohort_coll_algo_t cohort_coll_cuda_ipc = {
     .name = "cuda_ipc",
     .description = "same node: members read each other's device buffers through CUDA IPC",
-    .coll = COHORT_COLL_LAST, /* any of allreduce, reduce_scatter, allgather */
+    .coll = COHORT_COLL_LAST, /* any collective but barrier */
     .state_size = ipc_state_size,
     .start = ipc_start,
     .progress = ipc_progress,
@@ -407,9 +485,7 @@ const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const coho
     cohort_context_t *ctx = g->ctx;
 
     if (ctx->cfg.cuda_ipc != COHORT_CUDA_IPC_ON || a->count == 0 || g->size < 2 ||
-        g->size > COHORT_GPU_MULTI_MAX ||
-        (a->coll != COHORT_COLL_ALLREDUCE && a->coll != COHORT_COLL_REDUCE_SCATTER &&
-         a->coll != COHORT_COLL_ALLGATHER) ||
+        g->size > COHORT_GPU_MULTI_MAX || a->coll == COHORT_COLL_BARRIER ||
         cohort_gpu_get(ctx) == NULL) {
         return NULL;
     }

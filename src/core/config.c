@@ -53,7 +53,7 @@ static const cohort_setting_t cohort_settings[] = {
      "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
      "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
     {"COHORT_CUDA_IPC", "auto | off | on", "auto",
-     "on: same-node allreduce, reduce_scatter and allgather read the members' device buffers "
+     "on: same-node collectives read the members' device buffers "
      "through CUDA IPC (set it alike on every rank); auto and off: device data is staged through "
      "host memory"},
     {"COHORT_CUDA_IPC_CACHE", "mappings, 0 = none", "64",

@@ -25,7 +25,7 @@ typedef enum {
 } cohort_fault_point_t;
 
 /* COHORT_CUDA_IPC. auto stages today (a per-call choice would need every member's memory
- * type); on: same-node allreduce/reduce_scatter/allgather through CUDA IPC, on every rank. */
+ * type); on: same-node collectives through CUDA IPC, on every rank. */
 typedef enum {
     COHORT_CUDA_IPC_AUTO,
     COHORT_CUDA_IPC_OFF,

@@ -255,7 +255,9 @@ cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
         return status;
     }
     cohort_list_push(&req->xfers, &x->req_link);
-    return cohort_am_match_unexpected(c, x);
+    status = cohort_am_match_unexpected(c, x);
+    /* refused (its peer is gone): nothing will finish it, so its bounce goes back now */
+    return status == COHORT_OK ? COHORT_OK : cohort_xfer_unstage(x, status);
 }
 
 void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status)

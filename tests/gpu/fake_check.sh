@@ -4,9 +4,9 @@
 # one. With the real CUDA module (whose kernels cannot run here, so a reduction asked of the
 # device fails) every collective and p2p with device, managed and mixed buffers runs through
 # staging; with the test module whose kernels are host loops (tests/gpu/fake_kernels.c, found
-# first on COHORT_PLUGIN_PATH) every collective runs with COHORT_CUDA_IPC=on, allreduce,
-# reduce_scatter and allgather through CUDA IPC (once with rank 1 unable to map the others'
-# memory, FAKE_CUDA_IPC_FAIL_RANK: the fallback), and then every message-based algorithm on the
+# first on COHORT_PLUGIN_PATH) every collective runs through CUDA IPC (once with rank 1
+# unable to map the others' memory, FAKE_CUDA_IPC_FAIL_RANK: the fallback), and then every
+# message-based algorithm on the
 # device buffers themselves (COHORT_CUDA_PIPELINE_MIN=0: local copies and reductions on the
 # "device", each transfer staged on its own; a kernel handed host memory fails the run). Run by
 # make check (built only with CUDA).
@@ -26,7 +26,7 @@ singleton
 2 COHORT_CUDA_IPC=on $kernels
 3 COHORT_CUDA_IPC=on COHORT_CUDA_IPC_CACHE=0 $kernels
 4 COHORT_CUDA_IPC=on $kernels
-3 COHORT_CUDA_IPC=on FAKE_CUDA_IPC_FAIL_RANK=1 CUDA_COLL_ONLY=allreduce,reduce_scatter,allgather $kernels
+3 COHORT_CUDA_IPC=on FAKE_CUDA_IPC_FAIL_RANK=1 CUDA_COLL_ONLY=bcast,reduce,allreduce,reduce_scatter,allgather,alltoall $kernels
 3 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_BCAST=knomial COHORT_ALGO_REDUCE=knomial $kernels
 4 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=rabenseifner COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck COHORT_ALGO_ALLTOALL=bruck COHORT_ALGO_BCAST=scatter_allgather $kernels
 3 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=recursive_doubling $kernels"

@@ -464,6 +464,31 @@ static void test_ipc_cache(cohort_context_t *ctx, cohort_group_t *w)
     cu.free_device(r);
 }
 
+/* Over IPC each member maps only what it reads: a bcast the root's buffer (non-roots, one
+ * mapping), a reduce every other input (the root), an alltoall every other input (everyone). */
+static void test_ipc_maps(cohort_context_t *ctx, cohort_group_t *w)
+{
+    size_t n = 4096;
+    void *s = dev_alloc(n * 4, 0), *r = dev_alloc(n * 4 * (size_t)nranks, 0);
+    void *r2 = dev_alloc(n * 4 * (size_t)nranks, 0);
+    uint64_t peers = (uint64_t)(nranks - 1);
+    cohort_stats_t a, b, c, d;
+
+    CHECK_OK(cohort_stats(ctx, &a));
+    CHECK_OK(cohort_bcast(w, s, n, COHORT_UINT32, 0));
+    CHECK_OK(cohort_stats(ctx, &b));
+    CHECK(b.cuda_ipc_opens - a.cuda_ipc_opens == (me == 0 ? 0 : 1));
+    CHECK_OK(cohort_reduce(w, s, r, n, COHORT_UINT32, COHORT_SUM, 0));
+    CHECK_OK(cohort_stats(ctx, &c));
+    CHECK(c.cuda_ipc_opens - b.cuda_ipc_opens == (me == 0 ? peers : 0));
+    CHECK_OK(cohort_alltoall(w, r, r2, n, COHORT_UINT32));
+    CHECK_OK(cohort_stats(ctx, &d));
+    CHECK(d.cuda_ipc_opens - c.cuda_ipc_opens == peers);
+    cu.free_device(s);
+    cu.free_device(r);
+    cu.free_device(r2);
+}
+
 /* Which staging a large device allreduce took: whole copies around the algorithm, or the
  * algorithm on the device buffers with each transfer staged (COHORT_CUDA_PIPELINE_MIN=0 with a
  * message-based allreduce forced; the default threshold is 4 MiB and same-node groups pick
@@ -572,6 +597,7 @@ int main(void)
         test_p2p(ctx, w);
         if (info.ipc && nranks > 1) {
             test_ipc_cache(ctx, w);
+            test_ipc_maps(ctx, w);
         } else if (nranks > 1) {
             test_staging_choice(ctx, w);
         }

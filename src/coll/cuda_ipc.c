@@ -47,7 +47,7 @@ typedef struct {
     int out_is_scratch; /* the result goes to the caller's rbuf at the end */
     void *final_dst;    /* where: the caller's rbuf */
     uint8_t signal;     /* the byte each signal carries */
-    uint8_t mapped;     /* this rank mapped every member's buffers */
+    uint8_t mapped;     /* this rank mapped every buffer of the others it needs */
     int fb_posted;      /* the fallback's transfers are posted */
     char *fb_in;        /* fallback: device scratch for the members' inputs */
     ipc_desc_t mine;
@@ -206,7 +206,7 @@ static cohort_status_t ipc_map_one(cohort_request_t *req, ipc_state_t *s, int k,
     return COHORT_OK;
 }
 
-/* Whether this rank reads member @a k's input, and writes into its output. */
+/* Whether this rank reads member @a k's input (allreduce also writes into every output). */
 static int ipc_reads(const cohort_coll_args_t *a, int me, int k)
 {
     switch (a->coll) {

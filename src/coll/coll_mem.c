@@ -16,6 +16,12 @@ static int cohort_coll_mem_dev(cohort_request_t *req)
     return cohort_coll_base(req)->on_device;
 }
 
+/* After a device failure the request is over (its next progress says so): nothing more runs. */
+static int cohort_coll_mem_failed(cohort_request_t *req)
+{
+    return cohort_coll_base(req)->mem_status != COHORT_OK;
+}
+
 static void cohort_coll_mem_fail(cohort_request_t *req, cohort_status_t status)
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
@@ -42,7 +48,7 @@ void cohort_coll_mem_release(cohort_request_t *req, void *buf)
 
 void cohort_coll_mem_copy(cohort_request_t *req, void *dst, const void *src, size_t bytes)
 {
-    if (bytes == 0 || dst == src) {
+    if (bytes == 0 || dst == src || cohort_coll_mem_failed(req)) {
         return;
     }
     if (cohort_coll_mem_dev(req)) {
@@ -57,7 +63,7 @@ void cohort_coll_mem_reduce(cohort_request_t *req, void *dst, const void *a, con
 {
     const cohort_coll_args_t *args = &cohort_coll_base(req)->args;
 
-    if (count == 0) {
+    if (count == 0 || cohort_coll_mem_failed(req)) {
         return;
     }
     if (cohort_coll_mem_dev(req)) {
@@ -72,7 +78,7 @@ void cohort_coll_mem_finish(cohort_request_t *req, void *buf, size_t count, int 
 {
     const cohort_coll_args_t *args = &cohort_coll_base(req)->args;
 
-    if (count == 0 || args->op != COHORT_AVG) {
+    if (count == 0 || args->op != COHORT_AVG || cohort_coll_mem_failed(req)) {
         return;
     }
     if (cohort_coll_mem_dev(req)) {

@@ -3,7 +3,7 @@
 # (tests/gpu/fake_cudart.c, "device" memory that faults on any host access) ahead of the real
 # one. With the real CUDA module (whose kernels cannot run here, so a reduction asked of the
 # device fails) every collective and p2p with device, managed and mixed buffers runs through
-# staging; with the test module whose kernels are host loops (tests/gpu/fake_kernels.c, found
+# staging, and one run makes a device reduction fail on purpose (every member gets a status); with the test module whose kernels are host loops (tests/gpu/fake_kernels.c, found
 # first on COHORT_PLUGIN_PATH) every collective runs through CUDA IPC (once with rank 1
 # unable to map the others' memory, FAKE_CUDA_IPC_FAIL_RANK: the fallback), and then every
 # message-based algorithm on the
@@ -23,6 +23,7 @@ export TEST_RUNS="2
 4
 3 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck
 singleton
+3 CUDA_COLL_KERNEL_FAIL=1 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring
 2 COHORT_CUDA_IPC=on $kernels
 3 COHORT_CUDA_IPC=on COHORT_CUDA_IPC_CACHE=0 $kernels
 4 COHORT_CUDA_IPC=on $kernels

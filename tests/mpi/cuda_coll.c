@@ -521,6 +521,43 @@ static void test_staging_choice(cohort_context_t *ctx, cohort_group_t *w)
     cu.free_device(r);
 }
 
+/* CUDA_COLL_KERNEL_FAIL=1, under the real module and the fake runtime (whose kernels cannot
+ * run): an allreduce on device buffers that reduces on the device fails on every member with a
+ * status (COHORT_ERR_CUDA here, or the revocation a member that failed first sent), never a hang;
+ * the group stays failed, and the world group goes on. */
+static void test_kernel_fail(cohort_context_t *ctx, cohort_group_t *w)
+{
+    size_t n = 1 << 16;
+    void *s = dev_alloc(n * 4, 0), *r = dev_alloc(n * 4, 0);
+    int *all = malloc((size_t)nranks * sizeof(int));
+    int *ranks = malloc((size_t)nranks * sizeof(int));
+    cohort_group_t *g = NULL;
+    cohort_status_t st;
+
+    CHECK(all != NULL && ranks != NULL);
+    for (int k = 0; k < nranks; k++) {
+        ranks[k] = k;
+    }
+    CHECK_OK(cohort_group_create(ctx, "kernel-fail", ranks, nranks, &g));
+    st = cohort_allreduce(g, s, r, n, COHORT_FLOAT32, COHORT_SUM);
+    CHECK(st == COHORT_ERR_CUDA || st == COHORT_ERR_REVOKED);
+    CHECK(cohort_allreduce(g, s, r, n, COHORT_FLOAT32, COHORT_SUM) != COHORT_OK);
+    CHECK_OK(cohort_allgather(w, &me, all, 1, COHORT_INT32));
+    for (int k = 0; k < nranks; k++) {
+        CHECK(all[k] == k);
+    }
+    if (me == 0) {
+        printf("cuda_coll: a device reduction that fails: %s here, the group failed, the world "
+               "goes on\n",
+               cohort_strerror(st));
+    }
+    cohort_group_free(g);
+    cu.free_device(s);
+    cu.free_device(r);
+    free(all);
+    free(ranks);
+}
+
 int main(void)
 {
     static const coll_t colls[] = {
@@ -566,6 +603,11 @@ int main(void)
     if (me == 0) {
         printf("cuda_coll: %d device(s), UCX CUDA memory %s, IPC %s\n", info.devices,
                info.ucx_cuda ? "yes" : "no (staged)", info.ipc ? "on" : "off");
+    }
+    if (getenv("CUDA_COLL_KERNEL_FAIL") != NULL) {
+        test_kernel_fail(ctx, w);
+        test_finish(ctx, "cuda_coll");
+        return 0;
     }
     for (int c = 0; c < 6; c++) {
         const coll_t *co = &colls[c];

@@ -13,7 +13,6 @@
 #include "core/am.h"
 #include "core/cma.h"
 #include "core/endpoint.h"
-#include "core/gpu.h"
 #include "core/log.h"
 #include "core/notify.h"
 #include "core/time.h"
@@ -107,15 +106,7 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
         cohort_rndv_start(ctx, x, desc);
         return;
     }
-    if (m->len > 0 && x->mem_type == COHORT_MEM_CUDA) {
-        /* device memory UCX takes (not staged): the eager payload is still host memory */
-        cohort_xfer_finish(x, cohort_gpu_copy(ctx, x->buf, m->data, m->len));
-        return;
-    }
-    if (m->len > 0) {
-        memcpy(x->buf, m->data, m->len);
-    }
-    cohort_xfer_finish(x, COHORT_OK);
+    cohort_xfer_finish(x, cohort_xfer_fill(ctx, x, m->data, m->len));
 }
 
 /* Keep a message the callback only lends us: UCX's persistent eager buffer or its rendezvous

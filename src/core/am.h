@@ -43,6 +43,10 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status);
  * posted, and staged through a page-locked bounce where UCX takes no CUDA memory (a send's is
  * filled now). COHORT_ERR_NO_MEMORY or COHORT_ERR_CUDA (logged). */
 cohort_status_t cohort_xfer_stage(cohort_xfer_t *x);
+/* A receive's data, arrived in host memory, into its buffer: a copy, through the module when
+ * the buffer is device memory UCX takes (not staged). @return COHORT_OK or COHORT_ERR_CUDA. */
+cohort_status_t cohort_xfer_fill(cohort_context_t *ctx, cohort_xfer_t *x, const void *data,
+                                 size_t len);
 /* At finish: a staged receive that succeeded goes to the device (@return the status to
  * finish with); the bounce goes back once UCX lets go of it. */
 cohort_status_t cohort_xfer_unstage(cohort_xfer_t *x, cohort_status_t status);

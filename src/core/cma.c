@@ -314,14 +314,7 @@ int cohort_cma_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data,
         cohort_rndv_start(ctx, x, data);
         return 1;
     }
-    if (len > 0 && x->mem_type == COHORT_MEM_CUDA) {
-        cohort_xfer_finish(x, cohort_gpu_copy(ctx, x->buf, data, len));
-        return 0;
-    }
-    if (len > 0) {
-        memcpy(x->buf, data, len);
-    }
-    cohort_xfer_finish(x, COHORT_OK);
+    cohort_xfer_finish(x, cohort_xfer_fill(ctx, x, data, len));
     return 0;
 }
 

@@ -268,7 +268,7 @@ void *cohort_gpu_bounce_get(cohort_context_t *ctx, size_t bytes)
         cap *= 2;
     }
     return cohort_gpu_pool_get(ctx, &ctx->gpu.bounce, cap >= bytes ? cap : bytes,
-                               "page-locked staging memory");
+                               "page-locked bounce memory");
 }
 
 void cohort_gpu_bounce_put(cohort_context_t *ctx, void *buf)

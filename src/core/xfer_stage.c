@@ -10,6 +10,7 @@
  * Only requests that may carry device memory (req->device) ask where a buffer lives: other
  * transfers pay nothing here.
  */
+#include <string.h>
 #include "core/am.h"
 #include "core/gpu.h"
 #include "core/log.h"
@@ -43,6 +44,19 @@ cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
     x->stage_user = x->buf;
     x->buf = bounce;
     x->mem_type = COHORT_MEM_HOST;
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_xfer_fill(cohort_context_t *ctx, cohort_xfer_t *x, const void *data,
+                                 size_t len)
+{
+    if (len == 0) {
+        return COHORT_OK;
+    }
+    if (x->mem_type == COHORT_MEM_CUDA) {
+        return cohort_gpu_copy(ctx, x->buf, data, len);
+    }
+    memcpy(x->buf, data, len);
     return COHORT_OK;
 }
 

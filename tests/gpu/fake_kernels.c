@@ -1,10 +1,10 @@
 /*
- * The reduction "kernels" of the CUDA module (kernels.h) as host loops, for the fake runtime
+ * The reduction "kernel" of the CUDA module (kernels.h) as host loops, for the fake runtime
  * (fake_cudart.c), which runs no device code: linked with src/reduce/cuda/module.c into the
- * test-only module tests/gpu/fake/cohort_cuda.so, so that the paths that reduce on the device
- * (CUDA IPC's allreduce and reduce_scatter) run in CI without a GPU. Each operand is copied out
- * of fake device memory with cudaMemcpy (the only way in: that memory faults on host access),
- * combined with the host's own loops (src/reduce/host.c: the results the real kernels must
+ * test-only module tests/gpu/fake-kernels/cohort_cuda.so, so that the paths that reduce on the
+ * device (CUDA IPC, algorithms running on device buffers) run in CI without a GPU. Each operand is
+ * copied out of fake device memory with cudaMemcpy (the only way in: that memory faults on host
+ * access), combined with the host's own loops (src/reduce/host.c: the results the real kernels must
  * match bit for bit, tests/unit/check_reduce_cuda), and copied back.
  */
 #include <stdlib.h>
@@ -32,35 +32,6 @@ static void *fake_in(const void *dev, size_t bytes)
         return NULL;
     }
     return h;
-}
-
-cudaError_t cohort_cuda_reduce_launch(void *dst, const void *a, const void *b, size_t count,
-                                      cohort_dtype_t dt, cohort_op_t op, cudaStream_t s)
-{
-    const void *srcs[2] = {a, b};
-
-    return cohort_cuda_reduce_multi_launch(&dst, 1, srcs, 2, count, dt,
-                                           op == COHORT_AVG ? COHORT_SUM : op, 1, s);
-}
-
-cudaError_t cohort_cuda_finish_launch(void *buf, size_t count, cohort_dtype_t dt, int nranks,
-                                      cudaStream_t s)
-{
-    size_t bytes = count * cohort_dtype_size(dt);
-    void *h;
-    cudaError_t e;
-
-    if (!fake_on_device(buf)) {
-        return cudaErrorIllegalAddress;
-    }
-    h = fake_in(buf, bytes);
-    if (h == NULL) {
-        return cudaErrorMemoryAllocation;
-    }
-    cohort_reduce_finish(h, count, dt, COHORT_AVG, nranks);
-    e = cudaMemcpy(buf, h, bytes, cudaMemcpyDefault);
-    free(h);
-    return e;
 }
 
 cudaError_t cohort_cuda_reduce_multi_launch(void *const *dsts, int ndst, const void *const *srcs,

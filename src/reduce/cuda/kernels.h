@@ -1,4 +1,4 @@
-/* The reduction kernels' launchers (kernels.cu), called by the module (module.c). */
+/* The reduction kernel's launcher (kernels.cu), called by the module (module.c). */
 #ifndef COHORT_CUDA_KERNELS_H
 #define COHORT_CUDA_KERNELS_H
 
@@ -11,17 +11,12 @@
 extern "C" {
 #endif
 
-/* dst = a op b on stream @a s (AVG sums); cudaErrorInvalidValue for an unknown pair. */
-cudaError_t cohort_cuda_reduce_launch(void *dst, const void *a, const void *b, size_t count,
-                                      cohort_dtype_t dt, cohort_op_t op, cudaStream_t s);
 /* Every dsts[d] = srcs[0] op ... op srcs[nsrc-1], in that order, then (AVG) divided by
- * @a nranks, on stream @a s; at most COHORT_GPU_MULTI_MAX of each. */
+ * @a nranks, on stream @a s; at most COHORT_GPU_MULTI_MAX of each; cudaErrorInvalidValue for
+ * an unknown (dtype, op) pair. */
 cudaError_t cohort_cuda_reduce_multi_launch(void *const *dsts, int ndst, const void *const *srcs,
                                             int nsrc, size_t count, cohort_dtype_t dt,
                                             cohort_op_t op, int nranks, cudaStream_t s);
-/* COHORT_AVG's division by @a nranks on stream @a s. */
-cudaError_t cohort_cuda_finish_launch(void *buf, size_t count, cohort_dtype_t dt, int nranks,
-                                      cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -157,21 +157,7 @@ static cohort_status_t cohort_cuda_copy(void *dst, const void *src, size_t bytes
     return status == COHORT_OK ? cohort_cuda_copy_wait(0) : status;
 }
 
-static cohort_status_t cohort_cuda_reduce(void *dst, const void *a, const void *b, size_t count,
-                                          cohort_dtype_t dt, cohort_op_t op)
-{
-    cudaError_t e;
-
-    if (cohort_cuda_lanes() != COHORT_OK) {
-        return COHORT_ERR_CUDA;
-    }
-    e = cohort_cuda_reduce_launch(dst, a, b, count, dt, op, cohort_cuda.lane[0]);
-    if (e != cudaSuccess) {
-        return cohort_cuda_fail("reduction kernel", e);
-    }
-    return cohort_cuda_copy_wait(0);
-}
-
+/* Every reduction of the module is the one kernel's (kernels.cu), run to completion. */
 static cohort_status_t cohort_cuda_reduce_multi(void *const *dsts, int ndst,
                                                 const void *const *srcs, int nsrc, size_t count,
                                                 cohort_dtype_t dt, cohort_op_t op, int nranks)
@@ -184,27 +170,31 @@ static cohort_status_t cohort_cuda_reduce_multi(void *const *dsts, int ndst,
     e = cohort_cuda_reduce_multi_launch(dsts, ndst, srcs, nsrc, count, dt, op, nranks,
                                         cohort_cuda.lane[0]);
     if (e != cudaSuccess) {
-        return cohort_cuda_fail("n-way reduction kernel", e);
+        return cohort_cuda_fail("reduction kernel", e);
     }
     return cohort_cuda_copy_wait(0);
 }
 
+/* dst = a op b: two sources, no division (AVG sums here; finish divides). */
+static cohort_status_t cohort_cuda_reduce(void *dst, const void *a, const void *b, size_t count,
+                                          cohort_dtype_t dt, cohort_op_t op)
+{
+    const void *srcs[2] = {a, b};
+
+    return cohort_cuda_reduce_multi(&dst, 1, srcs, 2, count, dt, op == COHORT_AVG ? COHORT_SUM : op,
+                                    1);
+}
+
+/* AVG's division: the buffer, one source, divided into itself. */
 static cohort_status_t cohort_cuda_finish(void *buf, size_t count, cohort_dtype_t dt,
                                           cohort_op_t op, int nranks)
 {
-    cudaError_t e;
+    const void *src = buf;
 
     if (op != COHORT_AVG) {
         return COHORT_OK;
     }
-    if (cohort_cuda_lanes() != COHORT_OK) {
-        return COHORT_ERR_CUDA;
-    }
-    e = cohort_cuda_finish_launch(buf, count, dt, nranks, cohort_cuda.lane[0]);
-    if (e != cudaSuccess) {
-        return cohort_cuda_fail("average kernel", e);
-    }
-    return cohort_cuda_copy_wait(0);
+    return cohort_cuda_reduce_multi(&buf, 1, &src, 1, count, dt, COHORT_AVG, nranks);
 }
 
 static cohort_status_t cohort_cuda_host_alloc(void **ptr, size_t bytes)

@@ -570,6 +570,9 @@ typedef struct {
                                      host memory and back around the algorithm */
     uint64_t cuda_staged_xfers; /**< transfers of device data staged one by one through
                                      page-locked memory (COHORT_CUDA_PIPELINE_MIN, p2p) */
+    uint64_t cuda_ipc_calls;    /**< collectives this rank ran through CUDA IPC */
+    uint64_t cuda_ipc_votes;    /**< collectives whose members voted on CUDA IPC first
+                                     (COHORT_CUDA_IPC=auto, COHORT_CUDA_IPC_MIN) */
 } cohort_stats_t;
 
 COHORT_API cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats);
@@ -580,8 +583,9 @@ typedef struct {
     int devices;      /**< CUDA devices this process sees; 0: none (see reason) */
     int ucx_cuda;     /**< 1 when UCX takes CUDA memory itself; 0: device data is staged
                            through page-locked host buffers */
-    int ipc;          /**< 1 when same-node collectives (all but barrier) go
-                           through CUDA IPC (COHORT_CUDA_IPC=on and a device) */
+    int ipc;          /**< 1 when same-node collectives (all but barrier) may go
+                           through CUDA IPC: a device, and COHORT_CUDA_IPC=on (always) or
+                           auto (large calls on device buffers on every member) */
     char reason[192]; /**< devices == 0: why ("no CUDA device (...)"); "" otherwise */
 } cohort_cuda_info_t;
 

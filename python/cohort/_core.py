@@ -500,6 +500,7 @@ class Context(_Released):
                 "cuda_ipc_opens": s.cuda_ipc_opens, "cuda_ipc_reuses": s.cuda_ipc_reuses,
                 "cuda_staged_calls": s.cuda_staged_calls,
                 "cuda_staged_xfers": s.cuda_staged_xfers,
+                "cuda_ipc_calls": s.cuda_ipc_calls, "cuda_ipc_votes": s.cuda_ipc_votes,
                 "pmix_plugin": (s.pmix_plugin or b"").decode(),
                 "progress": (s.progress or b"").decode()}
 

@@ -40,6 +40,8 @@ class Stats(ctypes.Structure):
         ("cuda_ipc_reuses", ctypes.c_uint64),
         ("cuda_staged_calls", ctypes.c_uint64),
         ("cuda_staged_xfers", ctypes.c_uint64),
+        ("cuda_ipc_calls", ctypes.c_uint64),
+        ("cuda_ipc_votes", ctypes.c_uint64),
     ]
 
 

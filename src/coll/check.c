@@ -7,6 +7,10 @@
  * step for the next collective. Checking per message instead (the fingerprint in each header)
  * tells only the members that happen to receive an odd message; the others would return
  * success or hang.
+ *
+ * The same exchange carries the CUDA IPC vote (COHORT_CUDA_IPC=auto, cuda_ipc.c): one more
+ * field, 1 where every buffer of the member's call is on the device; its lowest value says
+ * whether all are. Under COHORT_CHECK=1 both ride in one agreement.
  */
 #include <stdio.h>
 #include <string.h>
@@ -47,9 +51,12 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
     int has_op = a->coll == COHORT_COLL_REDUCE || a->coll == COHORT_COLL_ALLREDUCE ||
                  a->coll == COHORT_COLL_REDUCE_SCATTER;
     int has_root = a->coll == COHORT_COLL_BCAST || a->coll == COHORT_COLL_REDUCE;
-    int64_t mine[COHORT_CHECK_FIELDS] = {
-        a->coll, a->coll == COHORT_COLL_BARRIER ? -1 : (int64_t)a->dt, has_op ? (int64_t)a->op : -1,
-        a->coll == COHORT_COLL_BARRIER ? 0 : (int64_t)a->count, has_root ? a->root : -1};
+    int64_t mine[COHORT_AGREE_FIELDS] = {a->coll,
+                                         a->coll == COHORT_COLL_BARRIER ? -1 : (int64_t)a->dt,
+                                         has_op ? (int64_t)a->op : -1,
+                                         a->coll == COHORT_COLL_BARRIER ? 0 : (int64_t)a->count,
+                                         has_root ? a->root : -1,
+                                         b->vote_algo != NULL && cohort_coll_stage_all_device(req)};
 
     memset(c, 0, sizeof(*c));
     memcpy(c->acc.lo, mine, sizeof(mine));
@@ -92,7 +99,7 @@ static cohort_status_t cohort_check_verdict(cohort_request_t *req, cohort_coll_c
     cohort_coll_base_t *b = cohort_coll_base(req);
     const cohort_comm_t *g = req->comm;
 
-    for (int f = 0; f < COHORT_CHECK_FIELDS; f++) {
+    for (int f = 0; f < COHORT_CHECK_FIELDS && req->ctx->cfg.check; f++) {
         if (c->acc.lo[f] != c->acc.hi[f]) {
             char lo[24], hi[24], mine[24];
             cohort_error(req->ctx,
@@ -121,7 +128,7 @@ cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_ch
         if (status != COHORT_OK) {
             return status;
         }
-        for (int f = 0; f < COHORT_CHECK_FIELDS; f++) {
+        for (int f = 0; f < COHORT_AGREE_FIELDS; f++) {
             c->acc.lo[f] = c->in.lo[f] < c->acc.lo[f] ? c->in.lo[f] : c->acc.lo[f];
             c->acc.hi[f] = c->in.hi[f] > c->acc.hi[f] ? c->in.hi[f] : c->acc.hi[f];
         }

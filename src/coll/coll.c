@@ -170,6 +170,22 @@ static cohort_status_t cohort_coll_validate(const cohort_comm_t *g, cohort_coll_
     return COHORT_OK;
 }
 
+/* After the agreement: a vote's answer (the same on every member) names the algorithm; the
+ * other one's buffers are staged now, not at post, since CUDA IPC takes them as they are. */
+static cohort_status_t cohort_coll_vote_apply(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+
+    if (b->vote_algo == NULL) {
+        return COHORT_OK;
+    }
+    if (b->check->acc.lo[COHORT_CHECK_DEVICE] > 0) {
+        b->algo = b->vote_algo;
+    }
+    b->vote_algo = NULL;
+    return b->algo->device ? COHORT_OK : cohort_coll_stage_in(req, b->algo);
+}
+
 static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
@@ -177,6 +193,9 @@ static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
 
     if (b->check != NULL && b->check->active) {
         status = cohort_coll_check_progress(req, b->check);
+        if (status == COHORT_OK) {
+            status = cohort_coll_vote_apply(req);
+        }
         if (status == COHORT_OK) {
             status = b->algo->start(req);
         }
@@ -317,12 +336,13 @@ static void cohort_coll_announce(cohort_comm_t *g, const cohort_coll_args_t *a,
 cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *args,
                                  cohort_request_t **req_p)
 {
-    const cohort_coll_algo_t *algo;
+    const cohort_coll_algo_t *algo, *ipc;
     cohort_coll_args_t a = *args;
     cohort_request_t *req;
     cohort_coll_base_t *b;
     cohort_status_t status;
     size_t size;
+    int vote;
 
     if (req_p == NULL) {
         cohort_error(g->ctx, "cohort_i%s: req is NULL", cohort_coll_names[a.coll]);
@@ -336,28 +356,38 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     if (status != COHORT_OK) {
         return status;
     }
-    algo = cohort_coll_cuda_ipc_pick(g, &a);
-    if (algo == NULL) {
-        algo = cohort_coll_select(g->ctx, &a, g->size, cohort_coll_node_local(g));
-    }
+    ipc = cohort_coll_cuda_ipc_pick(g, &a, &vote);
+    algo = ipc != NULL && !vote
+               ? ipc
+               : cohort_coll_select(g->ctx, &a, g->size, cohort_coll_node_local(g));
     if (algo == NULL) {
         cohort_error(g->ctx, "cohort_%s: no algorithm available", cohort_coll_names[a.coll]);
         return COHORT_ERR_UNSUPPORTED;
     }
-    /* Under COHORT_CHECK the agreement's state follows the algorithm's, aligned. */
-    size = (algo->state_size(&a, g->size) + 63) & ~(size_t)63;
+    /* Under COHORT_CHECK, or with a vote, the agreement's state follows the algorithm's (the
+     * larger of the two a vote chooses between), aligned. */
+    size = algo->state_size(&a, g->size);
+    if (vote && ipc->state_size(&a, g->size) > size) {
+        size = ipc->state_size(&a, g->size);
+    }
+    size = (size + 63) & ~(size_t)63;
     req = cohort_request_alloc(g, &cohort_coll_ops,
-                               size + (g->ctx->cfg.check ? cohort_coll_check_size() : 0));
+                               size + (g->ctx->cfg.check || vote ? cohort_coll_check_size() : 0));
     if (req == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
     b = cohort_coll_base(req);
-    if (g->ctx->cfg.check) {
+    if (g->ctx->cfg.check || vote) {
         b->check = (cohort_coll_check_t *)((char *)req->state + size);
     }
     b->args = a;
-    /* Before the collective's number is spent: a staging failure leaves the group in step. */
-    status = algo->device ? COHORT_OK : cohort_coll_stage_in(req, algo);
+    if (vote) {
+        b->vote_algo = ipc;
+        g->ctx->stat_ipc_votes++;
+    }
+    /* Before the collective's number is spent: a staging failure leaves the group in step
+     * (after a vote, it is the algorithm's first failure). */
+    status = algo->device || vote ? COHORT_OK : cohort_coll_stage_in(req, algo);
     if (status != COHORT_OK) {
         cohort_request_release(req);
         return status;

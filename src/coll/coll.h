@@ -76,17 +76,21 @@ typedef struct cohort_coll_algo {
     void (*abandon)(cohort_request_t *req, cohort_status_t status);
 } cohort_coll_algo_t;
 
-/* COHORT_CHECK=1: the members' agreement on a collective's arguments (check.c). */
-#define COHORT_CHECK_FIELDS 5
+/* The members' agreement before a collective (check.c): on its arguments (COHORT_CHECK=1),
+ * and on whether every member's buffers are on the device (the CUDA IPC vote,
+ * COHORT_CUDA_IPC=auto), in one exchange when both are asked. */
+#define COHORT_CHECK_FIELDS 5 /* the arguments, which must be alike */
+#define COHORT_CHECK_DEVICE 5 /* then the vote: its lowest value is the answer */
+#define COHORT_AGREE_FIELDS 6
 typedef struct {
-    int64_t lo[COHORT_CHECK_FIELDS], hi[COHORT_CHECK_FIELDS];
+    int64_t lo[COHORT_AGREE_FIELDS], hi[COHORT_AGREE_FIELDS];
 } cohort_coll_check_vals_t;
 
 typedef struct {
     int active; /* the agreement is under way; the algorithm has not started */
     int round, dist;
     uint32_t fp; /* the collective's fingerprint, set aside while the agreement runs */
-    int64_t mine[COHORT_CHECK_FIELDS];
+    int64_t mine[COHORT_AGREE_FIELDS];
     cohort_coll_check_vals_t acc, in, out;
     cohort_xfer_t x[2];
 } cohort_coll_check_t;
@@ -112,7 +116,10 @@ typedef struct {
     cohort_xfer_t *xfers;       /* every transfer the algorithm may post, for cancel/describe */
     cohort_coll_check_t *check; /* COHORT_CHECK=1 only: after the algorithm's state */
     cohort_coll_stage_t stage;
-    int on_device;              /* runs on this rank's device buffers (coll_mem.c) */
+    int on_device; /* runs on this rank's device buffers (coll_mem.c) */
+    /* COHORT_CUDA_IPC=auto: the algorithm taken instead of algo when every member votes that
+     * its buffers are on the device (cuda_ipc.c); NULL once decided, or without a vote */
+    const struct cohort_coll_algo *vote_algo;
     cohort_status_t mem_status; /* the first failure of a cohort_coll_mem_* call */
 } cohort_coll_base_t;
 
@@ -142,10 +149,12 @@ int cohort_coll_peers_ring(const cohort_coll_args_t *a, int n, int me, int *out,
 int cohort_coll_peers_dist(int n, int me, int sign, int *out, int max);
 
 size_t cohort_coll_check_size(void);
-/* Start the agreement (the algorithm starts once it is over). */
+/* Start the agreement (the algorithm starts once it is over): it checks the arguments under
+ * COHORT_CHECK=1, and carries this rank's vote when the request has a vote_algo. */
 cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *check);
-/* COHORT_INPROGRESS, COHORT_OK (agreed: the algorithm may start), COHORT_ERR_MISMATCH on
- * every member (logged, naming the field), or a transfer's error. */
+/* COHORT_INPROGRESS, COHORT_OK (agreed: the algorithm may start; a vote's answer is in
+ * acc.lo[COHORT_CHECK_DEVICE]), COHORT_ERR_MISMATCH on every member (logged, naming the
+ * field), or a transfer's error. */
 cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_check_t *check);
 
 /* Staging (stage.c): before the algorithm starts, device buffers are replaced in the request's
@@ -155,6 +164,9 @@ cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_ch
  * algorithm runs on them (on_device), its transfers staged one by one. */
 cohort_status_t cohort_coll_stage_in(cohort_request_t *req, const cohort_coll_algo_t *algo);
 cohort_status_t cohort_coll_stage_out(cohort_request_t *req);
+/* Whether every buffer this rank passes to the call (those it reads or writes) is device
+ * memory: its vote on CUDA IPC. */
+int cohort_coll_stage_all_device(cohort_request_t *req);
 void cohort_coll_stage_release(cohort_request_t *req);
 
 /* An algorithm's local work on its buffers (coll_mem.c): host loops, or for a request that
@@ -169,10 +181,13 @@ void cohort_coll_mem_reduce(cohort_request_t *req, void *dst, const void *a, con
                             size_t count);
 void cohort_coll_mem_finish(cohort_request_t *req, void *buf, size_t count, int nranks);
 
-/* The same-node CUDA IPC algorithm when COHORT_CUDA_IPC=on and every member shares this node
- * (cuda_ipc.c), else NULL. Depends on settings and placement only, never on this rank's
+/* The same-node CUDA IPC algorithm when every member shares this node and COHORT_CUDA_IPC is
+ * on (*vote 0: take it), or auto on a node with a CUDA driver for a call of
+ * COHORT_CUDA_IPC_MIN bytes or more (*vote 1: take it if every member votes so), else NULL
+ * (cuda_ipc.c). Depends on settings, placement and the node only, never on this rank's
  * buffers, so every member picks alike. */
-const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a);
+const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a,
+                                                    int *vote);
 
 /* Validate, select an algorithm, post on a communicator. */
 cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *args,

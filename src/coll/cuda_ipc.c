@@ -3,12 +3,15 @@
  * member maps the device buffers of the others it reads (or, allreduce, writes) and works on
  * them directly, device to device.
  *
- * Members must choose an algorithm alike, and a buffer's memory type is local knowledge: so
- * this algorithm is chosen by settings and placement only (the setting on, a device, every
- * member on this node), and every member takes part whatever its buffers are. A host buffer,
- * or a device buffer that cannot be exported (managed memory, pool or VMM allocations), is
- * copied into device scratch that can. That is also why the setting must be the same on every
- * rank, like COHORT_ALGO_*.
+ * Members must choose an algorithm alike, and a buffer's memory type is local knowledge. With
+ * COHORT_CUDA_IPC=on this algorithm is chosen by settings and placement only (a device, every
+ * member on this node), and every member takes part whatever its buffers are. With auto (the
+ * default) a same-node call of COHORT_CUDA_IPC_MIN bytes per member or more, on a node with a
+ * CUDA driver, starts with a vote (check.c's agreement, ceil(log2 n) rounds): this algorithm
+ * if every member's buffers are all on the device, else the one selection gives host buffers
+ * (device ones staged). Either way a host buffer, or a device buffer that cannot be exported
+ * (managed memory, pool or VMM allocations), is copied into device scratch that can. The
+ * settings must be the same on every rank, like COHORT_ALGO_*.
  *
  * Phases: exchange descriptors (IPC handle, offset, buffer id of the input and the output) with
  * every member; map theirs; combine: for allreduce rank i computes block i from every member's
@@ -125,6 +128,7 @@ static cohort_status_t ipc_start(cohort_request_t *req)
     p += 2 * (size_t)n;
     s->base.xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
     s->base.nxfers = 2 * IPC_STEPS * n;
+    req->ctx->stat_ipc_calls++;
     req->device = 1; /* the fallback's transfers carry device memory */
     s->in_bytes =
         a->coll == COHORT_COLL_REDUCE_SCATTER || a->coll == COHORT_COLL_ALLTOALL ? all : one;
@@ -480,13 +484,24 @@ static const cohort_coll_algo_t cohort_coll_cuda_ipc = {
     .device = 1,
 };
 
-const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a)
+const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a,
+                                                    int *vote)
 {
     cohort_context_t *ctx = g->ctx;
 
-    if (ctx->cfg.cuda_ipc != COHORT_CUDA_IPC_ON || a->count == 0 || g->size < 2 ||
-        g->size > COHORT_GPU_MULTI_MAX || a->coll == COHORT_COLL_BARRIER ||
-        cohort_gpu_get(ctx) == NULL) {
+    *vote = 0;
+    if (ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_OFF || a->count == 0 || g->size < 2 ||
+        g->size > COHORT_GPU_MULTI_MAX || a->coll == COHORT_COLL_BARRIER) {
+        return NULL;
+    }
+    if (ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_AUTO) {
+        /* The driver, not a device: a rank shown none (CUDA_VISIBLE_DEVICES="") still votes
+         * (no), where one that skipped the vote would leave the others waiting for it. */
+        if (a->count * a->esize < ctx->cfg.cuda_ipc_min || !cohort_gpu_driver(ctx)) {
+            return NULL;
+        }
+        *vote = 1;
+    } else if (cohort_gpu_get(ctx) == NULL) {
         return NULL;
     }
     for (int k = 0; k < g->size; k++) {

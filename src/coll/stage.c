@@ -129,6 +129,19 @@ cohort_status_t cohort_coll_stage_in(cohort_request_t *req, const cohort_coll_al
     return COHORT_OK;
 }
 
+int cohort_coll_stage_all_device(cohort_request_t *req)
+{
+    const cohort_coll_args_t *a = &cohort_coll_base(req)->args;
+    size_t sbytes, rin, rout;
+
+    cohort_coll_stage_sizes(a, req->comm->size, req->comm->rank, &sbytes, &rin, &rout);
+    if (sbytes == 0 && rin == 0 && rout == 0) {
+        return 0;
+    }
+    return (sbytes == 0 || cohort_gpu_mem_type(req->ctx, a->sbuf) == COHORT_MEM_CUDA) &&
+           ((rin == 0 && rout == 0) || cohort_gpu_mem_type(req->ctx, a->rbuf) == COHORT_MEM_CUDA);
+}
+
 cohort_status_t cohort_coll_stage_out(cohort_request_t *req)
 {
     cohort_coll_stage_t *st = &cohort_coll_base(req)->stage;

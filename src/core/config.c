@@ -53,9 +53,14 @@ static const cohort_setting_t cohort_settings[] = {
      "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
      "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
     {"COHORT_CUDA_IPC", "auto | off | on", "auto",
-     "on: same-node collectives read the members' device buffers "
-     "through CUDA IPC (set it alike on every rank); auto and off: device data is staged through "
-     "host memory"},
+     "auto: on a node with a CUDA driver, a same-node collective of COHORT_CUDA_IPC_MIN bytes per "
+     "member or more starts with a vote, and goes through CUDA IPC (the members reading each "
+     "other's device buffers) when every member's buffers are on the device; on: same-node "
+     "collectives always go through CUDA IPC (host buffers copied to the device); off: never. "
+     "Set it alike on every rank"},
+    {"COHORT_CUDA_IPC_MIN", "bytes (K, M, G allowed)", "262144",
+     "COHORT_CUDA_IPC=auto: the smallest collective (bytes per member: count times the dtype's "
+     "size) that votes on CUDA IPC; set it alike on every rank"},
     {"COHORT_CUDA_IPC_CACHE", "mappings, 0 = none", "64",
      "how many of the other members' device allocations stay mapped (CUDA IPC) between calls "
      "when no call uses them; 0: mapped and unmapped in every call"},
@@ -238,6 +243,8 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         cfg->cma = (cohort_cma_mode_t)idx;
     } else if (strcmp(name, "COHORT_CMA_MIN") == 0) {
         return cohort_config_bytes(name, value, &cfg->cma_min, err, errlen);
+    } else if (strcmp(name, "COHORT_CUDA_IPC_MIN") == 0) {
+        return cohort_config_bytes(name, value, &cfg->cuda_ipc_min, err, errlen);
     } else if (strcmp(name, "COHORT_CUDA_PIPELINE_MIN") == 0) {
         if (strcmp(value, "off") == 0) {
             cfg->cuda_pipeline_min = SIZE_MAX;
@@ -326,6 +333,10 @@ cohort_status_t cohort_config_parse(cohort_config_t *cfg, char *const *envp, cha
      * created it first); kept without bound they are a leak: 64 MiB holds thousands. */
     cfg->orphan_bytes = 64u << 20;
     cfg->cuda_ipc_cache = 64;
+    /* Unmeasured on a GPU so far. Below it a device call is staged whole (two copies around
+     * the host algorithm, tens of us at this size); from it a call on host buffers on a GPU
+     * node pays the vote (ceil(log2 n) rounds of one small message). */
+    cfg->cuda_ipc_min = 256u << 10;
     /* Unmeasured on a GPU so far (the device check compares): a whole copy of 4 MiB over a
      * PCIe link takes 100-300 us, tens of transfers' per-copy cost. */
     cfg->cuda_pipeline_min = 4u << 20;

@@ -24,8 +24,8 @@ typedef enum {
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 
-/* COHORT_CUDA_IPC. auto stages today (a per-call choice would need every member's memory
- * type); on: same-node collectives through CUDA IPC, on every rank. */
+/* COHORT_CUDA_IPC. auto: large same-node calls vote on it (coll/cuda_ipc.c); on: same-node
+ * collectives through CUDA IPC whatever the buffers; off: never. */
 typedef enum {
     COHORT_CUDA_IPC_AUTO,
     COHORT_CUDA_IPC_OFF,
@@ -48,13 +48,14 @@ typedef struct {
     char pmix_plugin[COHORT_CONFIG_NAME_MAX]; /* default "dmodex" */
     char plugin_path[COHORT_CONFIG_PATH_MAX]; /* colon-separated; "" when unset */
     cohort_progress_mode_t progress;
-    double timeout_s;   /* 0: no timeout */
-    double keepalive_s; /* COHORT_KEEPALIVE_S: UCX keepalive interval; 0: UCX's own */
-    double watch_s;     /* COHORT_WATCH_S: wire a peer a receive waited this long on; 0: never */
-    int check;          /* COHORT_CHECK: 0 or 1 */
-    int cuda_off;       /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
-    int cuda_ipc;       /* COHORT_CUDA_IPC: cohort_cuda_ipc_mode_t */
-    int cuda_ipc_cache; /* COHORT_CUDA_IPC_CACHE: unused peers' mappings kept */
+    double timeout_s;    /* 0: no timeout */
+    double keepalive_s;  /* COHORT_KEEPALIVE_S: UCX keepalive interval; 0: UCX's own */
+    double watch_s;      /* COHORT_WATCH_S: wire a peer a receive waited this long on; 0: never */
+    int check;           /* COHORT_CHECK: 0 or 1 */
+    int cuda_off;        /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
+    int cuda_ipc;        /* COHORT_CUDA_IPC: cohort_cuda_ipc_mode_t */
+    int cuda_ipc_cache;  /* COHORT_CUDA_IPC_CACHE: unused peers' mappings kept */
+    size_t cuda_ipc_min; /* COHORT_CUDA_IPC_MIN: bytes per member from which auto votes */
     size_t cuda_pipeline_min; /* COHORT_CUDA_PIPELINE_MIN: device calls staged per transfer */
     cohort_cma_mode_t cma;    /* COHORT_CMA */
     size_t cma_min;           /* COHORT_CMA_MIN: bytes from which a same-node send is single copy */

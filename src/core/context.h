@@ -100,6 +100,8 @@ struct cohort_context {
     uint64_t stat_ipc_reuses;  /* mappings the IPC cache already held */
     uint64_t stat_stage_calls; /* collectives staged whole (coll/stage.c) */
     uint64_t stat_stage_xfers; /* transfers staged one by one (core/xfer_stage.c) */
+    uint64_t stat_ipc_calls;   /* collectives run through CUDA IPC (coll/cuda_ipc.c) */
+    uint64_t stat_ipc_votes;   /* votes held on it (COHORT_CUDA_IPC=auto) */
     int in_progress;           /* guards against re-entering progress from a callback */
     int finalizing;
 };

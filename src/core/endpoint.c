@@ -643,6 +643,8 @@ cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
     stats->cuda_ipc_reuses = ctx->stat_ipc_reuses;
     stats->cuda_staged_calls = ctx->stat_stage_calls;
     stats->cuda_staged_xfers = ctx->stat_stage_xfers;
+    stats->cuda_ipc_calls = ctx->stat_ipc_calls;
+    stats->cuda_ipc_votes = ctx->stat_ipc_votes;
     stats->pmix_plugin = ctx->singleton ? "singleton" : ctx->plugin->name;
     stats->progress = cohort_progress_mode_name(ctx->cfg.progress);
     return COHORT_OK;

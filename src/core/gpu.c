@@ -66,6 +66,7 @@ static void cohort_gpu_load(cohort_context_t *ctx)
         dlclose(dl);
         return;
     }
+    gpu->driver = mod->driver() > 0;
     gpu->ndevices = mod->open(gpu->why, sizeof(gpu->why));
     if (gpu->ndevices <= 0) {
         gpu->ndevices = 0;
@@ -92,6 +93,12 @@ const cohort_gpu_module_t *cohort_gpu_get(cohort_context_t *ctx)
         cohort_gpu_load(ctx);
     }
     return ctx->gpu.mod;
+}
+
+int cohort_gpu_driver(cohort_context_t *ctx)
+{
+    (void)cohort_gpu_get(ctx);
+    return ctx->gpu.driver;
 }
 
 cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr)
@@ -304,7 +311,7 @@ cohort_status_t cohort_cuda_info(cohort_context_t *ctx, cohort_cuda_info_t *info
     (void)cohort_gpu_get(ctx);
     info->devices = ctx->gpu.ndevices;
     info->ucx_cuda = ctx->ucx_mem_cuda;
-    info->ipc = info->devices > 0 && ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_ON;
+    info->ipc = info->devices > 0 && ctx->cfg.cuda_ipc != COHORT_CUDA_IPC_OFF;
     snprintf(info->reason, sizeof(info->reason), "%s",
              ctx->gpu.state == COHORT_GPU_READY ? "" : ctx->gpu.why);
     return COHORT_OK;

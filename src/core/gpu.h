@@ -35,6 +35,7 @@ typedef struct {
     cohort_gpu_state_t state;
     const cohort_gpu_module_t *mod; /* READY only */
     int ndevices;
+    int driver;                    /* a CUDA driver is installed (devices shown here or not) */
     char why[192];                 /* NONE: why (module not built / not found / no device) */
     cohort_scratch_cache_t pinned; /* page-locked staging buffers */
     cohort_ipc_cache_t ipc;        /* peers' allocations mapped through CUDA IPC */
@@ -48,6 +49,9 @@ typedef struct {
 
 /* The module when a device is there (loads it on first use), else NULL. */
 const cohort_gpu_module_t *cohort_gpu_get(cohort_context_t *ctx);
+/* Whether this node has a CUDA driver (the module loaded and cudaDriverGetVersion said so),
+ * whether or not this process is shown a device: the same answer on every rank of a node. */
+int cohort_gpu_driver(cohort_context_t *ctx);
 /* Where @a ptr lives: COHORT_MEM_CUDA for device and managed memory. Cheap when there is no
  * device (one test after the first call). */
 cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include "cohort.h"
 
-#define COHORT_GPU_MODULE_ABI    2
+#define COHORT_GPU_MODULE_ABI    3
 #define COHORT_GPU_MODULE_SYMBOL "cohort_gpu_module"
 #define COHORT_GPU_MODULE_FILE   "cohort_cuda.so"
 /* cudaIpcMemHandle_t is 64 bytes; kept opaque here. */
@@ -53,6 +53,10 @@ typedef struct cohort_gpu_module {
     const char *name;
     /* How many devices this process sees; 0 (with why) when none or no driver: never fails. */
     int (*open)(char *why, size_t whylen);
+    /* The installed driver's version (cudaDriverGetVersion), 0 without one: a property of the
+     * node, whatever devices this process is shown (CUDA_VISIBLE_DEVICES), and cheap (no CUDA
+     * context). */
+    int (*driver)(void);
     const char *(*last_error)(void);
     cohort_gpu_ptr_kind_t (*ptr_kind)(const void *ptr, int *device);
     /* Any direction (host or device on either side). */

@@ -2,14 +2,17 @@
 # The device paths without a GPU: tests/mpi/cuda_coll with the fake CUDA runtime
 # (tests/gpu/fake_cudart.c, "device" memory that faults on any host access) ahead of the real
 # one. With the real CUDA module (whose kernels cannot run here, so a reduction asked of the
-# device fails) every collective and p2p with device, managed and mixed buffers runs through
-# staging, and one run makes a device reduction fail on purpose (every member gets a status); with the test module whose kernels are host loops (tests/gpu/fake_kernels.c, found
-# first on COHORT_PLUGIN_PATH) every collective runs through CUDA IPC (once with rank 1
-# unable to map the others' memory, FAKE_CUDA_IPC_FAIL_RANK: the fallback), and then every
-# message-based algorithm on the
-# device buffers themselves (COHORT_CUDA_PIPELINE_MIN=0: local copies and reductions on the
-# "device", each transfer staged on its own; a kernel handed host memory fails the run). Run by
-# make check (built only with CUDA).
+# device fails) and COHORT_CUDA_IPC=off every collective and p2p with device, managed and mixed
+# buffers runs through staging, and one run makes a device reduction fail on purpose (every
+# member gets a status); with the test module whose kernels are host loops
+# (tests/gpu/fake_kernels.c, found first on COHORT_PLUGIN_PATH) every collective runs through
+# CUDA IPC (once with rank 1 unable to map the others' memory, FAKE_CUDA_IPC_FAIL_RANK: the
+# fallback), and then every message-based algorithm on the device buffers themselves
+# (COHORT_CUDA_PIPELINE_MIN=0: local copies and reductions on the "device", each transfer
+# staged on its own; a kernel handed host memory fails the run); and (FAKE_CHECK_PART=vote)
+# COHORT_CUDA_IPC=auto, the default: the matrix with large calls voting their way into IPC,
+# the vote with COHORT_CHECK=1, with a rank shown no device, at another threshold. Run by make
+# check (built only with CUDA).
 set -eu
 top=${TEST_SRCDIR:-.}
 build=$(pwd)
@@ -23,18 +26,25 @@ if [ "${FAKE_CHECK_PART:-staging}" = staging ]; then
     # The module's C side and check_reduce_cuda's own logic (host loops against host loops).
     COHORT_PLUGIN_PATH="$build/tests/gpu/fake-kernels" timeout -k 5 300 \
         "$build/tests/unit/check_reduce_cuda"
-    export TEST_RUNS="2
-4
-3 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck
+    export TEST_RUNS="2 COHORT_CUDA_IPC=off
+4 COHORT_CUDA_IPC=off
+3 COHORT_CUDA_IPC=off COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck
 singleton
-3 CUDA_COLL_KERNEL_FAIL=1 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring"
+3 CUDA_COLL_KERNEL_FAIL=1 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring"
+    exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"
+fi
+if [ "$FAKE_CHECK_PART" = vote ]; then
+    export TEST_RUNS="3 $kernels
+4 CUDA_COLL_VOTE=1 COHORT_CHECK=1 $kernels
+3 CUDA_COLL_VOTE=1 FAKE_CUDA_NO_DEVICE_RANK=1 $kernels
+2 CUDA_COLL_VOTE=1 COHORT_CUDA_IPC_MIN=65536 $kernels"
     exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"
 fi
 export TEST_RUNS="2 COHORT_CUDA_IPC=on $kernels
 3 COHORT_CUDA_IPC=on COHORT_CUDA_IPC_CACHE=0 $kernels
 4 COHORT_CUDA_IPC=on $kernels
 3 COHORT_CUDA_IPC=on FAKE_CUDA_IPC_FAIL_RANK=1 CUDA_COLL_ONLY=bcast,reduce,allreduce,reduce_scatter,allgather,alltoall $kernels
-3 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_BCAST=knomial COHORT_ALGO_REDUCE=knomial $kernels
-4 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=rabenseifner COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck COHORT_ALGO_ALLTOALL=bruck COHORT_ALGO_BCAST=scatter_allgather $kernels
-3 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=recursive_doubling $kernels"
+3 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_BCAST=knomial COHORT_ALGO_REDUCE=knomial $kernels
+4 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=rabenseifner COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck COHORT_ALGO_ALLTOALL=bruck COHORT_ALGO_BCAST=scatter_allgather $kernels
+3 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=recursive_doubling $kernels"
 exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"

@@ -117,9 +117,29 @@ static void fake_open(fake_alloc_t *a, int open)
     }
 }
 
+/* Whether the variable @a name names this rank (PMIX_RANK). */
+static int fake_this_rank(const char *name)
+{
+    const char *r = getenv(name), *me = getenv("PMIX_RANK");
+
+    return r != NULL && me != NULL && strcmp(r, me) == 0;
+}
+
+/* FAKE_CUDA_NO_DEVICE_RANK=r: rank r is shown no device (CUDA_VISIBLE_DEVICES=""), the driver
+ * being there all the same, as on a GPU node. */
 cudaError_t cudaGetDeviceCount(int *count)
 {
+    if (fake_this_rank("FAKE_CUDA_NO_DEVICE_RANK")) {
+        *count = 0;
+        return fake_set(cudaErrorNoDevice);
+    }
     *count = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    *version = 13000;
     return cudaSuccess;
 }
 
@@ -313,8 +333,7 @@ cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int fl
     memcpy(&fh, &h, sizeof(fh));
     /* FAKE_CUDA_IPC_FAIL_RANK=r: rank r's "device" cannot reach the others' (no peer access
      * between two GPUs), so every open there fails, as cudaIpcOpenMemHandle would */
-    if (getenv("FAKE_CUDA_IPC_FAIL_RANK") != NULL && getenv("PMIX_RANK") != NULL &&
-        strcmp(getenv("FAKE_CUDA_IPC_FAIL_RANK"), getenv("PMIX_RANK")) == 0) {
+    if (fake_this_rank("FAKE_CUDA_IPC_FAIL_RANK")) {
         return fake_set(cudaErrorPeerAccessUnsupported);
     }
     /* CUDA refuses a second mapping of an allocation this process already has open */

@@ -6,6 +6,7 @@
 /* run: 3 COHORT_CUDA_IPC=on COHORT_CUDA_IPC_CACHE=0 */
 /* run: 4 COHORT_CUDA_IPC=on */
 /* run: 4 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck */
+/* run: 3 CUDA_COLL_VOTE=1 COHORT_CHECK=1 */
 /* run: singleton */
 /* clang-format on */
 /*
@@ -521,6 +522,81 @@ static void test_staging_choice(cohort_context_t *ctx, cohort_group_t *w)
     cu.free_device(r);
 }
 
+/* One allreduce (SUM, uint32) of @a n elements on this rank's device buffers or host ones (in
+ * place or not), checked; and what it added to this rank's IPC counters. */
+static void vote_allreduce(cohort_context_t *ctx, cohort_group_t *w, int on_dev, int in_place,
+                           size_t n, uint32_t salt, uint64_t *votes, uint64_t *ipc_calls)
+{
+    uint32_t *h = malloc(n * 4);
+    void *s = on_dev ? dev_alloc(n * 4, 0) : malloc(n * 4);
+    void *r = on_dev ? dev_alloc(n * 4, 0) : malloc(n * 4);
+    cohort_stats_t a, b;
+
+    CHECK(h != NULL && s != NULL && r != NULL);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = (uint32_t)me * salt + (uint32_t)i;
+    }
+    if (on_dev) {
+        to_dev(in_place ? r : s, h, n * 4);
+    } else {
+        memcpy(in_place ? r : s, h, n * 4);
+    }
+    CHECK_OK(cohort_stats(ctx, &a));
+    CHECK_OK(cohort_allreduce(w, in_place ? COHORT_IN_PLACE : s, r, n, COHORT_UINT32, COHORT_SUM));
+    CHECK_OK(cohort_stats(ctx, &b));
+    if (on_dev) {
+        from_dev(h, r, n * 4);
+    } else {
+        memcpy(h, r, n * 4);
+    }
+    for (size_t i = 0; i < n; i++) {
+        CHECK(h[i] == salt * (uint32_t)(nranks * (nranks - 1) / 2) + (uint32_t)(nranks * i));
+    }
+    *votes = b.cuda_ipc_votes - a.cuda_ipc_votes;
+    *ipc_calls = b.cuda_ipc_calls - a.cuda_ipc_calls;
+    if (on_dev) {
+        cu.free_device(s);
+        cu.free_device(r);
+    } else {
+        free(s);
+        free(r);
+    }
+    free(h);
+}
+
+/* COHORT_CUDA_IPC=auto: a same-node call from COHORT_CUDA_IPC_MIN bytes per member votes, and
+ * goes through IPC when every member's buffers are on the device; below it, no vote; one member
+ * with host buffers (or shown no device, FAKE_CUDA_NO_DEVICE_RANK) and every member takes the
+ * normal algorithm, with the right result everywhere. Under COHORT_CHECK=1 the vote rides with
+ * the argument check. */
+static void test_vote(cohort_context_t *ctx, cohort_group_t *w, int have_dev)
+{
+    const char *env = getenv("COHORT_CUDA_IPC_MIN");
+    size_t min = env != NULL ? (size_t)strtoull(env, NULL, 10) : (size_t)256 << 10;
+    size_t n = min / 4;
+    int all_dev = getenv("FAKE_CUDA_NO_DEVICE_RANK") == NULL;
+    uint64_t v, c;
+
+    vote_allreduce(ctx, w, have_dev, 0, n, 3, &v, &c);
+    CHECK(v == 1 && c == (uint64_t)all_dev);
+    vote_allreduce(ctx, w, have_dev, 1, n, 5, &v, &c);
+    CHECK(v == 1 && c == (uint64_t)all_dev);
+    vote_allreduce(ctx, w, have_dev, 0, n / 2, 7, &v, &c);
+    CHECK(v == 0 && c == 0);
+    /* rank 0 passes host buffers */
+    vote_allreduce(ctx, w, have_dev && me != 0, 0, n, 9, &v, &c);
+    CHECK(v == 1 && c == 0);
+    vote_allreduce(ctx, w, have_dev, 0, n, 11, &v, &c);
+    CHECK(v == 1 && c == (uint64_t)all_dev);
+    if (me == 0) {
+        printf("cuda_coll: CUDA IPC vote from %zu bytes%s: %s, no vote below\n", min,
+               getenv("COHORT_CHECK") != NULL ? " (with COHORT_CHECK=1)" : "",
+               all_dev ? "IPC when every member's buffers are on the device, the normal "
+                         "algorithm when one member's are not"
+                       : "the normal algorithm everywhere (a rank is shown no device)");
+    }
+}
+
 /* CUDA_COLL_KERNEL_FAIL=1, under the real module and the fake runtime (whose kernels cannot
  * run): an allreduce on device buffers that reduces on the device fails on every member with a
  * status (COHORT_ERR_CUDA here, or the revocation a member that failed first sent), never a hang;
@@ -588,6 +664,12 @@ int main(void)
         free(all);
     }
     CHECK(sum == nranks * (nranks + 1) / 2);
+    if (info.devices == 0 && getenv("CUDA_COLL_VOTE") != NULL && nranks > 1) {
+        /* shown no device among ranks that have one: it votes all the same */
+        test_vote(ctx, w, 0);
+        test_finish(ctx, "cuda_coll");
+        return 0;
+    }
     if (info.devices == 0) {
         CHECK(info.reason[0] != '\0' && info.ipc == 0);
         if (me == 0) {
@@ -606,6 +688,11 @@ int main(void)
     }
     if (getenv("CUDA_COLL_KERNEL_FAIL") != NULL) {
         test_kernel_fail(ctx, w);
+        test_finish(ctx, "cuda_coll");
+        return 0;
+    }
+    if (getenv("CUDA_COLL_VOTE") != NULL && nranks > 1) {
+        test_vote(ctx, w, 1);
         test_finish(ctx, "cuda_coll");
         return 0;
     }
@@ -636,12 +723,15 @@ int main(void)
         }
     }
     if (getenv("CUDA_COLL_ONLY") == NULL) {
+        const char *mode = getenv("COHORT_CUDA_IPC");
         test_p2p(ctx, w);
-        if (info.ipc && nranks > 1) {
+        if (mode != NULL && strcmp(mode, "on") == 0 && nranks > 1) {
             test_ipc_cache(ctx, w);
             test_ipc_maps(ctx, w);
-        } else if (nranks > 1) {
+        } else if (mode != NULL && strcmp(mode, "off") == 0 && nranks > 1) {
             test_staging_choice(ctx, w);
+        } else if (nranks > 1) {
+            test_vote(ctx, w, 1);
         }
     }
     if (me == 0) {

@@ -33,6 +33,8 @@ START_TEST(test_defaults)
     ck_assert(cfg.orphan_bytes > 0);
     ck_assert_int_eq(cfg.cuda_ipc_cache, 64);
     ck_assert_uint_eq(cfg.cuda_pipeline_min, 4u << 20);
+    ck_assert_int_eq(cfg.cuda_ipc, COHORT_CUDA_IPC_AUTO);
+    ck_assert_uint_eq(cfg.cuda_ipc_min, 256u << 10);
     ck_assert_str_eq(err, "");
     ck_assert_str_eq(warn, "");
 }
@@ -40,21 +42,14 @@ END_TEST
 
 START_TEST(test_values)
 {
-    char *env[] = {"COHORT_PMIX_PLUGIN=fence",
-                   "COHORT_PROGRESS=block",
-                   "COHORT_TIMEOUT=2.5",
-                   "COHORT_KEEPALIVE_S=0.5",
-                   "COHORT_WATCH_S=0",
-                   "COHORT_CMA=on",
-                   "COHORT_CMA_MIN=4096",
-                   "COHORT_CHECK=1",
-                   "COHORT_LOG=debug",
-                   "COHORT_PLUGIN_PATH=/a:/b",
-                   "COHORT_ALGO_ALLREDUCE=ring",
-                   "COHORT_ALGO_REDUCE_SCATTER=ring",
-                   "COHORT_CUDA_IPC_CACHE=0",
-                   "COHORT_CUDA_PIPELINE_MIN=1M",
-                   NULL};
+    char *env[] = {"COHORT_PMIX_PLUGIN=fence",   "COHORT_PROGRESS=block",
+                   "COHORT_TIMEOUT=2.5",         "COHORT_KEEPALIVE_S=0.5",
+                   "COHORT_WATCH_S=0",           "COHORT_CMA=on",
+                   "COHORT_CMA_MIN=4096",        "COHORT_CHECK=1",
+                   "COHORT_LOG=debug",           "COHORT_PLUGIN_PATH=/a:/b",
+                   "COHORT_ALGO_ALLREDUCE=ring", "COHORT_ALGO_REDUCE_SCATTER=ring",
+                   "COHORT_CUDA_IPC_CACHE=0",    "COHORT_CUDA_PIPELINE_MIN=1M",
+                   "COHORT_CUDA_IPC_MIN=64K",    NULL};
 
     ck_assert_int_eq(parse(env), COHORT_OK);
     ck_assert_str_eq(cfg.pmix_plugin, "fence");
@@ -67,6 +62,7 @@ START_TEST(test_values)
     ck_assert_int_eq(cfg.check, 1);
     ck_assert_int_eq(cfg.cuda_ipc_cache, 0);
     ck_assert_uint_eq(cfg.cuda_pipeline_min, 1u << 20);
+    ck_assert_uint_eq(cfg.cuda_ipc_min, 64u << 10);
     {
         char *off[] = {"COHORT_CUDA_PIPELINE_MIN=off", NULL};
         ck_assert_int_eq(parse(off), COHORT_OK);
@@ -152,6 +148,9 @@ START_TEST(test_bad_values_named)
         {"COHORT_CUDA_IPC_CACHE=99999999999", "COHORT_CUDA_IPC_CACHE"},
         {"COHORT_CUDA_PIPELINE_MIN=never", "COHORT_CUDA_PIPELINE_MIN"},
         {"COHORT_CUDA_PIPELINE_MIN=-1", "COHORT_CUDA_PIPELINE_MIN"},
+        {"COHORT_CUDA_IPC_MIN=big", "COHORT_CUDA_IPC_MIN"},
+        {"COHORT_CUDA_IPC_MIN=-5", "COHORT_CUDA_IPC_MIN"},
+        {"COHORT_CUDA_IPC_MIN=", "COHORT_CUDA_IPC_MIN"},
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

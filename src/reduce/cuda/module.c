@@ -87,6 +87,17 @@ static int cohort_cuda_open(char *why, size_t whylen)
     return cohort_cuda.ndevices;
 }
 
+static int cohort_cuda_driver(void)
+{
+    int v = 0;
+
+    if (cudaDriverGetVersion(&v) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return v;
+}
+
 /* The streams are made when the first device buffer is seen, not at open: a program that only
  * passes host buffers never creates a CUDA context (hundreds of MiB of device memory per
  * process). They belong to the device current then. */
@@ -296,6 +307,7 @@ __attribute__((visibility("default"))) const cohort_gpu_module_t cohort_gpu_modu
     .abi = COHORT_GPU_MODULE_ABI,
     .name = "cuda",
     .open = cohort_cuda_open,
+    .driver = cohort_cuda_driver,
     .last_error = cohort_cuda_last_error,
     .ptr_kind = cohort_cuda_ptr_kind,
     .copy = cohort_cuda_copy,

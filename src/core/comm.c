@@ -82,6 +82,7 @@ void cohort_comm_destroy(cohort_comm_t *c)
     if (c->node_shm_free != NULL) {
         c->node_shm_free(c->node_shm);
     }
+    cohort_notify_flush(c);
     cohort_am_comm_cleanup(c);
     cohort_map_del(&ctx->comms, c->id);
     cohort_list_del(&c->link);

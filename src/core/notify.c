@@ -238,7 +238,7 @@ static void cohort_notice_send(cohort_context_t *ctx, const cohort_notice_t *n)
     cohort_am_hdr_t h;
 
     if (c == NULL) {
-        return; /* freed meanwhile: its members are told by the others */
+        return; /* freed: its notices went out then (cohort_notify_flush) */
     }
     memset(&h, 0, sizeof(h));
     h.kind = COHORT_MSG_REVOKE;
@@ -274,6 +274,21 @@ static void cohort_notify_watch(cohort_context_t *ctx, double now)
                              peer->rank, now - x->since);
                 cohort_peer_want(peer);
             }
+        }
+    }
+}
+
+void cohort_notify_flush(cohort_comm_t *c)
+{
+    cohort_list_t *pos, *tmp;
+
+    cohort_list_for_each(pos, tmp, &c->ctx->notices)
+    {
+        cohort_notice_t *notice = cohort_container_of(pos, cohort_notice_t, link);
+        if (notice->gid == c->id) {
+            cohort_list_del(&notice->link);
+            cohort_notice_send(c->ctx, notice);
+            free(notice);
         }
     }
 }

@@ -17,6 +17,9 @@
 
 /* @a c was just revoked here: tell the other members (rooted here), at the next progress. */
 void cohort_notify_revoke(cohort_comm_t *c);
+/* @a c is being destroyed: the notices queued for it go out now, or nobody would tell the
+ * members when this rank was the only one to know (a request freed, then its group). */
+void cohort_notify_flush(cohort_comm_t *c);
 /* A REVOKE message from member h->src of @a c arrived (sender checked): revoke here, pass it
  * down the sender's tree, and mark the failed rank it names. */
 void cohort_notify_recv(cohort_comm_t *c, const cohort_am_hdr_t *h);

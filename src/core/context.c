@@ -326,6 +326,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_list_init(&ctx->preparing);
     cohort_list_init(&ctx->ready);
     cohort_list_init(&ctx->polling);
+    cohort_list_init(&ctx->copying);
     cohort_list_init(&ctx->notices);
     cohort_list_init(&ctx->cma_acks);
     cohort_list_init(&ctx->cma_acks_sent);

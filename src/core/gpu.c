@@ -132,6 +132,26 @@ cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *sr
     return cohort_gpu_check(ctx, ctx->gpu.mod->copy(dst, src, bytes), "copy of device data");
 }
 
+cohort_status_t cohort_gpu_copy_start(cohort_context_t *ctx, void *dst, const void *src,
+                                      size_t bytes, int lane, uint64_t *ticket)
+{
+    return cohort_gpu_check(ctx, ctx->gpu.mod->copy_start(dst, src, bytes, lane, ticket),
+                            "copy of device data");
+}
+
+cohort_status_t cohort_gpu_copy_test(cohort_context_t *ctx, uint64_t ticket)
+{
+    cohort_status_t status = ctx->gpu.mod->copy_test(ticket);
+
+    return status == COHORT_INPROGRESS ? status
+                                       : cohort_gpu_check(ctx, status, "copy of device data");
+}
+
+cohort_status_t cohort_gpu_copy_finish(cohort_context_t *ctx, uint64_t ticket)
+{
+    return cohort_gpu_check(ctx, ctx->gpu.mod->copy_finish(ticket), "copy of device data");
+}
+
 cohort_status_t cohort_gpu_reduce(cohort_context_t *ctx, void *dst, const void *a, const void *b,
                                   size_t count, cohort_dtype_t dt, cohort_op_t op)
 {

@@ -57,6 +57,13 @@ int cohort_gpu_driver(cohort_context_t *ctx);
 cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr);
 /* Copies in any direction, reductions on device memory; logged on failure (COHORT_ERR_CUDA). */
 cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *src, size_t bytes);
+/* An asynchronous copy on @a lane (COHORT_GPU_LANE_TO_HOST or _TO_DEVICE): *ticket 0 when it
+ * is over already; else poll it with cohort_gpu_copy_test (COHORT_OK once done, or
+ * COHORT_INPROGRESS) or wait with cohort_gpu_copy_finish, which spend it. */
+cohort_status_t cohort_gpu_copy_start(cohort_context_t *ctx, void *dst, const void *src,
+                                      size_t bytes, int lane, uint64_t *ticket);
+cohort_status_t cohort_gpu_copy_test(cohort_context_t *ctx, uint64_t ticket);
+cohort_status_t cohort_gpu_copy_finish(cohort_context_t *ctx, uint64_t ticket);
 cohort_status_t cohort_gpu_reduce(cohort_context_t *ctx, void *dst, const void *a, const void *b,
                                   size_t count, cohort_dtype_t dt, cohort_op_t op);
 cohort_status_t cohort_gpu_reduce_multi(cohort_context_t *ctx, void *const *dsts, int ndst,

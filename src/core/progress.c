@@ -2,6 +2,7 @@
 #include <sched.h>
 #include <time.h>
 #include "core/comm.h"
+#include "core/am.h"
 #include "core/cma.h"
 #include "core/endpoint.h"
 #include "core/notify.h"
@@ -29,6 +30,9 @@ int cohort_progress(cohort_context_t *ctx)
     n += cohort_notify_progress(ctx);
     if (!cohort_list_empty(&ctx->cma_acks) || !cohort_list_empty(&ctx->cma_resend)) {
         n += cohort_cma_progress(ctx);
+    }
+    if (!cohort_list_empty(&ctx->copying)) {
+        n += cohort_xfer_stage_progress(ctx);
     }
     if (!cohort_list_empty(&ctx->to_close)) {
         n += cohort_peer_close_failed(ctx);
@@ -75,8 +79,9 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
         }
         break;
     case COHORT_PROGRESS_BLOCK:
-        /* A request waiting on shared memory has no event to sleep on: yield, as above. */
-        if (!cohort_list_empty(&ctx->polling)) {
+        /* A request waiting on shared memory, or a transfer on a copy to or from the device,
+         * has no event to sleep on: yield, as above. */
+        if (!cohort_list_empty(&ctx->polling) || !cohort_list_empty(&ctx->copying)) {
             sched_yield();
             break;
         }

@@ -42,6 +42,8 @@ typedef struct cohort_xfer {
     uint8_t cma_desc[32];    /* send: the cohort_cma_desc_t UCX sends instead */
     void *stage;             /* device data through page-locked memory (xfer_stage.c): the bounce */
     void *stage_user;        /* the caller's device buffer behind it */
+    uint64_t stage_copy;     /* the staging copy in flight (its ticket), 0: none */
+    uint8_t stage_drained;   /* recv: its copy to the device was started */
     void *ucx_req;           /* UCX request while in flight */
     cohort_peer_t *ucx_peer; /* whose endpoint that request uses */
     uint8_t hdr[COHORT_AM_HDR_BYTES]; /* send: the encoded header UCX may still read */

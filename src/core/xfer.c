@@ -41,6 +41,9 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
 {
     cohort_request_t *req = x->req;
 
+    if (!x->done && cohort_xfer_drain(x, &status)) {
+        return; /* finished again once its data is on the device */
+    }
     if (x->ucx_req == NULL) {
         cohort_list_del(&x->req_link);
     }
@@ -229,13 +232,22 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     hdr.flags = 0;
     cohort_am_hdr_encode(&hdr, x->hdr);
     cohort_list_push(&req->xfers, &x->req_link);
+    if (!cohort_xfer_stage_pending(x)) {
+        cohort_xfer_post_send(x);
+    }
+    return COHORT_OK;
+}
+
+void cohort_xfer_post_send(cohort_xfer_t *x)
+{
+    cohort_comm_t *c = x->req->comm;
+
     if (c->state != COHORT_COMM_READY) {
         x->waiting = 1;
         cohort_list_push(&c->waiting, &x->link);
-        return COHORT_OK;
+        return;
     }
     cohort_xfer_route(x);
-    return COHORT_OK;
 }
 
 cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x);

@@ -1,11 +1,14 @@
 /*
  * Device memory in a transfer, where UCX takes none (Debian's UCX 1.13 has no CUDA transport):
- * the transfer's buffer is a page-locked bounce. A send's is filled from the device when the
- * send is posted; a receive lands in one and is copied to the device when it is complete,
- * before its request hears of it. Each transfer is staged on its own, so an algorithm's own
- * segments are the pipeline: while segment k is on its way (UCX, or the peer's single copy
- * out of the bounce), segment k+1 is being copied. Where UCX does take CUDA memory the buffer
- * goes to it as it is, with its memory type.
+ * the transfer's buffer is a page-locked bounce. A send's is filled from the device by an
+ * asynchronous copy started when the send is posted, and the send goes to UCX once the copy is
+ * over; a receive lands in one and is copied to the device by another once it is complete,
+ * and its request hears of it only then. Progress polls the copies (ctx->copying), so nothing
+ * here waits: each transfer is staged on its own, and an algorithm's segments are the
+ * pipeline. While segment k is on its way (UCX, or the peer's single copy out of the bounce),
+ * segment k+1 is being copied, on this rank too; copies to the host and to the device run on
+ * two streams, so they overlap each other. Where UCX does take CUDA memory the buffer goes to
+ * it as it is, with its memory type.
  *
  * Only requests that may carry device memory (req->device) ask where a buffer lives: other
  * transfers pay nothing here.
@@ -14,6 +17,14 @@
 #include "core/am.h"
 #include "core/gpu.h"
 #include "core/log.h"
+
+/* The transfer waits in ctx->copying for its copy (x->link is free: a send is not queued
+ * anywhere else yet, a receive has left matching). */
+static void cohort_xfer_copy_wait(cohort_xfer_t *x)
+{
+    x->waiting = 1;
+    cohort_list_push(&x->req->ctx->copying, &x->link);
+}
 
 cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
 {
@@ -33,7 +44,8 @@ cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
         return COHORT_ERR_NO_MEMORY;
     }
     if (x->is_send) {
-        status = cohort_gpu_copy(ctx, bounce, x->buf, x->len);
+        status = cohort_gpu_copy_start(ctx, bounce, x->buf, x->len, COHORT_GPU_LANE_TO_HOST,
+                                       &x->stage_copy);
         if (status != COHORT_OK) {
             cohort_gpu_bounce_put(ctx, bounce);
             return status;
@@ -45,6 +57,64 @@ cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
     x->buf = bounce;
     x->mem_type = COHORT_MEM_HOST;
     return COHORT_OK;
+}
+
+int cohort_xfer_stage_pending(cohort_xfer_t *x)
+{
+    if (x->stage_copy == 0) {
+        return 0;
+    }
+    cohort_xfer_copy_wait(x);
+    return 1;
+}
+
+int cohort_xfer_drain(cohort_xfer_t *x, cohort_status_t *status)
+{
+    if (x->stage == NULL || x->is_send || x->stage_drained || *status != COHORT_OK ||
+        x->received == 0) {
+        return 0;
+    }
+    x->stage_drained = 1;
+    *status = cohort_gpu_copy_start(x->req->ctx, x->stage_user, x->stage, x->received,
+                                    COHORT_GPU_LANE_TO_DEVICE, &x->stage_copy);
+    if (*status != COHORT_OK || x->stage_copy == 0) {
+        return 0;
+    }
+    cohort_xfer_copy_wait(x);
+    return 1;
+}
+
+int cohort_xfer_stage_progress(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp, over;
+    int n = 0;
+
+    /* The copies that are over first, then what follows them: a send that fails can revoke
+     * its group, which cancels transfers still in either list (each leaves it). */
+    cohort_list_init(&over);
+    cohort_list_for_each(pos, tmp, &ctx->copying)
+    {
+        cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
+        cohort_status_t status = cohort_gpu_copy_test(ctx, x->stage_copy);
+        if (status != COHORT_INPROGRESS) {
+            x->stage_copy = 0;
+            x->status = status; /* until it finishes */
+            cohort_list_del(&x->link);
+            cohort_list_push(&over, &x->link);
+        }
+    }
+    while (!cohort_list_empty(&over)) {
+        cohort_xfer_t *x = cohort_container_of(over.next, cohort_xfer_t, link);
+        cohort_list_del(&x->link);
+        x->waiting = 0;
+        n++;
+        if (x->is_send && x->status == COHORT_OK) {
+            cohort_xfer_post_send(x); /* the bounce holds the data: on to UCX */
+        } else {
+            cohort_xfer_finish(x, x->status);
+        }
+    }
+    return n;
 }
 
 cohort_status_t cohort_xfer_fill(cohort_context_t *ctx, cohort_xfer_t *x, const void *data,
@@ -67,8 +137,13 @@ cohort_status_t cohort_xfer_unstage(cohort_xfer_t *x, cohort_status_t status)
     if (x->stage == NULL) {
         return status;
     }
-    if (!x->done && !x->is_send && status == COHORT_OK && x->received > 0) {
-        status = cohort_gpu_copy(ctx, x->stage_user, x->stage, x->received);
+    if (x->stage_copy != 0) {
+        /* stopped half way (cancelled, failed): the copy still reads or writes the bounce */
+        cohort_status_t copied = cohort_gpu_copy_finish(ctx, x->stage_copy);
+        x->stage_copy = 0;
+        if (status == COHORT_OK) {
+            status = copied;
+        }
     }
     if (x->ucx_req == NULL) {
         /* UCX no longer reads or writes it */

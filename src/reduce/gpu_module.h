@@ -61,9 +61,15 @@ typedef struct cohort_gpu_module {
     cohort_gpu_ptr_kind_t (*ptr_kind)(const void *ptr, int *device);
     /* Any direction (host or device on either side). */
     cohort_status_t (*copy)(void *dst, const void *src, size_t bytes);
-    /* Asynchronous copy on stream @a lane (0..COHORT_GPU_LANES-1); copy_wait waits for it. */
-    cohort_status_t (*copy_async)(void *dst, const void *src, size_t bytes, int lane);
-    cohort_status_t (*copy_wait)(int lane);
+    /* An asynchronous copy (any direction) on stream @a lane (COHORT_GPU_LANE_*), its end
+     * polled: *ticket names it until copy_test or copy_finish says it is over (0: it already
+     * is). Copies on one lane run in the order they were started. */
+    cohort_status_t (*copy_start)(void *dst, const void *src, size_t bytes, int lane,
+                                  uint64_t *ticket);
+    /* COHORT_OK: done (the ticket is spent), COHORT_INPROGRESS, or COHORT_ERR_CUDA (spent). */
+    cohort_status_t (*copy_test)(uint64_t ticket);
+    /* Waits for it; the ticket is spent. */
+    cohort_status_t (*copy_finish)(uint64_t ticket);
     /* dst = a op b on device memory, as cohort_reduce_local does on the host (bitwise). */
     cohort_status_t (*reduce)(void *dst, const void *a, const void *b, size_t count,
                               cohort_dtype_t dt, cohort_op_t op);
@@ -90,6 +96,11 @@ typedef struct cohort_gpu_module {
     int (*can_access)(int device_a, int device_b);
 } cohort_gpu_module_t;
 
-#define COHORT_GPU_LANES 2
+/* The module's streams: its own (the calls that return when done), and one per direction of
+ * the asynchronous copies, so that copies to the host and to the device overlap. */
+#define COHORT_GPU_LANE_SYNC      0
+#define COHORT_GPU_LANE_TO_HOST   1
+#define COHORT_GPU_LANE_TO_DEVICE 2
+#define COHORT_GPU_LANES          3
 
 #endif

@@ -8,7 +8,10 @@
  * of one user: device memory is a memfd, a handle names (pid, fd), and opening it maps
  * /proc/<pid>/fd/<fd> (so copies through IPC run here too; reductions need kernels, which
  * tests/gpu/fake_kernels.c provides as host loops). As in CUDA, buffer ids are never reused
- * and an allocation already mapped here cannot be opened again.
+ * and an allocation already mapped here cannot be opened again. An asynchronous copy is made
+ * only when its stream is synchronized or an event recorded after it is found complete, and an
+ * event says "not ready" to its first FAKE_CUDA_EVENT_POLLS queries (default 2): so cohort
+ * reading a copy's destination before the copy is known to be over reads stale data.
  *
  * Built only with CUDA (it needs the runtime's headers for its types) and only for tests: see
  * tests/gpu/fake_check.sh. Single-threaded, like the ranks that use it.
@@ -166,23 +169,71 @@ const char *cudaGetErrorName(cudaError_t e)
     return e == cudaSuccess ? "cudaSuccess" : "cudaErrorFake";
 }
 
+/* A stream: the asynchronous copies enqueued on it and not made yet (tail enqueued, head
+ * made), in order. */
+#define FAKE_QUEUE   1024
+#define FAKE_STREAMS 8
+typedef struct {
+    struct {
+        void *dst;
+        const void *src;
+        size_t bytes;
+    } op[FAKE_QUEUE];
+    unsigned long long head, tail;
+    cudaError_t err; /* the first failed copy, reported by the next wait */
+} fake_stream_t;
+
+typedef struct {
+    fake_stream_t *st;
+    unsigned long long at; /* the copies before it on its stream */
+    int polls;             /* "not ready" answers left */
+} fake_event_t;
+
+static fake_stream_t fake_streams[FAKE_STREAMS];
+
+/* Make @a st's copies up to number @a upto. */
+static cudaError_t fake_run(fake_stream_t *st, unsigned long long upto)
+{
+    cudaError_t e;
+
+    while (st->head < upto) {
+        e = cudaMemcpy(st->op[st->head % FAKE_QUEUE].dst, st->op[st->head % FAKE_QUEUE].src,
+                       st->op[st->head % FAKE_QUEUE].bytes, cudaMemcpyDefault);
+        if (e != cudaSuccess && st->err == cudaSuccess) {
+            st->err = e;
+        }
+        st->head++;
+    }
+    e = st->err;
+    st->err = cudaSuccess;
+    return e;
+}
+
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
-    static int streams[8];
     static int next;
 
-    *s = (cudaStream_t)&streams[next++ % 8];
+    *s = (cudaStream_t)&fake_streams[next++ % FAKE_STREAMS];
     return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-    return cudaSuccess;
+    fake_stream_t *st = (fake_stream_t *)s;
+
+    return st != NULL ? fake_set(fake_run(st, st->tail)) : cudaSuccess;
 }
 
 cudaError_t cudaDeviceSynchronize(void)
 {
-    return cudaSuccess;
+    cudaError_t e = cudaSuccess;
+
+    for (int i = 0; i < FAKE_STREAMS; i++) {
+        if (fake_run(&fake_streams[i], fake_streams[i].tail) != cudaSuccess) {
+            e = cudaErrorUnknown;
+        }
+    }
+    return fake_set(e);
 }
 
 cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
@@ -268,7 +319,19 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpy
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
                             cudaStream_t s)
 {
-    return cudaMemcpy(dst, src, bytes, kind);
+    fake_stream_t *st = (fake_stream_t *)s;
+
+    if (st == NULL) {
+        return cudaMemcpy(dst, src, bytes, kind);
+    }
+    if (st->tail - st->head == FAKE_QUEUE) {
+        fake_run(st, st->head + 1);
+    }
+    st->op[st->tail % FAKE_QUEUE].dst = dst;
+    st->op[st->tail % FAKE_QUEUE].src = src;
+    st->op[st->tail % FAKE_QUEUE].bytes = bytes;
+    st->tail++;
+    return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void *p, int value, size_t bytes)
@@ -283,18 +346,43 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes)
 
 cudaError_t cudaEventCreate(cudaEvent_t *e)
 {
-    *e = (cudaEvent_t)malloc(sizeof(double));
-    return cudaSuccess;
+    *e = (cudaEvent_t)calloc(1, sizeof(fake_event_t));
+    return *e != NULL ? cudaSuccess : fake_set(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
+{
+    return cudaEventCreate(e);
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
+    fake_event_t *ev = (fake_event_t *)e;
+    const char *polls = getenv("FAKE_CUDA_EVENT_POLLS");
+
+    ev->st = (fake_stream_t *)s;
+    ev->at = ev->st != NULL ? ev->st->tail : 0;
+    ev->polls = polls != NULL ? atoi(polls) : 2;
     return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t e)
+{
+    fake_event_t *ev = (fake_event_t *)e;
+
+    if (ev->polls > 0) {
+        ev->polls--;
+        return cudaErrorNotReady; /* not an error: not remembered */
+    }
+    return ev->st != NULL ? fake_set(fake_run(ev->st, ev->at)) : cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
-    return cudaSuccess;
+    fake_event_t *ev = (fake_event_t *)e;
+
+    ev->polls = 0;
+    return ev->st != NULL ? fake_set(fake_run(ev->st, ev->at)) : cudaSuccess;
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)

@@ -317,6 +317,9 @@ START_TEST(test_pointer_kinds_and_copies)
     char *host = malloc(bytes), *back = malloc(bytes);
     void *dev, *dev2, *pinned;
     int device = -1;
+    uint64_t ticket = 0;
+    cohort_status_t st = COHORT_OK;
+    long polls;
 
     ck_assert(host && back);
     ck_assert_int_eq(mod->device_alloc(&dev, bytes), COHORT_OK);
@@ -331,13 +334,24 @@ START_TEST(test_pointer_kinds_and_copies)
     for (size_t i = 0; i < bytes; i++) {
         host[i] = (char)(i * 7);
     }
-    /* host -> device -> device -> pinned -> host, async lanes included */
+    /* host -> device -> device -> pinned -> host, the asynchronous copies polled and waited
+     * for */
     ck_assert_int_eq(mod->copy(dev, host, bytes), COHORT_OK);
-    ck_assert_int_eq(mod->copy_async(dev2, dev, bytes, 1), COHORT_OK);
-    ck_assert_int_eq(mod->copy_wait(1), COHORT_OK);
-    ck_assert_int_eq(mod->copy(pinned, dev2, bytes), COHORT_OK);
+    ck_assert_int_eq(mod->copy_start(dev2, dev, bytes, COHORT_GPU_LANE_TO_HOST, &ticket),
+                     COHORT_OK);
+    for (polls = 0; ticket != 0 && (st = mod->copy_test(ticket)) == COHORT_INPROGRESS; polls++) {
+        ck_assert_int_lt(polls, 100000000);
+    }
+    ck_assert_int_eq(ticket == 0 ? COHORT_OK : st, COHORT_OK);
+    ck_assert_int_eq(mod->copy_test(ticket), COHORT_OK); /* spent: nothing in flight */
+    memset(pinned, 0, bytes);
+    ck_assert_int_eq(mod->copy_start(pinned, dev2, bytes, COHORT_GPU_LANE_TO_DEVICE, &ticket),
+                     COHORT_OK);
+    ck_assert_int_eq(mod->copy_finish(ticket), COHORT_OK);
     memcpy(back, pinned, bytes);
     ck_assert_int_eq(memcmp(back, host, bytes), 0);
+    ck_assert_int_eq(mod->copy_start(pinned, dev2, 0, COHORT_GPU_LANE_TO_HOST, &ticket), COHORT_OK);
+    ck_assert_uint_eq(ticket, 0);
     ck_assert_int_eq(mod->can_access(device, device), 1);
     mod->host_free(pinned);
     mod->device_free(dev);

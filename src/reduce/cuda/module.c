@@ -4,9 +4,10 @@
  * touched by programs that ask for CUDA, and a machine without a driver just answers "no
  * device" (open() returns 0 with the runtime's reason).
  *
- * The module's state (its streams) is per process, not per context: the CUDA runtime's own
- * state is per process, and two contexts sharing the streams is harmless because every call
- * below returns only when its work is done (copy_async excepted, which its caller waits for).
+ * The module's state (its streams, the events of asynchronous copies) is per process, not per
+ * context: the CUDA runtime's own state is per process, and two contexts sharing the streams
+ * is harmless because every call below returns only when its work is done (copy_start
+ * excepted, whose ticket is per process too).
  */
 #include <cuda.h> /* types of the driver entry points only: libcuda is not linked */
 #include <cuda_runtime_api.h>
@@ -14,6 +15,9 @@
 #include <string.h>
 #include "reduce/cuda/kernels.h"
 #include "reduce/gpu_module.h"
+
+/* Asynchronous copies in flight at once; past that a copy is made synchronously. */
+#define COHORT_CUDA_COPIES 256
 
 typedef CUresult (*cohort_cu_pointer_attr_t)(void *data, CUpointer_attribute attr, CUdeviceptr p);
 typedef CUresult (*cohort_cu_address_range_t)(CUdeviceptr *base, size_t *size, CUdeviceptr p);
@@ -23,6 +27,14 @@ static struct {
     int ndevices;
     char why[160];
     cudaStream_t lane[COHORT_GPU_LANES];
+    /* asynchronous copies in flight: slot i's event marks the end of the copy ticket
+     * (gen << 32 | i + 1) names */
+    struct {
+        cudaEvent_t ev;
+        uint32_t gen;
+        int busy;
+    } copy[COHORT_CUDA_COPIES];
+    int next_copy;
     cohort_cu_pointer_attr_t pointer_attr;
     cohort_cu_address_range_t address_range;
 } cohort_cuda;
@@ -164,8 +176,103 @@ static cohort_status_t cohort_cuda_copy(void *dst, const void *src, size_t bytes
     if (bytes == 0 || dst == src) {
         return COHORT_OK;
     }
-    status = cohort_cuda_copy_async(dst, src, bytes, 0);
-    return status == COHORT_OK ? cohort_cuda_copy_wait(0) : status;
+    status = cohort_cuda_copy_async(dst, src, bytes, COHORT_GPU_LANE_SYNC);
+    return status == COHORT_OK ? cohort_cuda_copy_wait(COHORT_GPU_LANE_SYNC) : status;
+}
+
+/* A free copy slot with its event (made on first use, kept: creating events costs more than
+ * the copies they time), or -1. */
+static int cohort_cuda_copy_slot(void)
+{
+    for (int k = 0; k < COHORT_CUDA_COPIES; k++) {
+        int i = (cohort_cuda.next_copy + k) % COHORT_CUDA_COPIES;
+        if (cohort_cuda.copy[i].busy) {
+            continue;
+        }
+        if (cohort_cuda.copy[i].ev == NULL &&
+            cudaEventCreateWithFlags(&cohort_cuda.copy[i].ev, cudaEventDisableTiming) !=
+                cudaSuccess) {
+            cohort_cuda.copy[i].ev = NULL;
+            (void)cudaGetLastError();
+            return -1;
+        }
+        cohort_cuda.next_copy = (i + 1) % COHORT_CUDA_COPIES;
+        return i;
+    }
+    return -1;
+}
+
+static cohort_status_t cohort_cuda_copy_start(void *dst, const void *src, size_t bytes, int lane,
+                                              uint64_t *ticket)
+{
+    cohort_status_t status;
+    cudaError_t e;
+    int i;
+
+    *ticket = 0;
+    if (bytes == 0 || dst == src) {
+        return COHORT_OK;
+    }
+    i = cohort_cuda_copy_slot();
+    if (i < 0) {
+        /* every slot in flight: this one is made now */
+        status = cohort_cuda_copy_async(dst, src, bytes, lane);
+        return status == COHORT_OK ? cohort_cuda_copy_wait(lane) : status;
+    }
+    status = cohort_cuda_copy_async(dst, src, bytes, lane);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    e = cudaEventRecord(cohort_cuda.copy[i].ev, cohort_cuda.lane[lane]);
+    if (e != cudaSuccess) {
+        (void)cudaStreamSynchronize(cohort_cuda.lane[lane]);
+        return cohort_cuda_fail("cudaEventRecord", e);
+    }
+    cohort_cuda.copy[i].busy = 1;
+    *ticket = (uint64_t)cohort_cuda.copy[i].gen << 32 | (uint64_t)(i + 1);
+    return COHORT_OK;
+}
+
+/* The slot a ticket names, or -1 for one not in flight. */
+static int cohort_cuda_copy_find(uint64_t ticket)
+{
+    uint64_t low = ticket & 0xffffffffu;
+    int i = (int)low - 1;
+
+    if (low == 0 || low > COHORT_CUDA_COPIES || !cohort_cuda.copy[i].busy ||
+        cohort_cuda.copy[i].gen != (uint32_t)(ticket >> 32)) {
+        return -1;
+    }
+    return i;
+}
+
+/* Whether the copy is over (waiting for it with @a wait); once it is, the ticket is spent. */
+static cohort_status_t cohort_cuda_copy_end(uint64_t ticket, int wait)
+{
+    int i = cohort_cuda_copy_find(ticket);
+    cudaError_t e;
+
+    if (i < 0) {
+        return COHORT_OK;
+    }
+    e = wait ? cudaEventSynchronize(cohort_cuda.copy[i].ev)
+             : cudaEventQuery(cohort_cuda.copy[i].ev);
+    if (e == cudaErrorNotReady) {
+        return COHORT_INPROGRESS;
+    }
+    cohort_cuda.copy[i].busy = 0;
+    cohort_cuda.copy[i].gen++;
+    return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("asynchronous copy", e);
+}
+
+static cohort_status_t cohort_cuda_copy_test(uint64_t ticket)
+{
+    return cohort_cuda_copy_end(ticket, 0);
+}
+
+static cohort_status_t cohort_cuda_copy_finish(uint64_t ticket)
+{
+    return cohort_cuda_copy_end(ticket, 1);
 }
 
 /* Every reduction of the module is the one kernel's (kernels.cu), run to completion. */
@@ -179,11 +286,11 @@ static cohort_status_t cohort_cuda_reduce_multi(void *const *dsts, int ndst,
         return COHORT_ERR_CUDA;
     }
     e = cohort_cuda_reduce_multi_launch(dsts, ndst, srcs, nsrc, count, dt, op, nranks,
-                                        cohort_cuda.lane[0]);
+                                        cohort_cuda.lane[COHORT_GPU_LANE_SYNC]);
     if (e != cudaSuccess) {
         return cohort_cuda_fail("reduction kernel", e);
     }
-    return cohort_cuda_copy_wait(0);
+    return cohort_cuda_copy_wait(COHORT_GPU_LANE_SYNC);
 }
 
 /* dst = a op b: two sources, no division (AVG sums here; finish divides). */
@@ -311,8 +418,9 @@ __attribute__((visibility("default"))) const cohort_gpu_module_t cohort_gpu_modu
     .last_error = cohort_cuda_last_error,
     .ptr_kind = cohort_cuda_ptr_kind,
     .copy = cohort_cuda_copy,
-    .copy_async = cohort_cuda_copy_async,
-    .copy_wait = cohort_cuda_copy_wait,
+    .copy_start = cohort_cuda_copy_start,
+    .copy_test = cohort_cuda_copy_test,
+    .copy_finish = cohort_cuda_copy_finish,
     .reduce = cohort_cuda_reduce,
     .reduce_multi = cohort_cuda_reduce_multi,
     .finish = cohort_cuda_finish,

@@ -488,27 +488,23 @@ const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const coho
                                                     int *vote)
 {
     cohort_context_t *ctx = g->ctx;
+    int auto_mode = ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_AUTO;
 
     *vote = 0;
     if (ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_OFF || a->count == 0 || g->size < 2 ||
         g->size > COHORT_GPU_MULTI_MAX || a->coll == COHORT_COLL_BARRIER) {
         return NULL;
     }
-    if (ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_AUTO) {
-        /* The driver, not a device: a rank shown none (CUDA_VISIBLE_DEVICES="") still votes
-         * (no), where one that skipped the vote would leave the others waiting for it. */
-        if (a->count * a->esize < ctx->cfg.cuda_ipc_min || !cohort_gpu_driver(ctx)) {
-            return NULL;
-        }
-        *vote = 1;
-    } else if (cohort_gpu_get(ctx) == NULL) {
+    /* auto: the driver, not a device: a rank shown none (CUDA_VISIBLE_DEVICES="") still votes
+     * (no), where one that skipped the vote would leave the others waiting for it */
+    if (auto_mode ? a->count * a->esize < ctx->cfg.cuda_ipc_min || !cohort_gpu_driver(ctx)
+                  : cohort_gpu_get(ctx) == NULL) {
         return NULL;
     }
-    for (int k = 0; k < g->size; k++) {
-        cohort_peer_t *peer = cohort_peer_get(ctx, cohort_comm_world_rank(g, k));
-        if (peer == NULL || !cohort_peer_same_node(peer)) {
-            return NULL;
-        }
+    (void)cohort_coll_node_local(g); /* asks where the members are, once per group */
+    if (g->node_local <= 0) {
+        return NULL;
     }
+    *vote = auto_mode;
     return &cohort_coll_cuda_ipc;
 }

@@ -47,6 +47,30 @@ for nh in 2 3; do
     launch_programs hosts_run "mpirun on $nh hosts"
 done
 
+# Device buffers across hosts, under the fake CUDA runtime (a build with CUDA; see
+# tests/gpu/fake_check.sh): 4 ranks on 2 hosts, so the world spans nodes (no vote, no IPC) and
+# every collective's device data crosses tcp staged, whole (default) and transfer by transfer
+# with asynchronous copies (the rings forced, COHORT_CUDA_PIPELINE_MIN=0).
+if [ -f "$top/tests/gpu/fake/libcudart.so.13" ] && [ -f "$top/tests/gpu/fake-kernels/cohort_cuda.so" ]; then
+    fake="LD_LIBRARY_PATH=$top/tests/gpu/fake COHORT_PLUGIN_PATH=$top/tests/gpu/fake-kernels:$top/.libs"
+    for envs in "" "COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise"; do
+        t0=$(date +%s.%N)
+        # shellcheck disable=SC2046,SC2086
+        if hosts_mpirun 2 4 $(xopts $fake $envs) "$top/tests/mpi/cuda_coll" >"$T/run.log" 2>&1 &&
+            grep -q 'cuda_coll: passed' "$T/run.log"; then
+            launch_log "cuda_coll (fake CUDA): mpirun on 2 hosts -n 4 $envs: ok ($(launch_since "$t0") s)"
+            passed=$((passed + 1))
+        else
+            echo "!! cuda_coll (fake CUDA): mpirun on 2 hosts -n 4 $envs failed"
+            tail -30 "$T/run.log"
+            failed=$((failed + 1))
+        fi
+    done
+else
+    launch_log "cuda_coll (fake CUDA) across hosts: skipped (built without CUDA)"
+    skipped=$((skipped + 1))
+fi
+
 # cohort_peers: 1 host (a baseline for the timings), 2 hosts, 3 hosts.
 for cfg in "1 4 tp=2,pp=2" "1 8 tp=2,pp=2" "2 4 tp=2,pp=2" "2 8 tp=2,pp=2" "3 6 tp=2,pp=3"; do
     read -r nh np layout <<<"$cfg"

@@ -600,6 +600,24 @@ typedef struct {
  */
 COHORT_API cohort_status_t cohort_cuda_info(cohort_context_t *ctx, cohort_cuda_info_t *info);
 
+/**
+ * Order the collectives posted on @a g from now on after the work of a CUDA stream, instead
+ * of the caller synchronizing the stream before each call: a collective posted on @a g waits,
+ * before it reads or writes any buffer, for the work enqueued on @a stream when it was posted
+ * (its other members wait for it as for any late member). Nothing blocks: a nonblocking call
+ * returns at once and its request starts when the stream gets there.
+ * @param [in] g       a group
+ * @param [in] stream  a cudaStream_t, as a pointer; NULL (the default) for none: the data must
+ *                     then be ready when the call is made
+ * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a bad group; COHORT_ERR_UNSUPPORTED for a
+ *         stream where this process has no CUDA device (logged).
+ * @note The result is ready for every stream when a blocking call returns or the request
+ *       completes, as without a stream: @a stream is not made to wait for cohort. Point-to-point
+ *       calls do not look at it. One setting per group: set it again whenever the stream
+ *       that produces the data changes (no message; no CUDA call after the first).
+ */
+COHORT_API cohort_status_t cohort_group_set_stream(cohort_group_t *g, void *stream);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Library information                                                                         */
 /* ------------------------------------------------------------------------------------------ */

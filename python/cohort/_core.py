@@ -207,6 +207,13 @@ class Group(_Freed):
         """Fail every pending and later operation on the group with COHORT_ERR_REVOKED."""
         _lib.check(lib.cohort_group_abort(self._handle()), "cohort_group_abort")
 
+    def set_stream(self, stream):
+        """Order the collectives posted from now on after the work of a CUDA stream (an int
+        handle, e.g. torch.cuda.current_stream().cuda_stream; None or 0: none). Unsupported
+        where libcohort sees no CUDA device (cohort_group_set_stream)."""
+        _lib.check(lib.cohort_group_set_stream(self._handle(), ctypes.c_void_p(stream or None)),
+                   "cohort_group_set_stream")
+
 
     # -- posting ---------------------------------------------------------------------------
     def _post(self, name, args, bufs, nonblocking, result, on_done=None):

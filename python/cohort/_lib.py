@@ -157,6 +157,7 @@ _decl("cohort_test", _st, _vp, c_int_p)
 _decl("cohort_wait", _st, _vp)
 _decl("cohort_request_free", None, _vp)
 _decl("cohort_group_abort", _st, _vp)
+_decl("cohort_group_set_stream", _st, _vp, _vp)
 
 _decl("cohort_wired_peers", _i, _vp, c_int_p, _i)
 _decl("cohort_failed_ranks", _i, _vp, c_int_p, _i)

@@ -6,6 +6,7 @@
 #include "core/context.h"
 #include "core/log.h"
 #include "core/endpoint.h"
+#include "core/gpu.h"
 #include "reduce/reduce.h"
 
 cohort_status_t cohort_coll_send(cohort_request_t *req, cohort_xfer_t *x, int peer, int step,
@@ -186,12 +187,49 @@ static cohort_status_t cohort_coll_vote_apply(cohort_request_t *req)
     return b->algo->device ? COHORT_OK : cohort_coll_stage_in(req, b->algo);
 }
 
+/* What starts once the buffers may be read (at post, or once the caller's stream is there):
+ * the agreement, or the algorithm. */
+static cohort_status_t cohort_coll_begin(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status = COHORT_OK;
+
+    if (b->stage_late) {
+        b->stage_late = 0;
+        status = cohort_coll_stage_in(req, b->algo);
+    }
+    if (status != COHORT_OK) {
+        return status;
+    }
+    return b->check != NULL ? cohort_coll_check_start(req, b->check) : b->algo->start(req);
+}
+
+/* Whether the caller's stream has got to where it was at post: the request is polled until
+ * then (an event, which no completion announces). */
+static cohort_status_t cohort_coll_stream_wait(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status = cohort_gpu_copy_test(req->ctx, b->stream_mark);
+
+    if (status == COHORT_INPROGRESS) {
+        cohort_request_poll(req);
+        return status;
+    }
+    b->stream_mark = 0;
+    return status == COHORT_OK ? cohort_coll_begin(req) : status;
+}
+
 static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
-    cohort_status_t status;
+    cohort_status_t status = COHORT_OK;
 
-    if (b->check != NULL && b->check->active) {
+    if (b->stream_mark != 0) {
+        status = cohort_coll_stream_wait(req);
+    }
+    if (status != COHORT_OK) {
+        /* not started yet, or failed */
+    } else if (b->check != NULL && b->check->active) {
         status = cohort_coll_check_progress(req, b->check);
         if (status == COHORT_OK) {
             status = cohort_coll_vote_apply(req);
@@ -199,8 +237,6 @@ static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
         if (status == COHORT_OK) {
             status = b->algo->start(req);
         }
-    } else {
-        status = COHORT_OK;
     }
     if (status == COHORT_OK) {
         status = b->algo->progress(req);
@@ -224,8 +260,14 @@ static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
 
 static void cohort_coll_ops_release(cohort_request_t *req)
 {
-    const cohort_coll_algo_t *algo = cohort_coll_base(req)->algo;
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    const cohort_coll_algo_t *algo = b->algo;
 
+    if (b->stream_mark != 0) {
+        /* cancelled before the stream got there, which it may never do */
+        cohort_gpu_mark_drop(req->ctx, b->stream_mark);
+        b->stream_mark = 0;
+    }
     if (algo != NULL && algo->cleanup != NULL) {
         algo->cleanup(req);
     }
@@ -260,9 +302,17 @@ static void cohort_coll_ops_describe(const cohort_request_t *req, char *buf, siz
     const cohort_comm_t *g = req->comm;
     size_t used;
 
-    used = (size_t)snprintf(buf, len, "%s (%s, collective #%u) on group '%s' 0x%016llx, step %d",
-                            cohort_coll_names[b->args.coll], b->algo->name, b->seq,
-                            g ? g->label : "?", (unsigned long long)(g ? g->id : 0), b->step);
+    /* steps below 0 are the agreement's (COHORT_CHECK, the CUDA IPC vote): no data yet */
+    used = (size_t)snprintf(
+        buf, len, "%s (%s%s%s, collective #%u) on group '%s' 0x%016llx, step %d",
+        cohort_coll_names[b->args.coll], b->algo->name, b->vote_algo != NULL ? " or " : "",
+        b->vote_algo != NULL ? b->vote_algo->name : "", b->seq, g ? g->label : "?",
+        (unsigned long long)(g ? g->id : 0), b->step);
+    if (b->stream_mark != 0 && used < len) {
+        used += (size_t)snprintf(buf + used, len - used,
+                                 "; not started: waiting for the work on its CUDA stream "
+                                 "(cohort_group_set_stream)");
+    }
     /* The receives first: the members not heard from are the ones to look at. */
     used = cohort_coll_describe_peers(req, 0, buf, len, used);
     used = cohort_coll_describe_peers(req, 1, buf, len, used);
@@ -385,9 +435,16 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         b->vote_algo = ipc;
         g->ctx->stat_ipc_votes++;
     }
+    status = COHORT_OK;
+    if (g->stream != NULL && cohort_gpu_get(g->ctx) != NULL) {
+        status = cohort_gpu_stream_mark(g->ctx, g->stream, &b->stream_mark);
+    }
+    b->stage_late = b->stream_mark != 0 && !algo->device && !vote;
     /* Before the collective's number is spent: a staging failure leaves the group in step
-     * (after a vote, it is the algorithm's first failure). */
-    status = algo->device || vote ? COHORT_OK : cohort_coll_stage_in(req, algo);
+     * (after a vote or the caller's stream, it is the algorithm's first failure). */
+    if (status == COHORT_OK && !algo->device && !vote && !b->stage_late) {
+        status = cohort_coll_stage_in(req, algo);
+    }
     if (status != COHORT_OK) {
         cohort_request_release(req);
         return status;
@@ -399,7 +456,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     b->seq = g->coll_seq++;
     b->fp = cohort_coll_fingerprint(&a);
     cohort_coll_announce(g, &a, algo);
-    status = b->check != NULL ? cohort_coll_check_start(req, b->check) : algo->start(req);
+    status = b->stream_mark != 0 ? COHORT_OK : cohort_coll_begin(req);
     if (status != COHORT_OK) {
         cohort_request_cancel(req, status);
         cohort_comm_revoke(g, status, "a collective failed to start");

@@ -120,6 +120,11 @@ typedef struct {
     /* COHORT_CUDA_IPC=auto: the algorithm taken instead of algo when every member votes that
      * its buffers are on the device (cuda_ipc.c); NULL once decided, or without a vote */
     const struct cohort_coll_algo *vote_algo;
+    /* cohort_group_set_stream: the work of the caller's stream at post, which the collective
+     * waits for before it starts (0: none, or over); then stage_late: its buffers are staged
+     * at the start, not at post */
+    uint64_t stream_mark;
+    int stage_late;
     cohort_status_t mem_status; /* the first failure of a cohort_coll_mem_* call */
 } cohort_coll_base_t;
 

@@ -29,6 +29,7 @@ struct cohort_comm {
                         * off (coll/direct.c, coll/shm.c) */
     void *node_shm;    /* the members' shared segment (coll/shm.c), made at first use */
     void (*node_shm_free)(void *);
+    void *stream;          /* cohort_group_set_stream: collectives wait for its work first */
     cohort_status_t error; /* COHORT_OK, or what every pending and later operation gets */
     int failed_rank;       /* the member (world rank) whose failure revoked it, or -1 */
     cohort_pmix_prepare_t *prepare;

@@ -139,6 +139,17 @@ cohort_status_t cohort_gpu_copy_start(cohort_context_t *ctx, void *dst, const vo
                             "copy of device data");
 }
 
+cohort_status_t cohort_gpu_stream_mark(cohort_context_t *ctx, void *stream, uint64_t *ticket)
+{
+    return cohort_gpu_check(ctx, ctx->gpu.mod->stream_mark(stream, ticket),
+                            "marking the caller's CUDA stream");
+}
+
+void cohort_gpu_mark_drop(cohort_context_t *ctx, uint64_t ticket)
+{
+    ctx->gpu.mod->mark_drop(ticket);
+}
+
 cohort_status_t cohort_gpu_copy_test(cohort_context_t *ctx, uint64_t ticket)
 {
     cohort_status_t status = ctx->gpu.mod->copy_test(ticket);

@@ -63,6 +63,9 @@ cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *sr
 cohort_status_t cohort_gpu_copy_start(cohort_context_t *ctx, void *dst, const void *src,
                                       size_t bytes, int lane, uint64_t *ticket);
 cohort_status_t cohort_gpu_copy_test(cohort_context_t *ctx, uint64_t ticket);
+/* A ticket as a copy's, for the work enqueued on the caller's CUDA @a stream so far. */
+cohort_status_t cohort_gpu_stream_mark(cohort_context_t *ctx, void *stream, uint64_t *ticket);
+void cohort_gpu_mark_drop(cohort_context_t *ctx, uint64_t ticket);
 cohort_status_t cohort_gpu_copy_finish(cohort_context_t *ctx, uint64_t ticket);
 cohort_status_t cohort_gpu_reduce(cohort_context_t *ctx, void *dst, const void *a, const void *b,
                                   size_t count, cohort_dtype_t dt, cohort_op_t op);

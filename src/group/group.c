@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/context.h"
+#include "core/gpu.h"
 #include "core/log.h"
 #include "group/group.h"
 #include "group/group_id.h"
@@ -250,6 +251,20 @@ cohort_status_t cohort_group_abort(cohort_group_t *g)
         return COHORT_ERR_INVALID_ARG;
     }
     cohort_comm_revoke(g->comm, COHORT_ERR_REVOKED, "cohort_group_abort");
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_group_set_stream(cohort_group_t *g, void *stream)
+{
+    if (cohort_group_check(g, "cohort_group_set_stream: group") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (stream != NULL && cohort_gpu_get(g->comm->ctx) == NULL) {
+        cohort_error(g->comm->ctx, "cohort_group_set_stream: a CUDA stream, but %s",
+                     g->comm->ctx->gpu.why[0] ? g->comm->ctx->gpu.why : "no CUDA device");
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    g->comm->stream = stream;
     return COHORT_OK;
 }
 

@@ -70,6 +70,11 @@ typedef struct cohort_gpu_module {
     cohort_status_t (*copy_test)(uint64_t ticket);
     /* Waits for it; the ticket is spent. */
     cohort_status_t (*copy_finish)(uint64_t ticket);
+    /* A ticket, polled and spent as a copy's, for the work enqueued on the caller's @a stream
+     * (a cudaStream_t) so far (0: it is over already). */
+    cohort_status_t (*stream_mark)(void *stream, uint64_t *ticket);
+    /* Spend a stream mark's ticket without waiting (the stream's work may never end). */
+    void (*mark_drop)(uint64_t ticket);
     /* dst = a op b on device memory, as cohort_reduce_local does on the host (bitwise). */
     cohort_status_t (*reduce)(void *dst, const void *a, const void *b, size_t count,
                               cohort_dtype_t dt, cohort_op_t op);

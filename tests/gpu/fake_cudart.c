@@ -217,6 +217,16 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
     return cudaSuccess;
 }
 
+cudaError_t cudaStreamCreate(cudaStream_t *s)
+{
+    return cudaStreamCreateWithFlags(s, 0);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    return cudaStreamSynchronize(s);
+}
+
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
     fake_stream_t *st = (fake_stream_t *)s;

@@ -542,6 +542,56 @@ static void test_staging_choice(cohort_context_t *ctx, cohort_group_t *w)
     cu.free_device(r);
 }
 
+/* cohort_group_set_stream: the input is written by an asynchronous copy on the caller's
+ * stream, and the collective is posted at once, the stream not synchronized: it must wait for
+ * the copy (the fake makes a stream's copies only when the stream is synchronized or an event
+ * recorded after them is found complete: a collective that read its input early would see
+ * zeros). Blocking and nonblocking, staged whole and large (IPC, or per transfer, as the run's
+ * settings say); then NULL again. */
+static void test_stream(cohort_group_t *w)
+{
+    static const size_t sizes[] = {4096, (size_t)1 << 17};
+    void *st = NULL;
+
+    CHECK(cu.stream_create(&st) == 0);
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t n = sizes[k];
+        uint32_t *h = malloc(n * 4);
+        void *s = dev_alloc(n * 4, 0), *r = dev_alloc(n * 4, 0);
+        for (int nb = 0; nb < 2; nb++) {
+            cohort_request_t *rq;
+            CHECK(h != NULL && cu.memset_device(s, 0, n * 4) == 0);
+            for (size_t i = 0; i < n; i++) {
+                h[i] = (uint32_t)me * 13u + (uint32_t)i + (uint32_t)nb;
+            }
+            CHECK(cu.memcpy_async(s, h, n * 4, BENCH_CUDA_MEMCPY_DEFAULT, st) == 0);
+            CHECK_OK(cohort_group_set_stream(w, st));
+            if (nb) {
+                CHECK_OK(cohort_iallreduce(w, s, r, n, COHORT_UINT32, COHORT_SUM, &rq));
+                CHECK_OK(cohort_wait(rq));
+                cohort_request_free(rq);
+            } else {
+                CHECK_OK(cohort_allreduce(w, s, r, n, COHORT_UINT32, COHORT_SUM));
+            }
+            CHECK_OK(cohort_group_set_stream(w, NULL));
+            from_dev(h, r, n * 4);
+            for (size_t i = 0; i < n; i++) {
+                CHECK(h[i] == 13u * (uint32_t)(nranks * (nranks - 1) / 2) +
+                                  (uint32_t)nranks * ((uint32_t)i + (uint32_t)nb));
+            }
+        }
+        cu.free_device(s);
+        cu.free_device(r);
+        free(h);
+    }
+    CHECK(cu.stream_destroy(st) == 0);
+    CHECK_STATUS(cohort_group_set_stream(NULL, NULL), COHORT_ERR_INVALID_ARG);
+    if (me == 0) {
+        printf("cuda_coll: collectives ordered after a CUDA stream (cohort_group_set_stream) "
+               "waited for its copy\n");
+    }
+}
+
 /* One allreduce (SUM, uint32) of @a n elements on this rank's device buffers or host ones (in
  * place or not), checked; and what it added to this rank's IPC counters. */
 static void vote_allreduce(cohort_context_t *ctx, cohort_group_t *w, int on_dev, int in_place,
@@ -618,7 +668,7 @@ static void test_vote(cohort_context_t *ctx, cohort_group_t *w, int have_dev)
     if (me == 0) {
         printf("cuda_coll: CUDA IPC vote from %zu bytes%s: %s, no vote below\n", min,
                getenv("COHORT_CHECK") != NULL ? " (with COHORT_CHECK=1)" : "",
-               !one_node  ? "no vote (the world spans nodes)"
+               !one_node ? "no vote (the world spans nodes)"
                : all_dev ? "IPC when every member's buffers are on the device, the normal "
                            "algorithm when one member's are not"
                          : "the normal algorithm everywhere (a rank is shown no device)");
@@ -700,6 +750,9 @@ int main(void)
     }
     if (info.devices == 0) {
         CHECK(info.reason[0] != '\0' && info.ipc == 0);
+        /* no device: a stream is refused, NULL is fine */
+        CHECK_STATUS(cohort_group_set_stream(w, (void *)&x), COHORT_ERR_UNSUPPORTED);
+        CHECK_OK(cohort_group_set_stream(w, NULL));
         if (me == 0) {
             printf("cuda_coll: SKIP: %s (built with CUDA: %s)\n", info.reason,
                    info.built ? "yes" : "no");
@@ -753,6 +806,7 @@ int main(void)
     if (getenv("CUDA_COLL_ONLY") == NULL) {
         const char *mode = getenv("COHORT_CUDA_IPC");
         test_p2p(ctx, w);
+        test_stream(w);
         if (mode != NULL && strcmp(mode, "on") == 0 && nranks > 1) {
             test_ipc_cache(ctx, w);
             test_ipc_maps(ctx, w);

@@ -269,6 +269,13 @@ def check_errors(ok, ctx):
     ok.raises(cohort.Revoked, lambda: mine.allreduce(np.zeros(1)),
               "later op on an aborted group", cohort._status.ERR_REVOKED)
     mine.free()
+    # a CUDA stream needs a device: refused without one; None is always fine
+    alone = ctx.group([ctx.rank], tag="stream")
+    alone.set_stream(None)
+    if ctx.cuda_info()["devices"] == 0:
+        ok.raises(cohort.Unsupported, lambda: alone.set_stream(1), "a stream without a device",
+                  cohort._status.ERR_UNSUPPORTED)
+    alone.free()
 
 
 def check_groups_and_layouts(ok, ctx):
@@ -306,6 +313,9 @@ def check_groups_and_layouts(ok, ctx):
     # messages, and failures none in a healthy job
     ok(st["single_copy_bytes"] >= st["single_copies"] >= 0 and st["peers_failed"] == 0,
        "stats counters: %s" % st)
+    # the last two fields read too: no CUDA IPC vote or call without a device
+    ok(ctx.cuda_info()["devices"] > 0 or st["cuda_ipc_calls"] == st["cuda_ipc_votes"] == 0,
+       "CUDA counters: %s" % st)
     peers = ctx.wired_peers()
     ok(peers == sorted(peers), "wired peers ascending")
     for p in peers[:2]:

@@ -26,6 +26,10 @@ typedef struct {
     int (*event_synchronize)(void *event);
     int (*event_elapsed)(float *ms, void *start, void *end);
     int (*event_destroy)(void *event);
+    int (*stream_create)(void **stream);
+    int (*stream_destroy)(void *stream);
+    int (*stream_synchronize)(void *stream);
+    int (*memcpy_async)(void *dst, const void *src, size_t bytes, int kind, void *stream);
     const char *(*error_string)(int error);
 } bench_cudart_t;
 
@@ -63,6 +67,10 @@ static inline int bench_cudart_load(bench_cudart_t *c, char *why, size_t whylen)
     BENCH_CUDART_SYM(event_synchronize, "cudaEventSynchronize")
     BENCH_CUDART_SYM(event_elapsed, "cudaEventElapsedTime")
     BENCH_CUDART_SYM(event_destroy, "cudaEventDestroy")
+    BENCH_CUDART_SYM(stream_create, "cudaStreamCreate")
+    BENCH_CUDART_SYM(stream_destroy, "cudaStreamDestroy")
+    BENCH_CUDART_SYM(stream_synchronize, "cudaStreamSynchronize")
+    BENCH_CUDART_SYM(memcpy_async, "cudaMemcpyAsync")
     BENCH_CUDART_SYM(error_string, "cudaGetErrorString")
 #undef BENCH_CUDART_SYM
     e = c->get_device_count(&n);

@@ -202,11 +202,25 @@ static int cohort_cuda_copy_slot(void)
     return -1;
 }
 
+/* Slot @a i's event recorded on @a stream: the ticket that names it, or the stream waited for
+ * when the record fails. */
+static cohort_status_t cohort_cuda_copy_arm(int i, cudaStream_t stream, uint64_t *ticket)
+{
+    cudaError_t e = cudaEventRecord(cohort_cuda.copy[i].ev, stream);
+
+    if (e != cudaSuccess) {
+        (void)cudaStreamSynchronize(stream);
+        return cohort_cuda_fail("cudaEventRecord", e);
+    }
+    cohort_cuda.copy[i].busy = 1;
+    *ticket = (uint64_t)cohort_cuda.copy[i].gen << 32 | (uint64_t)(i + 1);
+    return COHORT_OK;
+}
+
 static cohort_status_t cohort_cuda_copy_start(void *dst, const void *src, size_t bytes, int lane,
                                               uint64_t *ticket)
 {
     cohort_status_t status;
-    cudaError_t e;
     int i;
 
     *ticket = 0;
@@ -214,23 +228,26 @@ static cohort_status_t cohort_cuda_copy_start(void *dst, const void *src, size_t
         return COHORT_OK;
     }
     i = cohort_cuda_copy_slot();
-    if (i < 0) {
-        /* every slot in flight: this one is made now */
-        status = cohort_cuda_copy_async(dst, src, bytes, lane);
-        return status == COHORT_OK ? cohort_cuda_copy_wait(lane) : status;
-    }
     status = cohort_cuda_copy_async(dst, src, bytes, lane);
     if (status != COHORT_OK) {
         return status;
     }
-    e = cudaEventRecord(cohort_cuda.copy[i].ev, cohort_cuda.lane[lane]);
-    if (e != cudaSuccess) {
-        (void)cudaStreamSynchronize(cohort_cuda.lane[lane]);
-        return cohort_cuda_fail("cudaEventRecord", e);
+    /* every slot in flight: this one is waited for now */
+    return i < 0 ? cohort_cuda_copy_wait(lane)
+                 : cohort_cuda_copy_arm(i, cohort_cuda.lane[lane], ticket);
+}
+
+static cohort_status_t cohort_cuda_stream_mark(void *stream, uint64_t *ticket)
+{
+    int i = cohort_cuda_copy_slot();
+    cudaError_t e;
+
+    *ticket = 0;
+    if (i >= 0) {
+        return cohort_cuda_copy_arm(i, (cudaStream_t)stream, ticket);
     }
-    cohort_cuda.copy[i].busy = 1;
-    *ticket = (uint64_t)cohort_cuda.copy[i].gen << 32 | (uint64_t)(i + 1);
-    return COHORT_OK;
+    e = cudaStreamSynchronize((cudaStream_t)stream);
+    return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("cudaStreamSynchronize", e);
 }
 
 /* The slot a ticket names, or -1 for one not in flight. */
@@ -246,8 +263,9 @@ static int cohort_cuda_copy_find(uint64_t ticket)
     return i;
 }
 
-/* Whether the copy is over (waiting for it with @a wait); once it is, the ticket is spent. */
-static cohort_status_t cohort_cuda_copy_end(uint64_t ticket, int wait)
+/* Whether the copy is over (@a how 0), waiting for it (1), or not asking (2: a stream mark
+ * given up; the event is recorded anew at its next use); once it is, the ticket is spent. */
+static cohort_status_t cohort_cuda_copy_end(uint64_t ticket, int how)
 {
     int i = cohort_cuda_copy_find(ticket);
     cudaError_t e;
@@ -255,8 +273,9 @@ static cohort_status_t cohort_cuda_copy_end(uint64_t ticket, int wait)
     if (i < 0) {
         return COHORT_OK;
     }
-    e = wait ? cudaEventSynchronize(cohort_cuda.copy[i].ev)
-             : cudaEventQuery(cohort_cuda.copy[i].ev);
+    e = how == 2   ? cudaSuccess
+        : how == 1 ? cudaEventSynchronize(cohort_cuda.copy[i].ev)
+                   : cudaEventQuery(cohort_cuda.copy[i].ev);
     if (e == cudaErrorNotReady) {
         return COHORT_INPROGRESS;
     }
@@ -273,6 +292,11 @@ static cohort_status_t cohort_cuda_copy_test(uint64_t ticket)
 static cohort_status_t cohort_cuda_copy_finish(uint64_t ticket)
 {
     return cohort_cuda_copy_end(ticket, 1);
+}
+
+static void cohort_cuda_mark_drop(uint64_t ticket)
+{
+    (void)cohort_cuda_copy_end(ticket, 2);
 }
 
 /* Every reduction of the module is the one kernel's (kernels.cu), run to completion. */
@@ -421,6 +445,8 @@ __attribute__((visibility("default"))) const cohort_gpu_module_t cohort_gpu_modu
     .copy_start = cohort_cuda_copy_start,
     .copy_test = cohort_cuda_copy_test,
     .copy_finish = cohort_cuda_copy_finish,
+    .stream_mark = cohort_cuda_stream_mark,
+    .mark_drop = cohort_cuda_mark_drop,
     .reduce = cohort_cuda_reduce,
     .reduce_multi = cohort_cuda_reduce_multi,
     .finish = cohort_cuda_finish,

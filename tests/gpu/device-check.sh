@@ -2,7 +2,7 @@
 # The device check (issue 13), for a machine with a GPU: builds cohort with CUDA, runs the GPU
 # tests (tests/unit/check_reduce_cuda: every kernel against the host reduction;
 # tests/mpi/cuda_coll: every collective with device, mixed and managed buffers against the host
-# path, at 2, 3 and 4 ranks, IPC on and off, the IPC mapping cache on and off),
+# path, at 2, 3 and 4 ranks, IPC on, off and voted (auto), the IPC mapping cache on and off),
 # tests/gpu/torch_cuda.py, then a device-buffer cohort_bench sweep
 # (allreduce, reduce_scatter, allgather; 1 MiB..256 MiB; 2 and 4 ranks on one GPU; staged and
 # IPC settings) and cudaMemcpy device-to-device bandwidth in the same run. Prints a summary
@@ -159,18 +159,22 @@ say ""
 say "== device-buffer busbw (GB/s), cohort_bench --mem cuda, sizes 1M..$max x4, ranks on one GPU"
 say "   staged: COHORT_CUDA_IPC=off (copied whole through page-locked host memory around the"
 say "   host algorithm); pipelined: ring algorithms on the device buffers, each transfer staged"
-say "   (COHORT_CUDA_PIPELINE_MIN=0); ipc: COHORT_CUDA_IPC=on"
+say "   (COHORT_CUDA_PIPELINE_MIN=0); ipc: COHORT_CUDA_IPC=on; auto: the defaults (a vote, then"
+say "   IPC; allreduce only: against ipc, the vote's cost)"
 for np in 2 4; do
-    for path in staged pipelined ipc; do
+    for path in staged pipelined ipc auto; do
         ipc=off
         [ "$path" = ipc ] && ipc=on
+        [ "$path" = auto ] && ipc=auto
         pipe=off
+        [ "$path" = auto ] && pipe=4M
         ring=
         if [ "$path" = pipelined ]; then
             pipe=0
             ring="-x COHORT_ALGO_ALLREDUCE=ring -x COHORT_ALGO_REDUCE_SCATTER=ring -x COHORT_ALGO_ALLGATHER=ring"
         fi
         for coll in allreduce reduce_scatter allgather; do
+            [ "$path" = auto ] && [ "$coll" != allreduce ] && continue
             if over; then
                 say "SKIPPED np=$np $path $coll: out of time ($(elapsed) s)"
                 continue

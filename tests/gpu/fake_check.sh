@@ -10,7 +10,7 @@
 # fallback), and then every message-based algorithm on the device buffers themselves
 # (COHORT_CUDA_PIPELINE_MIN=0: local copies and reductions on the "device", each transfer
 # staged on its own; a kernel handed host memory fails the run); and (FAKE_CHECK_PART=vote)
-# COHORT_CUDA_IPC=auto, the default: the matrix with large calls voting their way into IPC,
+# COHORT_CUDA_IPC=auto, the default: the matrix with calls from 64 KiB voting their way into IPC,
 # the vote with COHORT_CHECK=1, with a rank shown no device, at another threshold. Run by make
 # check (built only with CUDA).
 set -eu
@@ -34,7 +34,7 @@ singleton
     exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"
 fi
 if [ "$FAKE_CHECK_PART" = vote ]; then
-    export TEST_RUNS="3 $kernels
+    export TEST_RUNS="3 COHORT_CUDA_IPC_MIN=65536 $kernels
 4 CUDA_COLL_VOTE=1 COHORT_CHECK=1 $kernels
 3 CUDA_COLL_VOTE=1 FAKE_CUDA_NO_DEVICE_RANK=1 $kernels
 2 CUDA_COLL_VOTE=1 COHORT_CUDA_IPC_MIN=65536 $kernels"

@@ -1,6 +1,6 @@
 /* clang-format off */
 /* run: 2 */
-/* run: 4 */
+/* run: 4 COHORT_CUDA_IPC_MIN=65536 */
 /* run: 3 COHORT_CUDA_IPC=off */
 /* run: 2 COHORT_CUDA_IPC=on */
 /* run: 3 COHORT_CUDA_IPC=on COHORT_CUDA_IPC_CACHE=0 */
@@ -642,7 +642,7 @@ static void vote_allreduce(cohort_context_t *ctx, cohort_group_t *w, int on_dev,
 static void test_vote(cohort_context_t *ctx, cohort_group_t *w, int have_dev)
 {
     const char *env = getenv("COHORT_CUDA_IPC_MIN");
-    size_t min = env != NULL ? (size_t)strtoull(env, NULL, 10) : (size_t)256 << 10;
+    size_t min = env != NULL ? (size_t)strtoull(env, NULL, 10) : (size_t)1 << 20;
     size_t n = min / 4;
     int all_dev = getenv("FAKE_CUDA_NO_DEVICE_RANK") == NULL, one_node = 1;
     uint64_t v, c, votes;

@@ -34,7 +34,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(cfg.cuda_ipc_cache, 64);
     ck_assert_uint_eq(cfg.cuda_pipeline_min, 4u << 20);
     ck_assert_int_eq(cfg.cuda_ipc, COHORT_CUDA_IPC_AUTO);
-    ck_assert_uint_eq(cfg.cuda_ipc_min, 256u << 10);
+    ck_assert_uint_eq(cfg.cuda_ipc_min, 1u << 20);
     ck_assert_str_eq(err, "");
     ck_assert_str_eq(warn, "");
 }

@@ -336,14 +336,17 @@ void cohort_request_free(cohort_request_t *req)
         /* The other members learn why their group was revoked: this rank gave up waiting. */
         cohort_request_cancel(req, req->timed_out ? COHORT_ERR_TIMEOUT : COHORT_ERR_REVOKED);
     }
-    cohort_list_for_each(pos, tmp, &req->xfers)
-    {
-        /* done with a transfer still waiting on its staging copy (ctx->copying points into
-         * this block): stopped, the copy waited for */
+    /* Done with a transfer still waiting on its staging copy (ctx->copying points into this
+     * block): stopped, the copy waited for. One at a time, from the start: a cancel can revoke
+     * the group, which reshuffles the request's list. */
+    for (pos = req->xfers.next; pos != &req->xfers;) {
         cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
-        if (x->stage_copy != 0) {
-            cohort_xfer_cancel(x, COHORT_ERR_REVOKED);
+        if (x->stage_copy == 0 || x->done) {
+            pos = pos->next;
+            continue;
         }
+        cohort_xfer_cancel(x, COHORT_ERR_REVOKED);
+        pos = req->xfers.next;
     }
     if (req->inflight > 0) {
         /* Its group revoked, or it waited COHORT_TIMEOUT already: no peer will take what it

@@ -43,6 +43,9 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status);
  * posted, and staged through a page-locked bounce where UCX takes no CUDA memory (a send's
  * copy into it starts now). COHORT_ERR_NO_MEMORY or COHORT_ERR_CUDA (logged). */
 cohort_status_t cohort_xfer_stage(cohort_xfer_t *x);
+/* A device send offered through CUDA IPC that must go as data after all (the peer cannot
+ * map it): staged now, synchronously (a rare path). */
+cohort_status_t cohort_xfer_stage_now(cohort_xfer_t *x);
 /* A send whose staging copy is still running waits for it in ctx->copying: @return 1. */
 int cohort_xfer_stage_pending(cohort_xfer_t *x);
 /* At finish, a staged receive that succeeded: its copy to the device is started, and @return 1

@@ -10,6 +10,7 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/gpu.h"
+#include "core/ipc_cache.h"
 #include "core/notify.h"
 
 /* An ACK to send from progress (never from inside a UCX callback), and the receive that
@@ -66,31 +67,55 @@ void cohort_cma_init(cohort_context_t *ctx)
     }
 }
 
-int cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer)
+_Static_assert(sizeof(cohort_cma_ipc_desc_t) <= sizeof(((cohort_xfer_t *)0)->cma_desc),
+               "cohort_xfer_t.cma_desc holds an IPC descriptor");
+
+int cohort_cma_ipc_wanted(cohort_xfer_t *x)
+{
+    cohort_context_t *ctx = x->req->ctx;
+    cohort_peer_t *peer;
+
+    if (ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_OFF || x->len < ctx->cfg.cma_min ||
+        (x->kind != COHORT_MSG_P2P && x->kind != COHORT_MSG_COLL) ||
+        ctx->gpu.mod->ptr_kind(x->buf, NULL) != COHORT_GPU_PTR_DEVICE) {
+        return 0; /* managed memory cannot be exported */
+    }
+    peer = cohort_peer_get(ctx, cohort_cma_world(x));
+    return peer != NULL && peer->rank != ctx->rank && !peer->ipc_off && cohort_peer_same_node(peer);
+}
+
+size_t cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer)
 {
     cohort_context_t *ctx = peer->ctx;
-    cohort_cma_desc_t d;
+    cohort_cma_ipc_desc_t d;
 
-    if (ctx->cfg.cma == COHORT_CMA_OFF || !ctx->cma_usable || x->len < ctx->cfg.cma_min ||
-        x->mem_type != COHORT_MEM_HOST || peer->rank == ctx->rank || peer->cma_off ||
-        (x->kind != COHORT_MSG_P2P && x->kind != COHORT_MSG_COLL)) {
+    /* Device memory the peer cannot take, or that cannot be exported: staged after all (a
+     * failure leaves x->ipc_offer set, and the caller fails the send). */
+    if (x->ipc_offer && (peer->ipc_off || ctx->gpu.mod->ipc_get(x->buf, &d.ipc) != COHORT_OK) &&
+        cohort_xfer_stage_now(x) != COHORT_OK) {
         return 0;
     }
-    if (!cohort_peer_same_node(peer) ||
-        cohort_map_put(&ctx->cma_sends, ctx->cma_next, x) != COHORT_OK) {
+    if (!x->ipc_offer &&
+        (ctx->cfg.cma == COHORT_CMA_OFF || !ctx->cma_usable || peer->cma_off ||
+         x->mem_type != COHORT_MEM_HOST || x->len < ctx->cfg.cma_min || peer->rank == ctx->rank ||
+         (x->kind != COHORT_MSG_P2P && x->kind != COHORT_MSG_COLL) ||
+         !cohort_peer_same_node(peer))) {
         return 0;
     }
-    memset(&d, 0, sizeof(d));
-    d.magic = COHORT_CMA_DESC_MAGIC;
-    d.pid = (int32_t)getpid();
-    d.addr = (uint64_t)(uintptr_t)x->buf;
-    d.len = x->len;
-    d.token = ctx->cma_next++;
-    memcpy(x->cma_desc, &d, sizeof(d));
-    x->cma_token = d.token;
+    if (cohort_map_put(&ctx->cma_sends, ctx->cma_next, x) != COHORT_OK) {
+        (void)(x->ipc_offer && cohort_xfer_stage_now(x) != COHORT_OK);
+        return 0;
+    }
+    d.base.magic = x->ipc_offer ? COHORT_CMA_IPC_MAGIC : COHORT_CMA_DESC_MAGIC;
+    d.base.pid = (int32_t)getpid();
+    d.base.addr = (uint64_t)(uintptr_t)x->buf;
+    d.base.len = x->len;
+    d.base.token = ctx->cma_next++;
+    memcpy(x->cma_desc, &d, x->ipc_offer ? sizeof(d) : sizeof(d.base));
+    x->cma_token = d.base.token;
     x->cma_state = COHORT_CMA_SENT;
     x->hdr[2] |= COHORT_HDR_CMA;
-    return 1;
+    return x->ipc_offer ? sizeof(d) : sizeof(d.base);
 }
 
 static cohort_cma_ack_t *cohort_cma_answer(cohort_context_t *ctx, const cohort_msg_t *m,
@@ -116,13 +141,21 @@ static cohort_cma_ack_t *cohort_cma_answer(cohort_context_t *ctx, const cohort_m
     return a;
 }
 
-/* The kernel would not let us read the sender: ask for the data instead, and stop trying. */
+/* The kernel would not let us read the sender: ask for the data instead, and stop trying. Or
+ * (@a ipc) its device memory could not be mapped here: ask for the data, and the sender stops
+ * offering us device memory. */
 static void cohort_cma_refused(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m,
-                               uint64_t token, const char *why)
+                               uint64_t token, const char *why, int ipc)
 {
     uint32_t rtoken = ctx->cma_rnext++;
 
-    if (ctx->cma_usable) {
+    if (ipc) {
+        int first = ctx->gpu.ipc_warned++ == 0;
+        cohort_log(cohort_ctx_log(ctx), first ? COHORT_LOG_WARN : COHORT_LOG_DEBUG,
+                   "cannot map world rank %d's device memory (CUDA IPC: %s): its messages come "
+                   "staged through host memory instead%s",
+                   m->hdr.wsrc, why, first ? " (said once; COHORT_LOG=debug for each)" : "");
+    } else if (ctx->cma_usable) {
         cohort_warn(ctx,
                     "single-copy transfers refused by the kernel (%s): large same-node messages "
                     "go through UCX's shared memory from now on",
@@ -217,22 +250,54 @@ static cohort_status_t cohort_cma_pull_device(cohort_context_t *ctx, int world_r
     return status;
 }
 
+/* The pull of a sender's device memory, through CUDA IPC (the mapping cache), straight into
+ * the receive's own buffer: the caller's device buffer behind a staged receive (whose bounce
+ * then has nothing to give the device), or its host or device buffer. COHORT_ERR_UNSUPPORTED
+ * (@a why) when it cannot be mapped here. */
+static cohort_status_t cohort_cma_pull_ipc(cohort_context_t *ctx, int world_rank, cohort_xfer_t *x,
+                                           const cohort_cma_ipc_desc_t *d, const char **why)
+{
+    void *dst = x->stage != NULL ? x->stage_user : x->buf, *base = NULL;
+    cohort_status_t status;
+
+    if (cohort_gpu_get(ctx) == NULL) {
+        *why = ctx->gpu.why;
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    status = cohort_ipc_map(ctx, world_rank, &d->ipc, &base);
+    if (status != COHORT_OK) {
+        *why = status == COHORT_ERR_CUDA ? ctx->gpu.mod->last_error() : "out of memory";
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    status = cohort_gpu_copy(ctx, dst, (char *)base + d->ipc.offset, d->base.len);
+    cohort_ipc_unmap(ctx, base);
+    if (status == COHORT_OK) {
+        x->stage_drained = x->stage != NULL;
+        ctx->stat_cma++;
+        ctx->stat_cma_bytes += d->base.len;
+    }
+    return status;
+}
+
 void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m)
 {
     cohort_cma_ack_t *a;
+    cohort_cma_ipc_desc_t full;
     cohort_cma_desc_t d;
     cohort_status_t status;
     const char *why = NULL;
+    int ipc = m->len == sizeof(full);
 
-    if (m->desc != NULL || m->len != sizeof(d)) {
+    if (m->desc != NULL || (m->len != sizeof(d) && !ipc)) {
         ctx->stat_rejected++;
         cohort_error(ctx, "a single-copy descriptor of %zu bytes from world rank %d dropped",
                      m->len, m->hdr.wsrc);
         cohort_xfer_finish(x, COHORT_ERR_MISMATCH);
         return;
     }
-    memcpy(&d, m->data, sizeof(d));
-    if (d.magic != COHORT_CMA_DESC_MAGIC || d.len > x->len) {
+    memcpy(&full, m->data, m->len);
+    d = full.base;
+    if (d.magic != (ipc ? COHORT_CMA_IPC_MAGIC : COHORT_CMA_DESC_MAGIC) || d.len > x->len) {
         cohort_error(ctx,
                      "group 0x%016llx: %llu bytes offered by world rank %d (tag/step %d) for a "
                      "receive of %zu bytes",
@@ -243,11 +308,12 @@ void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t
         cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
         return;
     }
-    status = x->mem_type == COHORT_MEM_CUDA
+    status = ipc ? cohort_cma_pull_ipc(ctx, m->hdr.wsrc, x, &full, &why)
+             : x->mem_type == COHORT_MEM_CUDA
                  ? cohort_cma_pull_device(ctx, m->hdr.wsrc, d.pid, x, d.addr, d.len, &why)
                  : cohort_cma_pull(ctx, m->hdr.wsrc, d.pid, x->buf, d.addr, d.len, &why);
     if (status == COHORT_ERR_UNSUPPORTED) {
-        cohort_cma_refused(ctx, x, m, d.token, why);
+        cohort_cma_refused(ctx, x, m, d.token, why, ipc);
         return;
     }
     if (status != COHORT_OK) {
@@ -278,8 +344,21 @@ void cohort_cma_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
     }
     if (status == COHORT_ERR_UNSUPPORTED && h->seq != 0) {
         cohort_peer_t *peer = cohort_peer_get(ctx, h->wsrc);
-        if (peer != NULL) {
+        if (peer != NULL && x->ipc_offer) {
+            peer->ipc_off = 1;
+        } else if (peer != NULL) {
             peer->cma_off = 1;
+        }
+        if (x->ipc_offer) {
+            /* it could not map our device memory: the data goes staged */
+            cohort_status_t staged = cohort_xfer_stage_now(x);
+            if (staged != COHORT_OK) {
+                cohort_map_del(&ctx->cma_sends, x->cma_token);
+                x->cma_token = 0;
+                x->cma_state = COHORT_CMA_NONE;
+                cohort_xfer_finish(x, staged);
+                return;
+            }
         }
         /* The data follows to the receive it matched, named by the receiver's token. */
         cohort_map_del(&ctx->cma_sends, x->cma_token);

@@ -8,6 +8,14 @@
  * send. Where the kernel refuses (EPERM, ENOSYS), the receiver answers "send it" instead and
  * the data follows through UCX to the matched receive (CMA_DATA); single copy is then off for
  * this context. A peer that dies fails what waits on it, as any transfer.
+ *
+ * Device data goes the same way through CUDA IPC: a send of device memory to a peer on this
+ * node (COHORT_CUDA_IPC not off, COHORT_CMA_MIN bytes or more) is not staged; its descriptor
+ * carries the buffer's IPC handle, and the receiver maps it (the IPC mapping cache) and copies
+ * straight into the receive buffer, device or host: one copy instead of three (to the sender's
+ * bounce, across, to the device). A receiver that cannot map it (no device, GPUs without peer
+ * access) answers "send it": the sender stages the data then and sends it, and stops offering
+ * that peer device memory.
  */
 #ifndef COHORT_CMA_H
 #define COHORT_CMA_H
@@ -15,8 +23,10 @@
 #include <stdint.h>
 #include "core/am.h"
 #include "core/endpoint.h"
+#include "reduce/gpu_module.h"
 
 #define COHORT_CMA_DESC_MAGIC 0xc0c0cabau
+#define COHORT_CMA_IPC_MAGIC  0xc0c0c1dau
 
 typedef struct {
     uint32_t magic;
@@ -25,6 +35,12 @@ typedef struct {
     uint64_t len;
     uint64_t token; /* the sender's, echoed in the ACK */
 } cohort_cma_desc_t;
+
+/* The same for device memory: where it is, as CUDA IPC names it. */
+typedef struct {
+    cohort_cma_desc_t base; /* addr unused */
+    cohort_gpu_ipc_t ipc;
+} cohort_cma_ipc_desc_t;
 
 /* Where a transfer is in the protocol (cohort_xfer_t.cma_state). */
 /* ACKING: a receive that has its data, done once its ACK is on a wired endpoint: finished
@@ -39,8 +55,11 @@ enum {
 };
 
 /* Decide whether send @a x to @a peer goes by single copy; if so, fill its descriptor and
- * header flag and register it. @return 1 when it does. */
-int cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer);
+ * header flag and register it. @return the descriptor's length when it does, else 0. */
+size_t cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer);
+/* Whether a send of device memory @a x (at post) may skip staging and be offered through CUDA
+ * IPC: a peer on this node that has not refused it, COHORT_CMA_MIN bytes or more. */
+int cohort_cma_ipc_wanted(cohort_xfer_t *x);
 /* Receive @a x matched the descriptor message @a m: read the data, or ask for it. */
 void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m);
 /* Read @a len bytes at @a addr of process @a pid (world rank @a world_rank, on this node) into

@@ -25,6 +25,7 @@ struct cohort_peer {
     uint8_t lookups; /* PMIx lookups made for this peer */
     int8_t local;    /* on this node: 1, elsewhere: -1, not asked yet: 0 */
     uint8_t cma_off; /* it refused a single-copy read: send it the data */
+    uint8_t ipc_off; /* it could not map our device memory (CUDA IPC): stage what we send it */
     ucp_ep_h ep;
     cohort_pmix_lookup_t *lookup;
     cohort_status_t error; /* why it is FAILED */

@@ -39,7 +39,8 @@ typedef struct cohort_xfer {
     cohort_status_t status;
     uint8_t cma_state;       /* cma.h: where it is in a single-copy transfer */
     uint64_t cma_token;      /* its key in the context's single-copy map */
-    uint8_t cma_desc[32];    /* send: the cohort_cma_desc_t UCX sends instead */
+    uint8_t cma_desc[144];   /* send: the cohort_cma_desc_t (or _ipc_desc_t) UCX sends instead */
+    uint8_t ipc_offer;       /* send: device data offered through CUDA IPC, not staged (cma.h) */
     void *stage;             /* device data through page-locked memory (xfer_stage.c): the bounce */
     void *stage_user;        /* the caller's device buffer behind it */
     uint64_t stage_copy;     /* the staging copy in flight (its ticket), 0: none */

@@ -130,14 +130,20 @@ void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer)
     cohort_request_t *req = x->req;
     cohort_context_t *ctx = req->ctx;
     ucp_request_param_t param;
+    size_t desc = x->hdr[1] == x->kind ? cohort_cma_offer(x, peer) : 0;
     void *r;
 
+    if (x->ipc_offer && desc == 0) {
+        /* device data neither offered through CUDA IPC nor staged (logged) */
+        cohort_xfer_finish(x, COHORT_ERR_CUDA);
+        return;
+    }
     cohort_xfer_ucx_param(x, &param);
     param.cb.send = cohort_xfer_ucx_sent;
-    if (x->hdr[1] == x->kind && cohort_cma_offer(x, peer)) {
+    if (desc > 0) {
         param.memory_type = UCS_MEMORY_TYPE_HOST;
-        r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->cma_desc,
-                            sizeof(cohort_cma_desc_t), &param);
+        r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->cma_desc, desc,
+                            &param);
     } else {
         r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->buf, x->len, &param);
     }

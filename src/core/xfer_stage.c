@@ -15,6 +15,7 @@
  */
 #include <string.h>
 #include "core/am.h"
+#include "core/cma.h"
 #include "core/gpu.h"
 #include "core/log.h"
 
@@ -39,6 +40,10 @@ cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
     if (ctx->ucx_mem_cuda) {
         return COHORT_OK;
     }
+    if (x->is_send && cohort_cma_ipc_wanted(x)) {
+        x->ipc_offer = 1; /* the peer copies it out through CUDA IPC (cma.c) */
+        return COHORT_OK;
+    }
     bounce = cohort_gpu_bounce_get(ctx, x->len);
     if (bounce == NULL) {
         return COHORT_ERR_NO_MEMORY;
@@ -52,6 +57,29 @@ cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
         }
     }
     ctx->stat_stage_xfers++;
+    x->stage = bounce;
+    x->stage_user = x->buf;
+    x->buf = bounce;
+    x->mem_type = COHORT_MEM_HOST;
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_xfer_stage_now(cohort_xfer_t *x)
+{
+    cohort_context_t *ctx = x->req->ctx;
+    void *bounce = cohort_gpu_bounce_get(ctx, x->len);
+    cohort_status_t status;
+
+    if (bounce == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    status = cohort_gpu_copy(ctx, bounce, x->buf, x->len);
+    if (status != COHORT_OK) {
+        cohort_gpu_bounce_put(ctx, bounce);
+        return status;
+    }
+    ctx->stat_stage_xfers++;
+    x->ipc_offer = 0;
     x->stage = bounce;
     x->stage_user = x->buf;
     x->buf = bounce;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# launch-timeout: 400
 # The device paths without a GPU: tests/mpi/cuda_coll with the fake CUDA runtime
 # (tests/gpu/fake_cudart.c, "device" memory that faults on any host access) ahead of the real
 # one. With the real CUDA module (whose kernels cannot run here, so a reduction asked of the
@@ -11,8 +12,9 @@
 # (COHORT_CUDA_PIPELINE_MIN=0: local copies and reductions on the "device", each transfer
 # staged on its own; a kernel handed host memory fails the run); and (FAKE_CHECK_PART=vote)
 # COHORT_CUDA_IPC=auto, the default: the matrix with calls from 64 KiB voting their way into IPC,
-# the vote with COHORT_CHECK=1, with a rank shown no device, at another threshold. Run by make
-# check (built only with CUDA).
+# the vote with COHORT_CHECK=1, with a rank shown no device, at another threshold; and the
+# message-based algorithms on device buffers below the vote's threshold, whose same-node
+# messages go through CUDA IPC (cma.c). Run by make check (built only with CUDA).
 set -eu
 top=${TEST_SRCDIR:-.}
 build=$(pwd)
@@ -37,13 +39,14 @@ if [ "$FAKE_CHECK_PART" = vote ]; then
     export TEST_RUNS="3 COHORT_CUDA_IPC_MIN=65536 $kernels
 4 CUDA_COLL_VOTE=1 COHORT_CHECK=1 $kernels
 3 CUDA_COLL_VOTE=1 FAKE_CUDA_NO_DEVICE_RANK=1 $kernels
-2 CUDA_COLL_VOTE=1 COHORT_CUDA_IPC_MIN=65536 $kernels"
+2 CUDA_COLL_VOTE=1 COHORT_CUDA_IPC_MIN=65536 $kernels
+3 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_BCAST=knomial COHORT_ALGO_REDUCE=knomial $kernels"
     exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"
 fi
 export TEST_RUNS="2 COHORT_CUDA_IPC=on $kernels
 3 COHORT_CUDA_IPC=on COHORT_CUDA_IPC_CACHE=0 $kernels
 4 COHORT_CUDA_IPC=on $kernels
-3 COHORT_CUDA_IPC=on FAKE_CUDA_IPC_FAIL_RANK=1 CUDA_COLL_ONLY=bcast,reduce,allreduce,reduce_scatter,allgather,alltoall $kernels
+3 COHORT_CUDA_IPC=on FAKE_CUDA_IPC_FAIL_RANK=1 CUDA_COLL_ONLY=bcast,reduce,allreduce,reduce_scatter,allgather,alltoall,p2p $kernels
 3 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_BCAST=knomial COHORT_ALGO_REDUCE=knomial $kernels
 4 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=rabenseifner COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck COHORT_ALGO_ALLTOALL=bruck COHORT_ALGO_BCAST=scatter_allgather $kernels
 3 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=recursive_doubling $kernels"

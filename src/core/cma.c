@@ -89,6 +89,7 @@ size_t cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer)
     cohort_context_t *ctx = peer->ctx;
     cohort_cma_ipc_desc_t d;
 
+    memset(&d, 0, sizeof(d));
     /* Device memory the peer cannot take, or that cannot be exported: staged after all (a
      * failure leaves x->ipc_offer set, and the caller fails the send). */
     if (x->ipc_offer && (peer->ipc_off || ctx->gpu.mod->ipc_get(x->buf, &d.ipc) != COHORT_OK) &&
@@ -103,7 +104,9 @@ size_t cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer)
         return 0;
     }
     if (cohort_map_put(&ctx->cma_sends, ctx->cma_next, x) != COHORT_OK) {
-        (void)(x->ipc_offer && cohort_xfer_stage_now(x) != COHORT_OK);
+        if (x->ipc_offer) {
+            (void)cohort_xfer_stage_now(x); /* as data, or (still set) the caller fails it */
+        }
         return 0;
     }
     d.base.magic = x->ipc_offer ? COHORT_CMA_IPC_MAGIC : COHORT_CMA_DESC_MAGIC;

@@ -27,11 +27,37 @@ static void cohort_xfer_copy_wait(cohort_xfer_t *x)
     cohort_list_push(&x->req->ctx->copying, &x->link);
 }
 
+/* @a x's device data through a page-locked bounce from now on: a send's copied into it
+ * (asynchronously with @a async, its ticket in x->stage_copy), a receive's to land there. */
+static cohort_status_t cohort_xfer_bounce(cohort_xfer_t *x, int async)
+{
+    cohort_context_t *ctx = x->req->ctx;
+    void *bounce = cohort_gpu_bounce_get(ctx, x->len);
+    cohort_status_t status = COHORT_OK;
+
+    if (bounce == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    if (x->is_send) {
+        status = async ? cohort_gpu_copy_start(ctx, bounce, x->buf, x->len, COHORT_GPU_LANE_TO_HOST,
+                                               &x->stage_copy)
+                       : cohort_gpu_copy(ctx, bounce, x->buf, x->len);
+    }
+    if (status != COHORT_OK) {
+        cohort_gpu_bounce_put(ctx, bounce);
+        return status;
+    }
+    ctx->stat_stage_xfers++;
+    x->stage = bounce;
+    x->stage_user = x->buf;
+    x->buf = bounce;
+    x->mem_type = COHORT_MEM_HOST;
+    return COHORT_OK;
+}
+
 cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
 {
     cohort_context_t *ctx = x->req->ctx;
-    void *bounce;
-    cohort_status_t status;
 
     if (!x->req->device || x->len == 0 || cohort_gpu_mem_type(ctx, x->buf) != COHORT_MEM_CUDA) {
         return COHORT_OK;
@@ -44,47 +70,17 @@ cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
         x->ipc_offer = 1; /* the peer copies it out through CUDA IPC (cma.c) */
         return COHORT_OK;
     }
-    bounce = cohort_gpu_bounce_get(ctx, x->len);
-    if (bounce == NULL) {
-        return COHORT_ERR_NO_MEMORY;
-    }
-    if (x->is_send) {
-        status = cohort_gpu_copy_start(ctx, bounce, x->buf, x->len, COHORT_GPU_LANE_TO_HOST,
-                                       &x->stage_copy);
-        if (status != COHORT_OK) {
-            cohort_gpu_bounce_put(ctx, bounce);
-            return status;
-        }
-    }
-    ctx->stat_stage_xfers++;
-    x->stage = bounce;
-    x->stage_user = x->buf;
-    x->buf = bounce;
-    x->mem_type = COHORT_MEM_HOST;
-    return COHORT_OK;
+    return cohort_xfer_bounce(x, 1);
 }
 
 cohort_status_t cohort_xfer_stage_now(cohort_xfer_t *x)
 {
-    cohort_context_t *ctx = x->req->ctx;
-    void *bounce = cohort_gpu_bounce_get(ctx, x->len);
-    cohort_status_t status;
+    cohort_status_t status = cohort_xfer_bounce(x, 0);
 
-    if (bounce == NULL) {
-        return COHORT_ERR_NO_MEMORY;
+    if (status == COHORT_OK) {
+        x->ipc_offer = 0;
     }
-    status = cohort_gpu_copy(ctx, bounce, x->buf, x->len);
-    if (status != COHORT_OK) {
-        cohort_gpu_bounce_put(ctx, bounce);
-        return status;
-    }
-    ctx->stat_stage_xfers++;
-    x->ipc_offer = 0;
-    x->stage = bounce;
-    x->stage_user = x->buf;
-    x->buf = bounce;
-    x->mem_type = COHORT_MEM_HOST;
-    return COHORT_OK;
+    return status;
 }
 
 int cohort_xfer_stage_pending(cohort_xfer_t *x)

@@ -102,17 +102,24 @@ launch_programs() {
                 skipped=$((skipped + 1))
                 continue
             fi
-            t0=$(date +%s.%N)
-            if "$runner" "$np" "$envs" "$PWD/tests/mpi/$prog" >"$T/run.log" 2>&1; then
-                launch_log "$prog: $what -n $np $envs: ok ($(launch_since "$t0") s)"
-                passed=$((passed + 1))
-            else
-                echo "!! $prog: $what -n $np $envs failed (rc $?; 124: timed out)"
-                tail -30 "$T/run.log"
-                failed=$((failed + 1))
-            fi
+            launch_run_one "$runner" "$what" "$np" "$envs" "$PWD/tests/mpi/$prog" "$prog"
         done < <(launch_runs "$prog")
     done
+}
+
+# One run of PROG by RUNNER (called as RUNNER NP "ENVS" PROG, its output in $T/run.log),
+# logged under NAME and counted in passed or failed.
+launch_run_one() { # RUNNER WHAT NP "ENVS" PROG NAME
+    local runner=$1 what=$2 np=$3 envs=$4 prog=$5 name=$6 t0
+    t0=$(date +%s.%N)
+    if "$runner" "$np" "$envs" "$prog" >"$T/run.log" 2>&1; then
+        launch_log "$name: $what -n $np $envs: ok ($(launch_since "$t0") s)"
+        passed=$((passed + 1))
+    else
+        echo "!! $name: $what -n $np $envs failed (rc $?; 124: timed out)"
+        tail -30 "$T/run.log"
+        failed=$((failed + 1))
+    fi
 }
 
 # PIDs of the processes whose environment holds COHL_TAG=$1 (our own shell left out).

@@ -53,18 +53,14 @@ done
 # with asynchronous copies (the rings forced, COHORT_CUDA_PIPELINE_MIN=0).
 if [ -f "$top/tests/gpu/fake/libcudart.so.13" ] && [ -f "$top/tests/gpu/fake-kernels/cohort_cuda.so" ]; then
     fake="LD_LIBRARY_PATH=$top/tests/gpu/fake COHORT_PLUGIN_PATH=$top/tests/gpu/fake-kernels:$top/.libs"
+    # hosts_run with the fake's settings; the run's output (in $T/run.log) must say it passed
+    hosts_run_fake() { # NP "ENVS" PROG
+        hosts_run "$1" "$fake $2" "$3" && grep -q 'cuda_coll: passed' "$T/run.log"
+    }
+    nh=2
     for envs in "" "COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise"; do
-        t0=$(date +%s.%N)
-        # shellcheck disable=SC2046,SC2086
-        if hosts_mpirun 2 4 $(xopts $fake $envs) "$top/tests/mpi/cuda_coll" >"$T/run.log" 2>&1 &&
-            grep -q 'cuda_coll: passed' "$T/run.log"; then
-            launch_log "cuda_coll (fake CUDA): mpirun on 2 hosts -n 4 $envs: ok ($(launch_since "$t0") s)"
-            passed=$((passed + 1))
-        else
-            echo "!! cuda_coll (fake CUDA): mpirun on 2 hosts -n 4 $envs failed"
-            tail -30 "$T/run.log"
-            failed=$((failed + 1))
-        fi
+        launch_run_one hosts_run_fake "mpirun on 2 hosts" 4 "$envs" "$top/tests/mpi/cuda_coll" \
+            "cuda_coll (fake CUDA)"
     done
 else
     launch_log "cuda_coll (fake CUDA) across hosts: skipped (built without CUDA)"

@@ -146,8 +146,10 @@ COHORT_API cohort_status_t cohort_group_create(cohort_context_t *ctx, const char
                                                cohort_group_t **group);
 
 /**
- * Free a group created by cohort_group_create(). Outstanding requests on it are cancelled.
- * Accepts NULL. The world group and layout groups are owned elsewhere:
+ * Free a group created by cohort_group_create(). Outstanding requests on it are cancelled
+ * (COHORT_ERR_REVOKED; they stay the caller's to free), and since that leaves the other
+ * members waiting on this rank, they are told: their operations on it return
+ * COHORT_ERR_REVOKED (cohort_group_abort()). Accepts NULL. The world group and layout groups are owned elsewhere:
  * COHORT_ERR_INVALID_ARG.
  */
 COHORT_API cohort_status_t cohort_group_free(cohort_group_t *group);
@@ -481,8 +483,12 @@ COHORT_API void cohort_request_free(cohort_request_t *req);
  *
  * A group is also revoked by the library, and its members told, when this rank can no longer
  * stay in step with them: a collective that failed or was cancelled, a point-to-point send
- * that failed, a message lost for lack of memory or over COHORT_ORPHAN_LIMIT; and when a member
- * failed (COHORT_ERR_PEER_FAILED on every member, groups without that rank untouched).
+ * that failed, a message lost for lack of memory or over COHORT_ORPHAN_LIMIT, the group freed
+ * (cohort_group_free) with operations outstanding, a collective's message one member found
+ * not to fit (longer than its buffer, another fingerprint: COHORT_ERR_MISMATCH on every
+ * member, unlike COHORT_CHECK's agreed mismatch, which leaves the group usable; a
+ * point-to-point receive too small for its message fails alone); and when a member failed
+ * (COHORT_ERR_PEER_FAILED on every member, groups without that rank untouched).
  * Messages arriving for a revoked group are dropped (counted in
  * cohort_stats_t.messages_dropped). A revoked group stays revoked: free it and create another.
  */

@@ -81,7 +81,7 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
                      "collectives or arguments",
                      (unsigned long long)m->hdr.gid, m->hdr.src, m->hdr.seq, m->hdr.tag, x->fp,
                      m->hdr.fp);
-        cohort_xfer_finish(x, COHORT_ERR_MISMATCH);
+        cohort_xfer_mismatch(x);
         return;
     }
     if (m->hdr.flags & COHORT_HDR_CMA) {
@@ -97,7 +97,7 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
                      "group 0x%016llx: %zu bytes arrived from rank %d (tag/step %d) for a receive "
                      "of %zu bytes",
                      (unsigned long long)m->hdr.gid, m->len, m->hdr.src, m->hdr.tag, x->len);
-        cohort_xfer_finish(x, COHORT_ERR_MISMATCH);
+        cohort_xfer_mismatch(x);
         return;
     }
     x->received = m->len;

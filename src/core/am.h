@@ -35,6 +35,10 @@ void cohort_xfer_route(cohort_xfer_t *x);
  * in flight. */
 void cohort_xfer_ucx_param(cohort_xfer_t *x, ucp_request_param_t *param);
 int cohort_xfer_ucx_started(cohort_xfer_t *x, void *r);
+/* A receive found a message that does not fit it (length, fingerprint, descriptor): it ends
+ * with COHORT_ERR_MISMATCH, and for a collective's message so does the group on every member
+ * (revoked, told). */
+void cohort_xfer_mismatch(cohort_xfer_t *x);
 /* A UCX operation of @a x completed (send or rendezvous fetch). */
 void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x);
 /* The transfer is over with @a status (the first one sticks); wakes its request. */

@@ -295,7 +295,7 @@ void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t
         ctx->stat_rejected++;
         cohort_error(ctx, "a single-copy descriptor of %zu bytes from world rank %d dropped",
                      m->len, m->hdr.wsrc);
-        cohort_xfer_finish(x, COHORT_ERR_MISMATCH);
+        cohort_xfer_mismatch(x);
         return;
     }
     memcpy(&full, m->data, m->len);
@@ -306,8 +306,8 @@ void cohort_cma_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t
                      "receive of %zu bytes",
                      (unsigned long long)m->hdr.gid, (unsigned long long)d.len, m->hdr.wsrc,
                      m->hdr.tag, x->len);
-        cohort_xfer_finish(x, COHORT_ERR_MISMATCH);
-        /* As when the data itself arrives too long: the error is the receiver's alone. */
+        cohort_xfer_mismatch(x);
+        /* The sender finishes; the revocation tells it what went wrong. */
         cohort_cma_answer(ctx, m, d.token, COHORT_OK, 0);
         return;
     }

@@ -58,10 +58,29 @@ cohort_status_t cohort_comm_create(cohort_context_t *ctx, uint64_t id, const int
     return COHORT_OK;
 }
 
+/* Whether an operation on @a c is still unfinished. */
+static int cohort_comm_busy(const cohort_comm_t *c)
+{
+    const cohort_list_t *pos;
+
+    for (pos = c->requests.next; pos != &c->requests; pos = pos->next) {
+        if (!cohort_container_of(pos, cohort_request_t, comm_link)->done) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void cohort_comm_destroy(cohort_comm_t *c)
 {
     cohort_context_t *ctx = c->ctx;
 
+    if (c->error == COHORT_OK && cohort_comm_busy(c)) {
+        /* The other members wait on steps this rank will never take: they are told (the
+         * notices go out in cohort_notify_flush below). Setting the error first would cancel
+         * the operations as a revocation already sent, and nobody would tell them. */
+        cohort_comm_revoke(c, COHORT_ERR_REVOKED, "freed with operations outstanding");
+    }
     if (c->error == COHORT_OK) {
         c->error = COHORT_ERR_REVOKED;
     }

@@ -67,6 +67,21 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
     }
 }
 
+void cohort_xfer_mismatch(cohort_xfer_t *x)
+{
+    cohort_comm_t *c = x->req->comm;
+
+    cohort_xfer_finish(x, COHORT_ERR_MISMATCH);
+    /* Found by this transfer alone, unlike a mismatch the members agreed on (COHORT_CHECK's
+     * round): in a collective the sender and the members waiting on this rank's next steps do
+     * not know, and are out of step with it. They are told, and MISMATCH is what every member
+     * gets. A point-to-point receive too small for its message is its own error, as in MPI:
+     * both sides spent their numbers, nobody waits on a step not taken. */
+    if (c != NULL && x->kind != COHORT_MSG_P2P) {
+        cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a transfer found a mismatch");
+    }
+}
+
 void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
 {
     cohort_request_t *req = x->req;

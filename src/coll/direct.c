@@ -23,9 +23,12 @@
  * and the group takes the network algorithms from then on, alike, since every member saw the
  * same signals. A member that dies fails the copies and receives that wait on it.
  */
+#include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <unistd.h>
 #include "coll/coll_reduce.h"
 #include "coll/shm_seg.h"
@@ -190,6 +193,9 @@ static cohort_status_t direct_copy(cohort_request_t *req, direct_state_t *s, int
     }
     if (push && s->on_shm && !cohort_shm_write_begin(req, &s->call, k)) {
         return COHORT_OK; /* it left the call, which fails there and so here too */
+    }
+    if (push && cohort_fault(req->ctx, COHORT_FAULT_WRITE_GAP)) {
+        sleep(3); /* announced, not made yet: the target leaving now must wait for it */
     }
     status = push ? cohort_cma_push(req->ctx, world, d->pid, dst, addr, len, &why)
                   : cohort_cma_pull(req->ctx, world, d->pid, dst, addr, len, &why);
@@ -429,15 +435,39 @@ static cohort_status_t direct_sync(cohort_request_t *req, direct_state_t *s)
     return direct_signals(req, s, rx);
 }
 
+/* Whether member @a k, inside a write announced for this call, is still alive: its pid is in
+ * its descriptor, which it published before it could write (a pidfd says when it exits). */
+static int direct_writer_alive(cohort_request_t *req, direct_state_t *s, int k, int *pfd)
+{
+    const cohort_peer_t *peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, k));
+    struct pollfd p;
+
+    if (peer != NULL && peer->state == COHORT_PEER_FAILED) {
+        return 0;
+    }
+    if (*pfd < 0) {
+        direct_desc_t d;
+        memcpy(&d, cohort_shm_buf(req, &s->call, k), sizeof(d));
+        *pfd = pidfd_open((pid_t)d.pid, 0);
+        if (*pfd < 0) {
+            return errno != ESRCH; /* gone already; any other failure: wait on the word */
+        }
+    }
+    p.fd = *pfd;
+    p.events = POLLIN;
+    return poll(&p, 1, 0) == 0;
+}
+
 /* This rank gives the call up before its end (an error of its own, a revoke, a cancel): its
  * buffers go back to the caller, so no member may write into them once this returns. A member
- * that announced a write before it saw this rank leave is let finish it: one chunk's copy. A
- * member that failed writes nothing more; one stopped half way through a write for a second is
- * reported. Only the writing collectives need it; they run only with the segment. */
+ * that announced a write before it saw this rank leave is waited for until that write is over
+ * or it is dead, however long that takes: never a fixed time, after which a write could still
+ * land (past COHORT_TIMEOUT it is said once). A member that failed writes nothing more. Only the
+ * writing collectives need it; they run only with the segment. */
 static void direct_leave(cohort_request_t *req, direct_state_t *s)
 {
     int n = req->comm->size, me = req->comm->rank;
-    double start = cohort_time_now();
+    double start = cohort_time_now(), limit = req->ctx->cfg.timeout_s;
 
     if (!s->on_shm || !s->call.begun || s->left) {
         return;
@@ -445,17 +475,21 @@ static void direct_leave(cohort_request_t *req, direct_state_t *s)
     s->left = 1;
     cohort_shm_leave(req, &s->call);
     for (int k = 0; k < n; k++) {
-        const cohort_peer_t *peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, k));
+        int pfd = -1, said = 0;
         while (k != me && cohort_shm_writing(req, &s->call, k) &&
-               (peer == NULL || peer->state != COHORT_PEER_FAILED)) {
-            if (cohort_time_now() - start > 1.0) {
+               direct_writer_alive(req, s, k, &pfd)) {
+            if (!said && limit > 0 && cohort_time_now() - start > limit) {
+                said = 1;
                 cohort_warn(req->ctx,
                             "%s %s: group rank %d is still inside a write into this rank's "
-                            "buffers after 1 s (stopped?); they are the caller's again now",
-                            req->comm->label, cohort_coll_names[s->base.args.coll], k);
-                return;
+                            "buffers after %.1f s (stopped?); the call returns once it is over "
+                            "or the rank is dead",
+                            req->comm->label, cohort_coll_names[s->base.args.coll], k, limit);
             }
             sched_yield();
+        }
+        if (pfd >= 0) {
+            close(pfd);
         }
     }
 }

@@ -12,12 +12,14 @@
  *
  * One mpirun runs every configuration: a context per path, with the statuses and canaries
  * compared through a second context of default settings that no mismatch touches.
- * COUNT_MISMATCH_PATHS names the paths to run (default "direct shm"): the message path waits
+ * COUNT_MISMATCH_PATHS names the paths to run (default "direct shm"; "cuda_ipc": device
+ * buffers, under tests/gpu/fake_mismatch.sh's fake runtime or on a GPU): the message path waits
  * on src/core (a message's fingerprint is compared only under COHORT_CHECK=1, and a mismatch
  * found by one transfer does not revoke the group), and times out until then.
  */
 #include <stdint.h>
 #include <string.h>
+#include "../../tools/bench/cudart.h"
 #include "harness.h"
 
 #define CANARY 4096 /* bytes before and after every buffer */
@@ -43,18 +45,48 @@ typedef struct {
     int cma_off;
     size_t count; /* elements (float) of the smaller side */
     int reusable; /* the group goes on after a mismatch */
+    int device;   /* device buffers, through CUDA IPC (COHORT_CUDA_IPC=on) */
 } path_t;
 
 static const path_t paths[] = {
-    {"direct", "direct", 0, 64 * 1024, 1},
-    {"shm", "shm", 0, 512, 1},
-    {"messages", NULL, 1, 64 * 1024, 0},
+    {"direct", "direct", 0, 64 * 1024, 1, 0},
+    {"shm", "shm", 0, 512, 1, 0},
+    {"messages", NULL, 1, 64 * 1024, 0, 0},
+    {"cuda_ipc", NULL, 0, 16 * 1024, 1, 1},
 };
 
+static bench_cudart_t cuda; /* loaded for the cuda_ipc path only */
+
 typedef struct {
-    unsigned char *base;
+    unsigned char *base; /* host: the buffer and its canaries, or their copy from the device */
+    unsigned char *dev;  /* the same on the device, or NULL */
     size_t bytes;
 } guarded_t;
+
+/* The buffer the call gets: host, or the device copy of what was prepared on the host. */
+static void *guarded_arm(guarded_t *g, int device)
+{
+    size_t total = g->bytes + 2 * CANARY;
+
+    g->dev = NULL;
+    if (!device) {
+        return g->base + CANARY;
+    }
+    CHECK(cuda.malloc_device((void **)&g->dev, total) == 0);
+    CHECK(cuda.memcpy_any(g->dev, g->base, total, BENCH_CUDA_MEMCPY_DEFAULT) == 0);
+    return g->dev + CANARY;
+}
+
+/* After the call: the device's bytes back into the host copy. */
+static void guarded_disarm(guarded_t *g)
+{
+    if (g->dev != NULL) {
+        CHECK(cuda.memcpy_any(g->base, g->dev, g->bytes + 2 * CANARY, BENCH_CUDA_MEMCPY_DEFAULT) ==
+              0);
+        CHECK(cuda.free_device(g->dev) == 0);
+        g->dev = NULL;
+    }
+}
 
 static void *guarded_alloc(guarded_t *g, size_t bytes)
 {
@@ -107,7 +139,7 @@ static cohort_status_t coll_call(cohort_group_t *g, coll_t c, const float *s, fl
 
 /* One call with guarded buffers; *intact: every canary still there after it returned. */
 static cohort_status_t guarded_call(cohort_group_t *g, coll_t c, size_t count, int root,
-                                    int *intact, int check_result)
+                                    int *intact, int check_result, int device)
 {
     int n = cohort_group_size(g), me = cohort_group_rank(g);
     size_t sb, rb;
@@ -126,7 +158,9 @@ static cohort_status_t guarded_call(cohort_group_t *g, coll_t c, size_t count, i
             r[i] = 7.0f;
         }
     }
-    st = coll_call(g, c, s, r, count, root);
+    st = coll_call(g, c, guarded_arm(&gs, device), guarded_arm(&gr, device), count, root);
+    guarded_disarm(&gs);
+    guarded_disarm(&gr);
     *intact = guarded_intact(&gs) && guarded_intact(&gr);
     if (st == COHORT_OK && check_result) {
         float sum = (float)(n * (n + 1) / 2);
@@ -157,6 +191,11 @@ static cohort_context_t *path_init(const path_t *p)
             unsetenv(var);
         }
     }
+    if (p->device) {
+        setenv("COHORT_CUDA_IPC", "on", 1);
+    } else {
+        unsetenv("COHORT_CUDA_IPC");
+    }
     if (p->cma_off) {
         setenv("COHORT_CMA", "off", 1);
     } else {
@@ -178,9 +217,13 @@ int main(void)
     CHECK(all != NULL);
     for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
         const path_t *path = &paths[p];
-        if (which == NULL ? strcmp(path->name, "messages") == 0
+        if (which == NULL ? strcmp(path->name, "messages") == 0 || path->device
                           : strstr(which, path->name) == NULL) {
             continue;
+        }
+        if (path->device) {
+            char why[128];
+            CHECK(bench_cudart_load(&cuda, why, sizeof(why)) == 0);
         }
         ctx = path_init(path);
         for (int c = 0; c < C_N; c++) {
@@ -198,7 +241,8 @@ int main(void)
                 if (v == 2 && me != 0) {
                     root = 1;
                 }
-                st = guarded_call(cohort_world(ctx), (coll_t)c, count, root, &intact, 0);
+                st = guarded_call(cohort_world(ctx), (coll_t)c, count, root, &intact, 0,
+                                  path->device);
                 mine[0] = (int)st;
                 mine[1] = intact;
                 CHECK_OK(cohort_allgather(cw, mine, all, 2, COHORT_INT32));
@@ -224,7 +268,8 @@ int main(void)
                     continue;
                 }
                 /* The same group goes on: a matching call succeeds with the right result. */
-                CHECK_OK(guarded_call(cohort_world(ctx), (coll_t)c, path->count, 0, &intact, 1));
+                CHECK_OK(guarded_call(cohort_world(ctx), (coll_t)c, path->count, 0, &intact, 1,
+                                      path->device));
                 CHECK(intact);
             }
         }

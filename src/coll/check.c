@@ -144,3 +144,47 @@ cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_ch
     c->active = 0;
     return cohort_check_verdict(req, c);
 }
+
+void cohort_coll_ident(const cohort_request_t *req, cohort_coll_ident_t *id)
+{
+    const cohort_coll_base_t *b = (const cohort_coll_base_t *)req->state;
+    const cohort_coll_args_t *a = &b->args;
+    uint64_t one = (uint64_t)a->count * a->esize, all = one * (uint64_t)req->comm->size;
+
+    id->in_len =
+        a->coll == COHORT_COLL_REDUCE_SCATTER || a->coll == COHORT_COLL_ALLTOALL ? all : one;
+    id->out_len = a->coll == COHORT_COLL_ALLGATHER || a->coll == COHORT_COLL_ALLTOALL ? all : one;
+    id->seq = b->seq;
+    id->fp = b->fp;
+}
+
+int cohort_coll_ident_same(cohort_request_t *req, const cohort_coll_ident_t *mine,
+                           const cohort_coll_ident_t *its, int k)
+{
+    if (its->seq == mine->seq && its->fp == mine->fp && its->in_len == mine->in_len &&
+        its->out_len == mine->out_len) {
+        return 1;
+    }
+    cohort_error(req->ctx,
+                 "%s %s: group rank %d called collective #%u (fingerprint 0x%08x) with %llu/%llu "
+                 "bytes in/out, this rank #%u (0x%08x) with %llu/%llu: a different count, root, "
+                 "type or operation; COHORT_ERR_MISMATCH on every member, nothing copied",
+                 req->comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], k, its->seq,
+                 its->fp, (unsigned long long)its->in_len, (unsigned long long)its->out_len,
+                 mine->seq, mine->fp, (unsigned long long)mine->in_len,
+                 (unsigned long long)mine->out_len);
+    return 0;
+}
+
+int cohort_coll_ident_check(cohort_request_t *req, const cohort_coll_ident_t *mine,
+                            const void *descs, size_t stride, size_t off)
+{
+    for (int k = 0; k < req->comm->size; k++) {
+        const cohort_coll_ident_t *its =
+            (const cohort_coll_ident_t *)((const char *)descs + (size_t)k * stride + off);
+        if (k != req->comm->rank && !cohort_coll_ident_same(req, mine, its, k)) {
+            return 0;
+        }
+    }
+    return 1;
+}

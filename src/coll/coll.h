@@ -162,6 +162,27 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
  * field), or a transfer's error. */
 cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_check_t *check);
 
+/* What a member's descriptor says of the call it belongs to, for those that read or write its
+ * memory directly (direct.c, cuda_ipc.c): the call's number on the group, its fingerprint, and
+ * the bytes of its input and output that it exposes. Every member checks every other's before
+ * its first copy and never copies past those lengths (check.c). */
+typedef struct {
+    uint64_t in_len, out_len;
+    uint32_t seq, fp;
+} cohort_coll_ident_t;
+
+/* This rank's, from its own arguments: the same on every member of the same call. */
+void cohort_coll_ident(const cohort_request_t *req, cohort_coll_ident_t *id);
+/* Whether @a its (group rank @a k's) names the same call with the same lengths; logged when
+ * not. */
+int cohort_coll_ident_same(cohort_request_t *req, const cohort_coll_ident_t *mine,
+                           const cohort_coll_ident_t *its, int k);
+/* Every other member's, at byte @a off of each of the group's descriptors (@a stride bytes
+ * apart from @a descs): whether all are the same as @a mine. Where two members differ every
+ * member finds one unlike its own, so all say so. */
+int cohort_coll_ident_check(cohort_request_t *req, const cohort_coll_ident_t *mine,
+                            const void *descs, size_t stride, size_t off);
+
 /* Staging (stage.c): before the algorithm starts, device buffers are replaced in the request's
  * arguments by host copies; at completion the result goes back; at release the copies return
  * to the context's cache. Or, for an algorithm that is device_ok and a call large enough

@@ -25,6 +25,7 @@
  * member, and completion only once all have signalled: until then they read this rank's input and
  * write into its output.
  */
+#include <stddef.h>
 #include <string.h>
 #include "coll/coll_reduce.h"
 #include "core/context.h"
@@ -38,7 +39,12 @@ enum { IPC_STEP_DESC, IPC_STEP_AGREE, IPC_STEP_SYNC, IPC_STEP_FALLBACK, IPC_STEP
 
 typedef struct {
     cohort_gpu_ipc_t in, out;
+    cohort_coll_ident_t id; /* the call and the lengths, checked before anything is mapped */
 } ipc_desc_t;
+
+/* The agreement's byte: whether the member mapped what it needs, or found that some member's
+ * descriptor names another call or other lengths (nobody maps or copies then). */
+enum { IPC_UNMAPPED, IPC_MAPPED, IPC_MISMATCH };
 
 typedef struct {
     cohort_coll_base_t base;
@@ -50,7 +56,7 @@ typedef struct {
     int out_is_scratch; /* the result goes to the caller's rbuf at the end */
     void *final_dst;    /* where: the caller's rbuf */
     uint8_t signal;     /* the byte each signal carries */
-    uint8_t mapped;     /* this rank mapped every buffer of the others it needs */
+    uint8_t mapped;     /* IPC_*: this rank mapped every buffer of the others it needs */
     int fb_posted;      /* the fallback's transfers are posted */
     char *fb_in;        /* fallback: device scratch for the members' inputs */
     ipc_desc_t mine;
@@ -172,6 +178,7 @@ static cohort_status_t ipc_start(cohort_request_t *req)
     }
     s->out_is_scratch = s->dout != NULL && s->dout != a->rbuf;
     s->final_dst = a->rbuf;
+    cohort_coll_ident(req, &s->mine.id);
     s->phase = IPC_EXCHANGE;
     return COHORT_OK;
 }
@@ -391,7 +398,11 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
         if (status != COHORT_OK) {
             return status;
         }
-        s->mapped = ipc_map(req, s) == COHORT_OK;
+        s->mapped = !cohort_coll_ident_check(req, &s->mine.id, s->peers, sizeof(ipc_desc_t),
+                                             offsetof(ipc_desc_t, id))
+                        ? IPC_MISMATCH
+                    : ipc_map(req, s) == COHORT_OK ? IPC_MAPPED
+                                                   : IPC_UNMAPPED;
         s->phase = IPC_AGREE;
         /* fall through */
     case IPC_AGREE:
@@ -402,11 +413,15 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
             return status;
         }
         for (int k = 0; k < n; k++) {
-            if (k != me && !s->sig_rx[n + k]) {
-                s->mapped = 0;
+            if (k != me && s->sig_rx[n + k] != IPC_MAPPED && s->mapped != IPC_MISMATCH) {
+                s->mapped = s->sig_rx[n + k];
             }
         }
-        if (!s->mapped) {
+        if (s->mapped == IPC_MISMATCH) {
+            s->base.agreed = 1; /* every member saw the same bytes: they stay in step */
+            return COHORT_ERR_MISMATCH;
+        }
+        if (s->mapped != IPC_MAPPED) {
             s->phase = IPC_FALLBACK;
             return ipc_fallback(req, s);
         }

@@ -23,8 +23,12 @@
  * and the group takes the network algorithms from then on, alike, since every member saw the
  * same signals. A member that dies fails the copies and receives that wait on it.
  */
+#include <errno.h>
+#include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <unistd.h>
 #include "coll/coll_reduce.h"
 #include "coll/shm_seg.h"
@@ -38,11 +42,15 @@ typedef enum { D_EXCHANGE, D_DESCS, D_READ, D_SYNC } direct_phase_t;
 
 enum { D_STEP_DESC, D_STEP_SYNC, D_STEPS };
 
-/* What a signal says about the reads of the one that sent it. */
-enum { D_READ_OK = 1, D_READ_REFUSED, D_READ_FAILED };
+/* What a signal says about the reads of the one that sent it: MISMATCH, that some member's
+ * descriptor named another call or other lengths, so nobody copied anything. */
+enum { D_READ_OK = 1, D_READ_REFUSED, D_READ_FAILED, D_MISMATCH };
 
+/* What a member exposes, and for which call: every reader or writer checks it before its first
+ * copy and never goes past the owner's lengths. */
 typedef struct {
     uint64_t in, out; /* addresses in the sender's process */
+    cohort_coll_ident_t id;
     int32_t pid;
     uint32_t pad;
 } direct_desc_t;
@@ -103,6 +111,7 @@ static cohort_status_t direct_start(cohort_request_t *req)
     s->one = a->count * a->esize;
     s->mine.pid = (int32_t)getpid();
     s->mine.out = (uint64_t)(uintptr_t)a->rbuf;
+    cohort_coll_ident(req, &s->mine.id);
     switch (a->coll) {
     case COHORT_COLL_ALLREDUCE:
     case COHORT_COLL_REDUCE_SCATTER:
@@ -169,11 +178,24 @@ static cohort_status_t direct_copy(cohort_request_t *req, direct_state_t *s, int
     if (len == 0) {
         return COHORT_OK;
     }
+    /* Checked against every descriptor before the first copy (direct_check); this keeps a
+     * range computed wrongly from going past what the owner exposes. */
+    if (off > (out ? d->id.out_len : d->id.in_len) ||
+        len > (out ? d->id.out_len : d->id.in_len) - off) {
+        cohort_error(req->ctx, "%s %s: %zu bytes at %zu of group rank %d's %s, which has %llu",
+                     req->comm->label, cohort_coll_names[s->base.args.coll], len, off, k,
+                     out ? "output" : "input",
+                     (unsigned long long)(out ? d->id.out_len : d->id.in_len));
+        return COHORT_ERR_MISMATCH;
+    }
     if (push && cohort_fault(req->ctx, COHORT_FAULT_STALL)) {
         sleep(2); /* as a rank stopped half way through its writes would be */
     }
     if (push && s->on_shm && !cohort_shm_write_begin(req, &s->call, k)) {
         return COHORT_OK; /* it left the call, which fails there and so here too */
+    }
+    if (push && cohort_fault(req->ctx, COHORT_FAULT_WRITE_GAP)) {
+        sleep(3); /* announced, not made yet: the target leaving now must wait for it */
     }
     status = push ? cohort_cma_push(req->ctx, world, d->pid, dst, addr, len, &why)
                   : cohort_cma_pull(req->ctx, world, d->pid, dst, addr, len, &why);
@@ -310,7 +332,18 @@ static uint8_t direct_signal_of(cohort_status_t status)
 {
     return status == COHORT_OK                ? D_READ_OK
            : status == COHORT_ERR_UNSUPPORTED ? D_READ_REFUSED
+           : status == COHORT_ERR_MISMATCH    ? D_MISMATCH
                                               : D_READ_FAILED;
+}
+
+/* Every member's descriptor against this rank's (the same call, the same lengths), or nobody
+ * copies a byte; the signals tell every member. */
+static cohort_status_t direct_check(cohort_request_t *req, direct_state_t *s)
+{
+    return cohort_coll_ident_check(req, &s->mine.id, s->peers, sizeof(direct_desc_t),
+                                   offsetof(direct_desc_t, id))
+               ? COHORT_OK
+               : COHORT_ERR_MISMATCH;
 }
 
 /* After a signal round: this rank's own error, else UNSUPPORTED when some member's reads were
@@ -329,7 +362,10 @@ static cohort_status_t direct_signals(cohort_request_t *req, direct_state_t *s, 
         if (sig == D_READ_REFUSED) {
             req->comm->node_off = 1;
         }
-        if (status == COHORT_OK) {
+        if (sig == D_MISMATCH && status != COHORT_ERR_MISMATCH) {
+            /* above every other status: no member copied, and the group goes on */
+            status = COHORT_ERR_MISMATCH;
+        } else if (status == COHORT_OK) {
             status = sig == D_READ_REFUSED ? COHORT_ERR_UNSUPPORTED : COHORT_ERR_UCX;
             if (status == COHORT_ERR_UCX) {
                 cohort_error(req->ctx, "%s %s: group rank %d's direct reads failed (see its log)",
@@ -366,13 +402,13 @@ static cohort_status_t direct_exchange(cohort_request_t *req, direct_state_t *s)
     return status;
 }
 
-/* Through the segment the signal is a failure word (call << 2 | signal, only when not OK)
+/* Through the segment the signal is a failure word (call << 3 | signal, only when not OK)
  * and then DONE, the word the others wait on. Every member reads the failure words before it
  * ends the call, and none writes the next call's before every member has begun that call. */
 static void direct_announce(cohort_request_t *req, direct_state_t *s)
 {
     if (s->signal != D_READ_OK) {
-        cohort_shm_publish_value(req, COHORT_SHM_FAIL, s->call.s << 2 | s->signal);
+        cohort_shm_publish_value(req, COHORT_SHM_FAIL, s->call.s << 3 | s->signal);
     }
     cohort_shm_publish(req, &s->call, COHORT_SHM_DONE);
 }
@@ -394,20 +430,44 @@ static cohort_status_t direct_sync(cohort_request_t *req, direct_state_t *s)
     }
     for (int k = 0; k < n; k++) {
         uint64_t v = cohort_shm_word(req, k, COHORT_SHM_FAIL);
-        rx[k] = v >> 2 == s->call.s ? (uint8_t)(v & 3) : D_READ_OK;
+        rx[k] = v >> 3 == s->call.s ? (uint8_t)(v & 7) : D_READ_OK;
     }
     return direct_signals(req, s, rx);
 }
 
+/* Whether member @a k, inside a write announced for this call, is still alive: its pid is in
+ * its descriptor, which it published before it could write (a pidfd says when it exits). */
+static int direct_writer_alive(cohort_request_t *req, direct_state_t *s, int k, int *pfd)
+{
+    const cohort_peer_t *peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, k));
+    struct pollfd p;
+
+    if (peer != NULL && peer->state == COHORT_PEER_FAILED) {
+        return 0;
+    }
+    if (*pfd < 0) {
+        direct_desc_t d;
+        memcpy(&d, cohort_shm_buf(req, &s->call, k), sizeof(d));
+        *pfd = pidfd_open((pid_t)d.pid, 0);
+        if (*pfd < 0) {
+            return errno != ESRCH; /* gone already; any other failure: wait on the word */
+        }
+    }
+    p.fd = *pfd;
+    p.events = POLLIN;
+    return poll(&p, 1, 0) == 0;
+}
+
 /* This rank gives the call up before its end (an error of its own, a revoke, a cancel): its
  * buffers go back to the caller, so no member may write into them once this returns. A member
- * that announced a write before it saw this rank leave is let finish it: one chunk's copy. A
- * member that failed writes nothing more; one stopped half way through a write for a second is
- * reported. Only the writing collectives need it; they run only with the segment. */
+ * that announced a write before it saw this rank leave is waited for until that write is over
+ * or it is dead, however long that takes: never a fixed time, after which a write could still
+ * land (past COHORT_TIMEOUT it is said once). A member that failed writes nothing more. Only the
+ * writing collectives need it; they run only with the segment. */
 static void direct_leave(cohort_request_t *req, direct_state_t *s)
 {
     int n = req->comm->size, me = req->comm->rank;
-    double start = cohort_time_now();
+    double start = cohort_time_now(), limit = req->ctx->cfg.timeout_s;
 
     if (!s->on_shm || !s->call.begun || s->left) {
         return;
@@ -415,17 +475,21 @@ static void direct_leave(cohort_request_t *req, direct_state_t *s)
     s->left = 1;
     cohort_shm_leave(req, &s->call);
     for (int k = 0; k < n; k++) {
-        const cohort_peer_t *peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, k));
+        int pfd = -1, said = 0;
         while (k != me && cohort_shm_writing(req, &s->call, k) &&
-               (peer == NULL || peer->state != COHORT_PEER_FAILED)) {
-            if (cohort_time_now() - start > 1.0) {
+               direct_writer_alive(req, s, k, &pfd)) {
+            if (!said && limit > 0 && cohort_time_now() - start > limit) {
+                said = 1;
                 cohort_warn(req->ctx,
                             "%s %s: group rank %d is still inside a write into this rank's "
-                            "buffers after 1 s (stopped?); they are the caller's again now",
-                            req->comm->label, cohort_coll_names[s->base.args.coll], k);
-                return;
+                            "buffers after %.1f s (stopped?); the call returns once it is over "
+                            "or the rank is dead",
+                            req->comm->label, cohort_coll_names[s->base.args.coll], k, limit);
             }
             sched_yield();
+        }
+        if (pfd >= 0) {
+            close(pfd);
         }
     }
 }
@@ -444,7 +508,10 @@ static cohort_status_t direct_run(cohort_request_t *req)
         s->phase = D_READ;
     }
     if (s->phase == D_READ) {
-        s->rc = direct_read(req, s);
+        s->rc = direct_check(req, s);
+        if (s->rc == COHORT_OK) {
+            s->rc = direct_read(req, s);
+        }
         s->signal = direct_signal_of(s->rc);
         if (s->rc == COHORT_ERR_PEER_FAILED) {
             return s->rc; /* no one to wait for: the group is revoked */

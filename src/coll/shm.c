@@ -116,7 +116,7 @@ static cohort_status_t shm_progress(cohort_request_t *req)
     shm_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
-    cohort_status_t status;
+    cohort_status_t status = COHORT_OK;
 
     s->base.step = (int)s->phase;
     if (s->phase == SHM_BEGIN) {
@@ -133,18 +133,27 @@ static cohort_status_t shm_progress(cohort_request_t *req)
         s->phase = SHM_WAIT;
     }
     if (s->phase == SHM_WAIT) {
-        /* A member that gave up left its contribution: not to be taken as if it had not. */
-        status = cohort_shm_await(req, &s->call, a->coll == COHORT_COLL_BCAST ? a->root : -1,
-                                  COHORT_SHM_SEQ);
+        /* A member that gave up left its contribution: not to be taken as if it had not.
+         * Every member, even for a bcast's root: each must see every other's tags, so that a
+         * mismatch is every member's answer. */
+        status = cohort_shm_await(req, &s->call, -1, COHORT_SHM_SEQ);
         if (status != COHORT_OK) {
             return status;
         }
-        shm_compute(req, s);
+        for (int k = 0; k < n && status == COHORT_OK; k++) {
+            if (k != me && !cohort_shm_matches(req, &s->call, k)) {
+                status = COHORT_ERR_MISMATCH;
+            }
+        }
+        if (status == COHORT_OK) {
+            shm_compute(req, s);
+        }
         cohort_shm_publish(req, &s->call, COHORT_SHM_DONE);
         cohort_shm_call_end(req, &s->call);
         s->phase = SHM_DONE;
+        s->base.agreed = status != COHORT_OK; /* every member found it: they stay in step */
     }
-    return COHORT_OK;
+    return status;
 }
 
 static size_t shm_describe(const cohort_request_t *req, char *buf, size_t len, size_t used)

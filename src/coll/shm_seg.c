@@ -15,9 +15,15 @@
 
 #define COHORT_SHM_MAGIC 0xc0c05e6du
 
+/* Per data buffer, what its contents are: which call (number << 32 | fingerprint) and how many
+ * bytes; written before SEQ is published, read after it is seen. */
+enum { SHM_TAG_CALL, SHM_TAG_BYTES, SHM_TAGS };
+
 typedef struct {
     uint64_t word[COHORT_SHM_WORDS];
     uint8_t pad[64 - 8 * COHORT_SHM_WORDS];
+    uint64_t tag[2][SHM_TAGS];
+    uint8_t pad2[64 - 16 * SHM_TAGS];
     uint8_t data[2][COHORT_SHM_SLOT];
 } shm_slot_t;
 
@@ -226,6 +232,19 @@ cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *
     return COHORT_OK;
 }
 
+/* Member @a k's tags of this call's buffer. */
+static uint64_t *shm_tag(cohort_request_t *req, const cohort_shm_call_t *c, int k)
+{
+    shm_group_t *g = req->comm->node_shm;
+
+    return g->seg->slot[k].tag[c->s & 1];
+}
+
+static uint64_t shm_call_tag(cohort_request_t *req, const cohort_shm_call_t *c)
+{
+    return (c->s & 0xffffffffu) << 32 | cohort_coll_base(req)->fp;
+}
+
 uint8_t *cohort_shm_buf(cohort_request_t *req, const cohort_shm_call_t *c, int k)
 {
     shm_group_t *g = req->comm->node_shm;
@@ -386,16 +405,36 @@ cohort_status_t cohort_shm_put(cohort_request_t *req, cohort_shm_call_t *c, cons
     if (status != COHORT_OK) {
         return status;
     }
-    if (src != NULL) {
-        if (!cohort_shm_buf_free(req, c)) {
-            return cohort_shm_wait(req);
-        }
-        if (len > 0) {
-            memcpy(cohort_shm_buf(req, c, req->comm->rank), src, len);
-        }
+    /* Even with nothing to put: the tags are read until every member is done with s - 2. */
+    if (!cohort_shm_buf_free(req, c)) {
+        return cohort_shm_wait(req);
     }
+    if (src != NULL && len > 0) {
+        memcpy(cohort_shm_buf(req, c, req->comm->rank), src, len);
+    }
+    shm_tag(req, c, req->comm->rank)[SHM_TAG_CALL] = shm_call_tag(req, c);
+    shm_tag(req, c, req->comm->rank)[SHM_TAG_BYTES] = len;
     cohort_shm_publish(req, c, COHORT_SHM_SEQ);
     return COHORT_OK;
+}
+
+int cohort_shm_matches(cohort_request_t *req, const cohort_shm_call_t *c, int k)
+{
+    const uint64_t *mine = shm_tag(req, c, req->comm->rank), *its = shm_tag(req, c, k);
+
+    if (its[SHM_TAG_CALL] == mine[SHM_TAG_CALL] && its[SHM_TAG_BYTES] == mine[SHM_TAG_BYTES]) {
+        return 1;
+    }
+    cohort_error(req->ctx,
+                 "%s %s: group rank %d put call %llu (fingerprint 0x%08x) of %llu bytes, this "
+                 "rank call %llu (0x%08x) of %llu: a different count, root, type or operation; "
+                 "COHORT_ERR_MISMATCH on every member",
+                 req->comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], k,
+                 (unsigned long long)(its[SHM_TAG_CALL] >> 32), (unsigned)its[SHM_TAG_CALL],
+                 (unsigned long long)its[SHM_TAG_BYTES],
+                 (unsigned long long)(mine[SHM_TAG_CALL] >> 32), (unsigned)mine[SHM_TAG_CALL],
+                 (unsigned long long)mine[SHM_TAG_BYTES]);
+    return 0;
 }
 
 cohort_status_t cohort_shm_await(cohort_request_t *req, cohort_shm_call_t *c, int k, int w)

@@ -59,6 +59,9 @@ cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *
  * (polled) or cohort_shm_call_begin's error otherwise. */
 cohort_status_t cohort_shm_put(cohort_request_t *req, cohort_shm_call_t *c, const void *src,
                                size_t len);
+/* Whether member @a k's buffer for this call (seen published) holds the same call (number and
+ * fingerprint) and as many bytes as this rank's; logged when not. */
+int cohort_shm_matches(cohort_request_t *req, const cohort_shm_call_t *c, int k);
 /* COHORT_OK once member @a k (every member when k < 0) has published this call in word @a w;
  * COHORT_INPROGRESS (polled) before; or the status a member gave the call up with
  * (cohort_shm_gone). */

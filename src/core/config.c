@@ -46,9 +46,11 @@ static const cohort_setting_t cohort_settings[] = {
     {"COHORT_ORPHAN_LIMIT", "bytes (K, M, G allowed)", "67108864",
      "messages kept for groups not created yet; past it they are dropped and counted"},
     {"COHORT_FAULT",
-     "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma | shm | stall", "",
+     "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma | shm | stall | write_gap",
+     "",
      "testing: the n-th pass through the point fails as if memory ran out (stall: a same-node "
-     "collective's n-th write into another member waits 2 s first)"},
+     "collective's n-th write into another member waits 2 s first; write_gap: it is announced, "
+     "then made 3 s later)"},
     {"COHORT_CUDA", "auto | off", "auto",
      "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
      "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
@@ -254,8 +256,8 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
     } else if (strcmp(name, "COHORT_ORPHAN_LIMIT") == 0) {
         return cohort_config_bytes(name, value, &cfg->orphan_bytes, err, errlen);
     } else if (strcmp(name, "COHORT_FAULT") == 0) {
-        static const char *const points[] = {"none", "group_create", "send",  "msg_keep",
-                                             "cma",  "shm",          "stall", NULL};
+        static const char *const points[] = {"none", "group_create", "send",      "msg_keep", "cma",
+                                             "shm",  "stall",        "write_gap", NULL};
         const char *colon = strchr(value, ':'), *at = strchr(value, '@');
         char point[32];
         long n = 0, rank = -1;
@@ -275,7 +277,7 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         if (idx <= 0 || colon == NULL || bad || n < 1) {
             snprintf(err, errlen,
                      "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (n >= 1), point one of "
-                     "group_create, send, msg_keep, cma, shm, stall",
+                     "group_create, send, msg_keep, cma, shm, stall, write_gap",
                      value);
             return COHORT_ERR_INVALID_ARG;
         }

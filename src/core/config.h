@@ -21,6 +21,7 @@ typedef enum {
     COHORT_FAULT_CMA,          /* a single-copy read: refused as if by the kernel (EPERM) */
     COHORT_FAULT_SHM,          /* reaching a group's shared segment: refused likewise */
     COHORT_FAULT_STALL,        /* a same-node collective's write into another member: 2 s late */
+    COHORT_FAULT_WRITE_GAP,    /* the same write, announced, then made 3 s later */
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 

@@ -29,7 +29,9 @@ src="${TEST_SRCDIR:-.}/tests/mpi/$name.c"
 limit=${TEST_TIMEOUT:-120}
 cores=$(nproc 2>/dev/null || echo 1)
 load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
-scale=$(awk -v l="$load" -v c="$cores" 'BEGIN { s = int(l / c + 0.999); print s < 1 ? 1 : s > 4 ? 4 : s }')
+scale=$(awk -v l="$load" -v c="$cores" \
+    'BEGIN { s = int(l / c + 0.999); print (s < 1 ? 1 : (s > 4 ? 4 : s)) }')
+[ -n "$scale" ] || scale=1
 limit=$((limit * scale))
 # Not a multi-rank program (a Check suite, a script): run it as it is, bounded all the same;
 # a script that runs several bounded mpiruns itself may say its whole bound in a line

@@ -70,7 +70,8 @@ echo "$runs" | {
                 [ "$n2" = "$np" ] && plain "$n2" "$e2" && printf '%s;' "$e2"
             done)
             configs=${configs%;}
-            nconf=$(printf '%s' "$configs" | awk -F';' '{ print NF ? NF : 1 }')
+            # One line of input even for one empty configuration (the defaults): 1, not nothing.
+            nconf=$(printf '%s\n' "$configs" | awk -F';' '{ print NF ? NF : 1 }')
             envs="TEST_CONFIGS=$configs"
             echo "== $name: $np, $nconf configurations in one mpirun: $configs"
         else

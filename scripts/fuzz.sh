@@ -1,9 +1,13 @@
 #!/bin/sh
 # libFuzzer targets (tests/fuzz/) for what parses outside input: the active-message header
 # decoder, the layout-spec parser, the COHORT_* settings parser. Each is built with clang
-# (-fsanitize=fuzzer,address,undefined) straight from the sources it needs, seeded, and run
+# (-fsanitize=fuzzer,address,undefined) straight from the sources it needs, seeded, given the
+# stored corpus (tests/fuzz/corpus/TARGET: inputs earlier runs found, each reaching coverage
+# the others do not; replayed first, so a short run starts where long ones got to) and run
 # for FUZZ_SECONDS (default 20) seconds; the executions and the coverage reached are printed.
 # A crash, a leak or a sanitizer report fails the script, leaving the input that did it.
+# FUZZ_MERGE=1 adds what this run found to the stored corpus (libFuzzer -merge=1: only inputs
+# with new coverage), to commit after a long run.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${FUZZ_SECONDS:-20}
@@ -47,9 +51,18 @@ build() { # target, sources...
 
 run() {
     t=$1
+    stored="$top/tests/fuzz/corpus/$t"
+    mkdir -p "$stored"
     (cd "$work" && "./fuzz_$t" -max_total_time="$secs" -print_final_stats=1 \
-        -artifact_prefix="$work/$t-" "$work/$t" >"$work/$t.log" 2>&1)
+        -artifact_prefix="$work/$t-" "$work/$t" "$stored" >"$work/$t.log" 2>&1)
     rc=$?
+    if [ $rc = 0 ] && [ "${FUZZ_MERGE:-0}" = 1 ]; then
+        (cd "$work" && "./fuzz_$t" -merge=1 "$stored" "$work/$t" >"$work/$t.merge" 2>&1) || {
+            tail -20 "$work/$t.merge"
+            rc=1
+        }
+        echo "fuzz $t: stored corpus now $(find "$stored" -type f | wc -l) inputs"
+    fi
     done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$t.log" | tail -1)
     if [ $rc != 0 ]; then
         tail -40 "$work/$t.log"
@@ -59,7 +72,7 @@ run() {
         echo "fuzz $t: FAILED (rc $rc)"
         status=1
     else
-        echo "fuzz $t: ${done_line:-no summary} in ${secs} s"
+        echo "fuzz $t: ${done_line:-no summary} in ${secs} s (from $(find "$stored" -type f | wc -l) stored inputs)"
     fi
 }
 

@@ -1,37 +1,94 @@
 #!/bin/sh
-# The whole test suite: install what is missing, build with warnings as errors, run make check
-# (Check unit suites and multi-rank programs under mpirun with timeouts), check that an
-# application builds against an installed cohort with pkg-config alone, then rebuild with
-# AddressSanitizer and UndefinedBehaviorSanitizer and run the whole suite again under them,
-# fuzz the parsers of outside input (scripts/fuzz.sh); last, the launcher and multi-host tests
-# (scripts/launch-tests.sh).
+# The test suite (README's command, what CI runs):
+#   scripts/test.sh          install what is missing, build with warnings as errors, make check
+#                            (Check unit suites; the multi-rank programs under mpirun, the
+#                            "run:" lines of a "runs: together" program of one rank count in
+#                            one mpirun, tests/mpi/launch.sh), an application built against the
+#                            installed cohort with pkg-config alone, the Python tests, a build
+#                            with AddressSanitizer and UndefinedBehaviorSanitizer (its own build
+#                            directory) running the unit suites, every run of the engine's
+#                            lifetime, error and fault programs (SANITIZE_ALL_RUNS, Makefile.am)
+#                            and one run of every other test, fuzzing (scripts/fuzz.sh: the
+#                            stored corpus replayed, then a short fresh run), last the launcher
+#                            and multi-host tests (scripts/launch-tests.sh). A summary at the
+#                            end: each phase's wall time and the load, tests run, passed and
+#                            skipped, with the reasons.
+#   scripts/test.sh --full   all that, with one mpirun per "run:" line (TEST_TOGETHER=0), every
+#                            run of every test under the sanitizers, and 30 s of fresh fuzzing
+#                            per target: before a big change.
+# A package it needs that cannot be installed fails it; a SKIP is only for what this machine
+# lacks (a device, root), and is counted in the summary.
 set -eu
 cd "$(dirname "$0")/.."
+full=0
+case ${1:-} in
+--full) full=1 ;;
+"") ;;
+*)
+    echo "usage: scripts/test.sh [--full]" >&2
+    exit 2
+    ;;
+esac
 start=$(date +%s)
-scripts/setup.sh --enable-werror
-scripts/check-layers.sh
-# Tests run one at a time: the multi-rank ones oversubscribe the cores already.
-check_all() {
-    make check && return 0
-    for f in tests/unit/*.log tests/mpi/*.log; do
-        [ -f "$f" ] && grep -q "^FAIL\|failed" "$f" && { echo "==== $f"; tail -40 "$f"; }
-    done
-    exit 1
+summary=$(mktemp /tmp/cohort-test-summary.XXXXXX)
+phase=
+# One line per phase: name, seconds, result, the load average when it ended.
+begin() {
+    phase=$1
+    phase_start=$(date +%s)
+    echo "== $phase"
 }
-check_all
-grep -h "^[0-9]*%: Checks" tests/unit/*.log || true
+end() {
+    printf '%-34s %5d s  %-6s load %s\n' "$phase" $(($(date +%s) - phase_start)) "${1:-ok}" \
+        "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$summary"
+    phase=
+}
+# Counts for the summary: "what: lines".
+note() { printf '  %s\n' "$*" >>"$summary.counts"; }
+# make check's counts from test-suite.log, its SKIPs with their reasons, the runs launch.sh
+# skipped or retried.
+note_check() { # where, label
+    log=$1/test-suite.log
+    [ -f "$log" ] || return 0
+    n() { sed -n "s/^# $1: *//p" "$log" | head -1; }
+    note "$2: $(n TOTAL) tests: $(n PASS) passed, $(n SKIP) skipped, $(n FAIL) failed, $(n ERROR) errors"
+    for t in $(grep -l '^:test-result: SKIP' $(find "$1/tests" -name '*.trs') /dev/null); do
+        l=${t%.trs}
+        note "  SKIP ${l#"$1"/}: $(grep -v '^==' "$l.log" | grep . | tail -1)"
+    done
+    logs=$(find "$1/tests" -path '*/tests/launch' -prune -o -name '*.log' -print)
+    runs=$(cat $logs /dev/null | grep -c 'skipped, and the runs after it$' || true)
+    [ "$runs" = 0 ] || note "  $runs times a run exited 77 (skipped, with the runs after it)"
+    retries=$(cat $logs /dev/null | grep -c '^RETRY: ' || true)
+    [ "$retries" = 0 ] || note "  $retries runs timed out once and passed when retried (RETRY: lines)"
+}
+# Runs a command with its output shown and kept in a file (for the summary); its status.
+logged() { # file, command...
+    f=$1
+    shift
+    { rc=0; "$@" 2>&1 || rc=$?; echo $rc >"$f.rc"; } | tee "$f"
+    rc=$(cat "$f.rc")
+    rm -f "$f.rc"
+    return "$rc"
+}
+finish() {
+    rc=$?
+    [ -z "$phase" ] || end FAILED
+    echo
+    echo "== test.sh summary ($([ $full = 1 ] && echo full || echo quick) mode, $(nproc) cores)"
+    cat "$summary"
+    [ ! -f "$summary.counts" ] || cat "$summary.counts"
+    if [ "$rc" = 0 ]; then
+        echo "test.sh: all passed in $(($(date +%s) - start)) s"
+    else
+        echo "test.sh: FAILED (rc $rc) after $(($(date +%s) - start)) s"
+    fi
+    rm -f "$summary" "$summary.counts"
+}
+trap finish EXIT
 
-echo "== install + pkg-config link check"
-dest=$(mktemp -d)
-make install DESTDIR="$dest" >/dev/null
-prefix=$(sed -n 's/^prefix=//p' cohort.pc)
-PKG_CONFIG_PATH="$dest$prefix/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
-    sh -c 'cc -o "$1/example" examples/hello.c $(pkg-config --cflags --libs cohort)' sh "$dest"
-LD_LIBRARY_PATH="$dest$prefix/lib" COHORT_PLUGIN_PATH="$dest$prefix/lib/cohort" "$dest/example"
-rm -rf "$dest"
-
-# Packages only some phases need: installed when missing; a phase whose packages could not be
-# installed says so (its tests SKIP, or it fails where they are required).
+# Packages only some phases need, installed when missing; one that cannot be installed fails
+# the suite (its tests would pass without testing anything).
 install_missing() {
     missing=
     for p in "$@"; do
@@ -43,13 +100,52 @@ install_missing() {
     [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo apt-get update -q
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing \
-        || echo "test.sh: could not install$missing: the tests that need them will SKIP"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing || {
+        echo "test.sh: could not install$missing"
+        return 1
+    }
 }
 
-echo "== python: tests/python under mpirun with /usr/bin/python3, then the installed package"
+# In quick mode a "runs: together" program's runs of one rank count share one mpirun.
+[ $full = 1 ] && export TEST_TOGETHER=0
+
+# Tests run one at a time: the multi-rank ones oversubscribe the cores already.
+check_all() { # label
+    make check && { note_check . "$1"; return 0; }
+    note_check . "$1"
+    for f in $(find tests -name '*.log'); do
+        grep -q "^FAIL\|failed" "$f" && { echo "==== $f"; tail -40 "$f"; }
+    done
+    return 1
+}
+
+begin "build (setup.sh, check-layers)"
+scripts/setup.sh --enable-werror
+scripts/check-layers.sh
+end
+
+begin "make check"
+check_all "make check"
+grep -h "^[0-9]*%: Checks" tests/unit/*.log || true
+end
+
+begin "install + pkg-config link check"
+dest=$(mktemp -d)
+make install DESTDIR="$dest" >/dev/null
+prefix=$(sed -n 's/^prefix=//p' cohort.pc)
+PKG_CONFIG_PATH="$dest$prefix/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
+    sh -c 'cc -o "$1/example" examples/hello.c $(pkg-config --cflags --libs cohort)' sh "$dest"
+LD_LIBRARY_PATH="$dest$prefix/lib" COHORT_PLUGIN_PATH="$dest$prefix/lib/cohort" "$dest/example"
+rm -rf "$dest"
+end
+
+begin "python (tests/python, installed package)"
 install_missing python3 python3-numpy python3-torch
-tests/python/run.sh
+# Installed above, so a missing module is a failure here, not a SKIP.
+py_log=$(mktemp)
+PY_REQUIRE_ALL=1 logged "$py_log" tests/python/run.sh || { note "python: FAILED"; exit 1; }
+note "python: $(sed -n 's/^python tests: //p' "$py_log")"
+rm -f "$py_log"
 dest=$(mktemp -d)
 make install DESTDIR="$dest" >/dev/null
 inst=$(find "$dest" -name _install.py -path "*/cohort/*")
@@ -63,35 +159,61 @@ with cohort.init() as ctx:
     b = bytearray([3]); ctx.world.allreduce(b); assert b[0] == 3
 print("installed package OK:", cohort.__file__)' "$dest"
 rm -rf "$dest"
+end
 
-echo "== sanitizers (ASan + UBSan)"
-san=$(mktemp -d)
-# A copy, since autotools will not build out of a tree that is configured in place.
-cp -a . "$san/src"
+begin "sanitizers: build (ASan + UBSan)"
+san=$(mktemp -d /tmp/cohort-san.XXXXXX)
+# A build directory of its own, configured from the sources alone (autotools refuse a VPATH
+# build from a tree configured in place): the files git tracks or would track, and the
+# generated configure and Makefile.in; nothing built is copied.
+mkdir "$san/src" "$san/build"
+{
+    git ls-files -co --exclude-standard
+    for f in configure Makefile.in aclocal.m4 config.h.in; do [ ! -f "$f" ] || echo "$f"; done
+    find build-aux m4 -type f
+} | tar -cf - -T - | tar -xf - -C "$san/src"
 (
-    cd "$san/src"
-    make distclean >/dev/null
-    ./configure -q --enable-werror --enable-sanitizers --without-mpi
+    cd "$san/build"
+    "$san/src/configure" -q --enable-werror --enable-sanitizers --without-mpi
     make -j"$(nproc)" >/dev/null
+)
+end
+
+begin "sanitizers: make check"
+(
+    cd "$san/build"
     # UCX and PMIx keep allocations until exit that are not ours; leaks are checked with
     # valgrind instead (see README).
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
     # Sanitized ranks run several times slower: a longer bound per run.
     export TEST_TIMEOUT=300
-    # The whole suite, the engine's lifetime tests among it (a freed request's buffer, handles
-    # used after free or finalize, finalize with transfers in flight, dead peers) and, with
-    # CUDA, the staging of device buffers under the fake runtime (tests/gpu/fake_check.sh).
-    check_all
+    # Quick mode: every run of SANITIZE_ALL_RUNS (the engine's lifetime, error and fault
+    # programs: a freed request's buffer, handles used after free or finalize, finalize with
+    # transfers in flight, dead peers), the first run of every other test (launch.sh).
+    [ $full = 1 ] || export TEST_ONE_RUN=1
+    check_all "sanitizers"
 )
 rm -rf "$san"
+end
 
-echo "== fuzzing (libFuzzer: header decoder, layout spec, COHORT_* settings)"
+begin "fuzzing (corpus + fresh runs)"
 install_missing clang
-FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh
+if [ $full = 1 ]; then FUZZ_SECONDS=${FUZZ_SECONDS:-30}; else FUZZ_SECONDS=${FUZZ_SECONDS:-10}; fi
+fuzz_log=$(mktemp)
+FUZZ_SECONDS=$FUZZ_SECONDS logged "$fuzz_log" scripts/fuzz.sh
+note "fuzzing: $(grep -c '^fuzz .*: #' "$fuzz_log") targets passed, each its stored corpus, then $FUZZ_SECONDS s fresh"
+rm -f "$fuzz_log"
+end
 
 # Other launchers and hosts (tests/launch), on the tree built above: srun under a one-node
-# Slurm, a link cut between two network-namespace hosts; the multi-host suite only with
-# COHORT_LAUNCH_HOSTS=1. Needs root; skipped without it (COHORT_LAUNCH_TESTS=0 skips it all).
-echo "== launchers and hosts"
-scripts/launch-tests.sh
-echo "test.sh: all passed in $(( $(date +%s) - start )) s"
+# Slurm, a link cut between two network-namespace hosts, prterun, two and three hosts; the
+# multi-host suite in full only with COHORT_LAUNCH_HOSTS=1. Needs root: SKIP without it
+# (COHORT_LAUNCH_TESTS=0 skips it all).
+begin "launchers and hosts"
+launch=$(mktemp)
+rc=0
+logged "$launch" scripts/launch-tests.sh || rc=$?
+note "launch: $(grep -c '^PASS: ' "$launch" || true) passed, $(grep -c '^SKIP: ' "$launch" || true) skipped, $(grep -c '^FAIL: ' "$launch" || true) failed$(grep '^SKIP: ' "$launch" | sed 's/^/; /' | tr -d '\n')"
+rm -f "$launch"
+[ "$rc" = 0 ]
+end

@@ -14,6 +14,7 @@
 /* run: 4 COHORT_ALGO_ALLREDUCE=direct COHORT_ALGO_REDUCE_SCATTER=direct */
 /* run: 3 COHORT_ALGO_ALLREDUCE=direct COHORT_ALGO_REDUCE_SCATTER=direct COHORT_ALGO_ALLREDUCE_DIRECT_CHUNK=4k */
 /* run: singleton */
+/* runs: together */
 /* clang-format on */
 /*
  * Reduction collectives (allreduce, reduce, reduce_scatter): every dtype x every valid op x
@@ -649,7 +650,7 @@ static void check_avg_on_integers(cohort_group_t *g)
     }
 }
 
-int main(void)
+static int one_configuration(void)
 {
     cohort_context_t *ctx = test_init();
     int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
@@ -723,4 +724,9 @@ int main(void)
     CHECK_OK(cohort_barrier(cohort_world(ctx)));
     test_finish(ctx, "coll_reduce");
     return 0;
+}
+
+int main(void)
+{
+    return test_configs(one_configuration);
 }

@@ -7,6 +7,7 @@
 /* run: 3 COHORT_CHECK=1 */
 /* run: 4 COHORT_CHECK=1 COHORT_CMA_MIN=1G COHORT_FAULT=cma:1@1 COHORT_ALGO_REDUCE_SCATTER=direct */
 /* run: 3 COHORT_TIMEOUT=1 COHORT_FAULT=stall:1@2 */
+/* runs: together */
 /* clang-format on */
 /*
  * Same-node collectives by single copy (src/coll/direct.c), chosen by default where every
@@ -129,7 +130,7 @@ static void left_case(cohort_group_t *w, int me, float *s, float *r)
     }
 }
 
-int main(void)
+static int one_configuration(void)
 {
     cohort_context_t *ctx = test_init();
     cohort_group_t *w = cohort_world(ctx);
@@ -201,4 +202,9 @@ int main(void)
     free(r);
     test_finish(ctx, "direct");
     return 0;
+}
+
+int main(void)
+{
+    return test_configs(one_configuration);
 }

@@ -5,17 +5,20 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include "cohort.h"
 
 static int test_rank = -1;
+/* The configuration being run when several share one process (test_configs), for messages. */
+static char test_config[1024];
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "rank %d: %s:%d: check failed: %s\n", test_rank, __FILE__, __LINE__,   \
-                    #cond);                                                                        \
+            fprintf(stderr, "rank %d: %s:%d: check failed: %s%s%s\n", test_rank, __FILE__,         \
+                    __LINE__, #cond, test_config[0] ? " under " : "", test_config);                \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
@@ -24,8 +27,9 @@ static int test_rank = -1;
     do {                                                                                           \
         cohort_status_t st_ = (call);                                                              \
         if (st_ != (expected)) {                                                                   \
-            fprintf(stderr, "rank %d: %s:%d: %s returned %d (%s), expected %s\n", test_rank,       \
-                    __FILE__, __LINE__, #call, (int)st_, cohort_strerror(st_), #expected);         \
+            fprintf(stderr, "rank %d: %s:%d: %s returned %d (%s), expected %s%s%s\n", test_rank,   \
+                    __FILE__, __LINE__, #call, (int)st_, cohort_strerror(st_), #expected,          \
+                    test_config[0] ? " under " : "", test_config);                                 \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
@@ -105,6 +109,56 @@ static inline void test_finish(cohort_context_t *ctx, const char *name)
     if (rank == 0) {
         printf("%s: passed\n", name);
     }
+}
+
+/*
+ * Several configurations in one process, one after the other, each with its own context
+ * (cohort_init reads the COHORT_* settings, and contexts are independent): launch.sh starts one
+ * mpirun for all the "run:" lines of a rank count when the source says "runs: together", and
+ * hands them over in TEST_CONFIGS, ';' between configurations, spaces between NAME=VALUE
+ * settings (an empty one: the defaults). Each configuration's settings are in the environment
+ * while @a body runs (its getenv() sees them) and gone before the next. Without TEST_CONFIGS,
+ * @a body runs once in the environment as it is.
+ */
+static inline int test_configs(int (*body)(void))
+{
+    const char *all = getenv("TEST_CONFIGS");
+    char *list, *rest, *cfg;
+    int rc = 0;
+
+    if (all == NULL || all[0] == '\0') {
+        return body();
+    }
+    list = strdup(all);
+    CHECK(list != NULL);
+    rest = list;
+    while (rc == 0 && (cfg = strsep(&rest, ";")) != NULL) {
+        char names[1024], *save = NULL;
+
+        snprintf(test_config, sizeof(test_config), "%s", cfg);
+        for (char *w = strtok_r(cfg, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(w, '=');
+
+            CHECK(eq != NULL);
+            *eq = '\0';
+            CHECK(setenv(w, eq + 1, 1) == 0);
+        }
+        if (getenv("PMIX_RANK") == NULL || strcmp(getenv("PMIX_RANK"), "0") == 0) {
+            printf("== configuration: %s\n", test_config[0] ? test_config : "(defaults)");
+            fflush(stdout);
+        }
+        rc = body();
+        /* The names again (strtok_r cut them out of the copy in test_config). */
+        snprintf(names, sizeof(names), "%s", test_config);
+        save = NULL;
+        for (char *w = strtok_r(names, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            *strchr(w, '=') = '\0';
+            unsetenv(w);
+        }
+    }
+    free(list);
+    test_config[0] = '\0';
+    return rc;
 }
 
 #endif

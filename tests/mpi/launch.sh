@@ -7,46 +7,90 @@
 #   /* run: 8 --expect-passed=7 ... */     7 ranks must print "rank N: rank passed" (where
 #                                          ranks may die, mpirun --enable-recovery exits 0
 #                                          whatever its ranks returned)
-#   /* run: 4 --retry-on-timeout ... */    a run that timed out runs once more, saying so (a
-#                                          hang outside cohort, in the launcher's PMIx server)
+#   /* run: 4 --retry-on-timeout ... */    a run that timed out runs once more, saying so
+#                                          ("RETRY:"; a hang outside cohort, in the launcher's
+#                                          PMIx server); a second timeout fails the test
 # every run under a timeout, so a hang fails the test instead of stalling CI. A program that
 # exits 77 (what it needs is not here, e.g. no CUDA device) skips that run and the ones after
 # it; the test is SKIP when no run passed and none failed.
+#
+# A source that says "/* runs: together */" (its main is test_configs(), harness.h) has its
+# plain runs (no -- option, not singleton) of one rank count started as one mpirun that goes
+# through their settings one after the other, each under its own cohort_init; each must print
+# "NAME: passed". TEST_TOGETHER=0 starts one mpirun per line instead (scripts/test.sh --full).
+# TEST_ONE_RUN=1 runs the first line only (the sanitizer pass: one run of the program), unless
+# the program is in TEST_ALL_RUNS (Makefile.am's SANITIZE_ALL_RUNS).
+#
+# Bounds: TEST_TIMEOUT seconds per configuration (default 120), times the load per core when
+# the machine is busier than its cores (a loaded machine is slow, not hung).
 prog=$1
 name=$(basename "$prog")
 src="${TEST_SRCDIR:-.}/tests/mpi/$name.c"
 limit=${TEST_TIMEOUT:-120}
+cores=$(nproc 2>/dev/null || echo 1)
+load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
+scale=$(awk -v l="$load" -v c="$cores" \
+    'BEGIN { s = int(l / c + 0.999); print (s < 1 ? 1 : (s > 4 ? 4 : s)) }')
+[ -n "$scale" ] || scale=1
+limit=$((limit * scale))
 # Not a multi-rank program (a Check suite, a script): run it as it is, bounded all the same;
 # a script that runs several bounded mpiruns itself may say its whole bound in a line
 # "# launch-timeout: SECONDS".
 if [ ! -f "$src" ]; then
     whole=$(sed -n 's/^# launch-timeout: \([0-9][0-9]*\)$/\1/p' "$prog" 2>/dev/null | head -1)
-    exec timeout -k 5 "${whole:-$limit}" "$prog"
+    exec timeout -k 5 "$((${whole:-${TEST_TIMEOUT:-120}} * scale))" "$prog"
 fi
 mpirun=${MPIRUN:-mpirun}
 # TEST_RUNS (lines like the "run:" ones) replaces them: tests/gpu/fake_check.sh.
 runs=${TEST_RUNS:-$(sed -n 's|.*/\* run: \(.*\) \*/.*|\1|p' "$src")}
 [ -n "$runs" ] || { echo "$src has no 'run:' line"; exit 99; }
+case " ${TEST_ALL_RUNS:-} " in
+*" tests/mpi/$name "*) ;;
+*) [ "${TEST_ONE_RUN:-0}" = 1 ] && runs=$(echo "$runs" | head -1) ;;
+esac
+together=0
+[ "${TEST_TOGETHER:-1}" != 0 ] && grep -q '/\* runs: together \*/' "$src" && together=1
+# A plain line: a rank count, settings only.
+plain() { case " $2" in *" --"*) return 1 ;; esac; [ "$1" != singleton ]; }
 root=
 [ "$(id -u)" = 0 ] && root=--allow-run-as-root
 status=0
 echo "$runs" | {
     skipped=0
     passed=0
+    done_np=" "
     while read -r np envs; do
-        echo "== $name: $np $envs"
+        configs=
+        nconf=1
+        if [ "$together" = 1 ] && plain "$np" "$envs"; then
+            case $done_np in *" $np "*) continue ;; esac
+            done_np="$done_np$np "
+            # Every plain line of this rank count, in their order, ';' between them.
+            configs=$(echo "$runs" | while read -r n2 e2; do
+                [ "$n2" = "$np" ] && plain "$n2" "$e2" && printf '%s;' "$e2"
+            done)
+            configs=${configs%;}
+            # One line of input even for one empty configuration (the defaults): 1, not nothing.
+            nconf=$(printf '%s\n' "$configs" | awk -F';' '{ print NF ? NF : 1 }')
+            envs="TEST_CONFIGS=$configs"
+            echo "== $name: $np, $nconf configurations in one mpirun: $configs"
+        else
+            echo "== $name: $np $envs"
+        fi
+        bound=$((limit * nconf))
         rc=0
         if [ "$np" = singleton ]; then
             # A launcher's variables leaking in would make this a client, not a singleton.
             # shellcheck disable=SC2086
             env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 $envs \
-                timeout -k 5 "$limit" "$prog" || rc=$?
+                timeout -k 5 "$bound" "$prog" || rc=$?
         else
             opts=
             vars=
             expect=
             retry=0
-            for w in $envs; do
+            [ -n "$configs" ] && vars=
+            [ -n "$configs" ] || for w in $envs; do
                 case $w in
                 --expect-passed=*) expect=${w#--expect-passed=} ;;
                 --retry-on-timeout) retry=1 ;;
@@ -58,16 +102,24 @@ echo "$runs" | {
             while :; do
                 rc=0
                 # shellcheck disable=SC2086
-                timeout -k 5 "$limit" env $vars "$mpirun" $root --oversubscribe --bind-to none \
-                    $opts -x COHORT_PLUGIN_PATH -x TEST_SRCDIR -np "$np" "$prog" </dev/null \
-                    >"$out" 2>&1 || rc=$?
+                TEST_CONFIGS=$configs timeout -k 5 "$bound" env $vars "$mpirun" $root \
+                    --oversubscribe --bind-to none $opts -x COHORT_PLUGIN_PATH -x TEST_SRCDIR \
+                    -x TEST_CONFIGS -np "$np" "$prog" </dev/null >"$out" 2>&1 || rc=$?
                 cat "$out"
                 { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ "$retry" = 1 ] || break
                 retry=0
-                echo "== $name: $np $envs timed out: once more (--retry-on-timeout)"
+                # Said on a line of its own: scripts/test.sh counts the retries in its summary.
+                echo "RETRY: $name: $np $envs timed out after $bound s: once more (--retry-on-timeout)"
                 dir=$(cd "$(dirname "$prog")" && pwd)
                 pkill -KILL -f "^$dir/(\.libs/)?(lt-)?$name\$" 2>/dev/null
             done
+            if [ "$rc" = 0 ] && [ -n "$configs" ]; then
+                got=$(grep -c "^$name: passed" "$out")
+                [ "$got" = "$nconf" ] || {
+                    echo "== $name: $np: $got configurations passed, expected $nconf"
+                    rc=1
+                }
+            fi
             if [ "$rc" = 0 ] && [ -n "$expect" ]; then
                 got=$(grep -c ': rank passed$' "$out")
                 [ "$got" = "$expect" ] || {
@@ -85,7 +137,7 @@ echo "$runs" | {
             break
             ;;
         *)
-            echo "== $name: $np $envs failed (rc $rc; 124 or 137: timed out after $limit s)"
+            echo "== $name: $np $envs failed (rc $rc; 124 or 137: timed out after $bound s)"
             # mpirun may die before its ranks: leave no rank behind to load the machine. Only
             # this tree's ranks: another checkout's run of the same test is not ours to kill.
             dir=$(cd "$(dirname "$prog")" && pwd)

@@ -87,13 +87,14 @@ int main(void)
     CHECK_OK(cohort_test(kept, &done));
     t0 = test_now();
     cohort_request_free(freed); /* bounded: the receiver (us) never asks for the data */
-    CHECK(test_now() - t0 < 5.0);
+    /* waited for: the free to return (a minute, for load) */
+    CHECK(test_now() - t0 < 60.0);
     CHECK_OK(cohort_barrier(w));
     gone = ctx;
     t0 = test_now();
     CHECK_OK(cohort_finalize(ctx));
     printf("rank %d: finalize with 16 MiB in flight took %.3f s\n", me, test_now() - t0);
-    CHECK(test_now() - t0 < 10.0);
+    CHECK(test_now() - t0 < 60.0); /* waited for: finalize to return (as above) */
 
     /* The context is gone: its handles say so instead of touching freed memory. */
     CHECK_STATUS(cohort_finalize(gone), COHORT_ERR_INVALID_ARG);

@@ -5,6 +5,7 @@
 /* run: 2 COHORT_CMA=on COHORT_CMA_MIN=1 */
 /* run: 2 COHORT_CMA=off */
 /* run: 3 COHORT_CMA=on COHORT_CMA_MIN=1 COHORT_FAULT=cma:2 */
+/* runs: together */
 /*
  * Point-to-point: sizes 0 B .. 64 MiB with content checked (eager and rendezvous), ordering of
  * same-tag messages, tag matching out of posting order, self-sends, and two groups with the
@@ -32,7 +33,7 @@ static void verify(const uint8_t *buf, size_t n, int src, int salt)
     }
 }
 
-int main(void)
+static int one_configuration(void)
 {
     cohort_context_t *ctx = test_init();
     cohort_group_t *world = cohort_world(ctx);
@@ -173,4 +174,9 @@ int main(void)
     free(rbuf);
     test_finish(ctx, "p2p");
     return 0;
+}
+
+int main(void)
+{
+    return test_configs(one_configuration);
 }

@@ -5,6 +5,7 @@
 /* run: 3 COHORT_CMA=off */
 /* run: 4 COHORT_FAULT=shm:1@2 */
 /* run: 3 COHORT_TIMEOUT=1 SHM_ABSENT=1 */
+/* runs: together */
 /* clang-format on */
 /*
  * Small same-node collectives through a group's shared segment (src/coll/shm.c), chosen by
@@ -129,7 +130,7 @@ static void nonblocking(cohort_group_t *g, int c)
     }
 }
 
-int main(void)
+static int one_configuration(void)
 {
     cohort_context_t *ctx = test_init();
     cohort_group_t *w = cohort_world(ctx), *half;
@@ -192,4 +193,9 @@ int main(void)
     CHECK_OK(cohort_group_free(half));
     test_finish(ctx, "shm");
     return 0;
+}
+
+int main(void)
+{
+    return test_configs(one_configuration);
 }

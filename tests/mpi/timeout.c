@@ -26,7 +26,9 @@ int main(void)
         t0 = test_now();
         CHECK_STATUS(cohort_wait(r), COHORT_ERR_TIMEOUT);
         waited = test_now() - t0;
-        CHECK(waited >= 0.9 && waited < 5.0);
+        /* Not before COHORT_TIMEOUT (a loaded machine is only ever later), and the wait ends:
+         * within a minute, however loaded. */
+        CHECK(waited >= 0.9 && waited < 60.0);
         /* The request stays valid after a timeout: test says not done; free cancels it. */
         {
             int done = 1;
@@ -53,7 +55,7 @@ int main(void)
         t0 = test_now();
         CHECK_STATUS(cohort_barrier(pair), COHORT_ERR_TIMEOUT);
         waited = test_now() - t0;
-        CHECK(waited >= 0.9 && waited < 5.0);
+        CHECK(waited >= 0.9 && waited < 60.0); /* as above */
     }
     if (pair != NULL) {
         CHECK_OK(cohort_group_free(pair));

@@ -48,7 +48,7 @@ install_missing() {
 }
 
 echo "== python: tests/python under mpirun with /usr/bin/python3, then the installed package"
-install_missing python3 python3-numpy python3-torch
+install_missing python3 python3-numpy python3-torch libtorch-dev pybind11-dev python3-dev
 tests/python/run.sh
 dest=$(mktemp -d)
 make install DESTDIR="$dest" >/dev/null

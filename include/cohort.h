@@ -71,6 +71,10 @@ typedef enum {
 /** COHORT_AVG is defined for floating types only. */
 typedef enum { COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX, COHORT_AVG } cohort_op_t;
 
+/** Peer value of cohort_irecv()/cohort_recv(): match a message of that tag from any member
+ * (MPI_ANY_SOURCE); cohort_request_source() says whose it was. */
+#define COHORT_ANY_SOURCE (-1)
+
 /** Send-buffer value meaning "the receive buffer holds my contribution" (MPI_IN_PLACE). */
 #define COHORT_IN_PLACE ((const void *)1)
 
@@ -478,6 +482,14 @@ COHORT_API cohort_status_t cohort_wait(cohort_request_t *req);
  *       its context lives.
  */
 COHORT_API void cohort_request_free(cohort_request_t *req);
+
+/**
+ * The group rank a finished point-to-point receive got its message from (the one matched, for
+ * a receive posted with COHORT_ANY_SOURCE).
+ * @return that rank; -1 for a request that is not a finished receive, or NULL.
+ * @note Never communicates.
+ */
+COHORT_API int cohort_request_source(const cohort_request_t *req);
 
 /**
  * Fail every pending and later operation on @a g with COHORT_ERR_REVOKED, here and on every

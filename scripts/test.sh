@@ -119,6 +119,10 @@ check_all() { # label
     return 1
 }
 
+# The torch extension is built by configure when libtorch is there: its packages come first,
+# or the build skips it and its tests would have nothing to test.
+install_missing python3 python3-numpy python3-torch libtorch-dev pybind11-dev python3-dev
+
 begin "build (setup.sh, check-layers)"
 scripts/setup.sh --enable-werror
 scripts/check-layers.sh

@@ -1,4 +1,7 @@
-"""python3 -m cohort.bench setup [options]: what it costs to set up Megatron's model-parallel
+"""python3 -m cohort.bench torch [options]: latency, DDP step and overlap of the torch
+backends side by side (cohort/bench_torch.py).
+
+python3 -m cohort.bench setup [options]: what it costs to set up Megatron's model-parallel
 groups, in the users' terms. For each world size W (default 8, 16, 32) it launches jobs and
 measures, for one layout (default tp=2,pp=2,ep=2,etp=1), the largest over ranks of:
 
@@ -172,7 +175,8 @@ def _free_port():
     return port
 
 
-def _launch(args, n, method):
+def _launch(args, n, tail):
+    """Run `python3 -m cohort.bench TAIL...` on n ranks; returns (rank 0's JSON row, error)."""
     if args.launcher:
         cmd = shlex.split(args.launcher.replace("{n}", str(n)))
     else:
@@ -187,11 +191,10 @@ def _launch(args, n, method):
     env["PYTHONPATH"] = pkg_parent + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if cmd[0].endswith("mpirun"):
         for var in ("MASTER_ADDR", "MASTER_PORT", "COHORTBENCH_STORE_PORT", "PYTHONPATH",
-                    "COHORT_PLUGIN_PATH", "COHORT_LIBRARY"):
+                    "COHORT_PLUGIN_PATH", "COHORT_LIBRARY", "COHORT_TORCH_EXTENSION"):
             if var in env:
                 cmd[1:1] = ["-x", var]
-    cmd += [args.python, "-m", "cohort.bench", "setup", "--layout", args.layout,
-            "--rank-method", method]
+    cmd += [args.python, "-m", "cohort.bench"] + list(tail)
     t0 = _now()
     try:
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -203,7 +206,8 @@ def _launch(args, n, method):
         return None, "rc %d: %s" % (p.returncode, (p.stderr or p.stdout).strip()[-800:])
     res = json.loads(rows[-1])
     for v in res.values():
-        v["job_s"] = _now() - t0
+        if isinstance(v, dict):
+            v["job_s"] = _now() - t0
     return res, None
 
 
@@ -222,7 +226,8 @@ def _driver(args):
     for w in worlds:
         ngroups = len(meg.parse(args.layout, w).all_groups())
         for method in methods:
-            res, err = _launch(args, w, method)
+            res, err = _launch(args, w, ["setup", "--layout", args.layout, "--rank-method",
+                                         method])
             if err:
                 print("W=%d %s: FAILED: %s" % (w, method, err), flush=True)
                 failed = True
@@ -253,8 +258,12 @@ def _driver(args):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["torch"]:  # the backends side by side: cohort/bench_torch.py
+        from . import bench_torch
+        return bench_torch.main(argv[1:], _launch)
     ap = argparse.ArgumentParser(prog="python3 -m cohort.bench",
-                                 description=__doc__.split("\n\n")[0])
+                                 description=__doc__.split("\n\n")[1])
     ap.add_argument("mode", choices=["setup"])
     ap.add_argument("--layout", default="tp=2,pp=2,ep=2,etp=1")
     ap.add_argument("--worlds", default="8,16,32")

@@ -8,7 +8,20 @@
     dist.all_reduce(t, group=tp)
 
 Under mpirun/srun the ranks come from the launcher's PMIx server: torch's rank must be the PMIx
-rank. Tensors are CPU or CUDA tensors (CUDA ones staged by libcohort, docs/cuda.md). Implemented:
+rank.
+
+Two implementations, one at a time (`info()` says which runs):
+- "c++" (cohort._cohort_torch, built by configure --with-torch): ProcessGroupCohort in C++ with
+  its own cohort context on one progress thread that owns every libcohort call; a Work per
+  operation whose Future completes from that thread, so communication overlaps compute and
+  torch's C++ clients (DistributedDataParallel, FSDP, ZeroRedundancyOptimizer, comm hooks) work.
+  CPU tensors only (this torch is CPU-only: no device path could be tested). Also bool tensors
+  (as uint8), AVG on integers (a truncating division), all_gather_coalesced, recv from any
+  source. Errors are
+  RuntimeErrors whose text ends in the cohort status name, "[COHORT_ERR_REVOKED]".
+- "python" (below, over ctypes), the fallback where the extension was not built: CPU or CUDA
+  tensors (CUDA ones staged by libcohort, docs/cuda.md); its Work is not seen by torch's C++
+  clients (DDP hangs at construction). Implemented:
 all_reduce (SUM, PRODUCT, MIN, MAX, AVG), broadcast, reduce, all_gather (list and into one
 tensor), reduce_scatter (list and tensor), all_to_all / all_to_all_single (even and uneven
 splits), gather, scatter, barrier, send/recv/isend/irecv, all_reduce_coalesced; async_op=True
@@ -40,6 +53,43 @@ _TAG_GATHER = 0x7FFF0002
 _TAG_SCATTER = 0x7FFF0003
 
 _ctx = None
+
+
+def _load_extension():
+    """The C++ backend: $COHORT_TORCH_EXTENSION (a path; "none" forces the Python backend), the
+    installed module beside this package, or the build tree's (<tree>/python/cohort/.libs).
+    Returns (module or None, where or why not)."""
+    import importlib.machinery
+    import importlib.util
+    from . import _lib  # noqa: F401 - libcohort loaded first: the extension's NEEDED entry
+    #                     (libcohort.so.0) then resolves to the same library, build tree or not
+    where = os.environ.get("COHORT_TORCH_EXTENSION", "")
+    if where == "none":
+        return None, "COHORT_TORCH_EXTENSION=none"
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [where] if where else [
+        os.path.join(here, n) for n in os.listdir(here) if n.startswith("_cohort_torch.")
+        and n.endswith(".so")] + [os.path.join(here, ".libs", "_cohort_torch.so")]
+    for path in candidates:
+        if not os.path.exists(path):
+            continue
+        loader = importlib.machinery.ExtensionFileLoader("cohort._cohort_torch", path)
+        spec = importlib.util.spec_from_file_location("cohort._cohort_torch", path,
+                                                      loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        return mod, path
+    return None, ("not built (configure --with-torch; needs libtorch-dev pybind11-dev "
+                  "python3-dev)" if not where else "%s does not exist" % where)
+
+
+_ext, _ext_where = _load_extension()
+
+
+def info():
+    """Which implementation the "cohort" backend runs: {"backend": "c++" | "python", "where":
+    the extension's path, or why the Python fallback runs}."""
+    return {"backend": "c++" if _ext is not None else "python", "where": _ext_where}
 
 
 def context():
@@ -414,7 +464,17 @@ class ProcessGroupCohort(ProcessGroup):
 # Creation: the registered backend (classic dist.new_group) and member-only new_group
 
 
-def _make_pg(ctx, rank, size, ranks):
+def _timeout_s(timeout):
+    if timeout is None:
+        return float(c10d.default_pg_timeout.total_seconds())
+    if isinstance(timeout, datetime.timedelta):
+        return float(timeout.total_seconds())
+    return float(timeout)
+
+
+def _make_pg(ctx, rank, size, ranks, timeout=None):
+    if _ext is not None:
+        return _ext.ProcessGroupCohort(rank, size, list(ranks), _timeout_s(timeout))
     if not ranks or list(ranks) == list(range(ctx.size)):
         if size != ctx.size or rank != ctx.rank:
             raise _bad("torch's world (rank %d of %d) is not the launcher's (PMIx rank %d of "
@@ -431,7 +491,8 @@ def _make_pg(ctx, rank, size, ranks):
 
 def _create_extended(dist_backend_opts, pg_options=None):
     o = dist_backend_opts
-    return _make_pg(context(), o.group_rank, o.group_size, list(o.global_ranks_in_group))
+    ctx = context() if _ext is None else None
+    return _make_pg(ctx, o.group_rank, o.group_size, list(o.global_ranks_in_group), o.timeout)
 
 
 def _register():
@@ -471,10 +532,12 @@ def new_group(ranks, timeout=None, backend=None, pg_options=None):
         raise _bad("new_group ranks %s must be distinct world ranks" % ranks)
     if ctx.rank not in ranks:
         return c10d.GroupMember.NON_GROUP_MEMBER
-    pg = _make_pg(ctx, ranks.index(ctx.rank), len(ranks), ranks)
+    if timeout is None:
+        timeout = getattr(c10d._get_default_group(), "timeout_s", None)
+    pg = _make_pg(ctx, ranks.index(ctx.rank), len(ranks), ranks, timeout)
     pg_map, pg_names, pg_group_ranks = _registry()
     pg_map[pg] = (BACKEND, None)
-    pg_names[pg] = "cohort:%016x" % pg.cohort_group.id
+    pg_names[pg] = "cohort:%016x" % cohort_group(pg).id
     pg_group_ranks[pg] = {g: i for i, g in enumerate(ranks)}
     return pg
 
@@ -482,9 +545,32 @@ def new_group(ranks, timeout=None, backend=None, pg_options=None):
 def cohort_group(pg=None):
     """The cohort.Group behind a cohort-backend process group (None: the default group)."""
     pg = pg if pg is not None else c10d._get_default_group()
+    if _ext is not None and isinstance(pg, _ext.ProcessGroupCohort):
+        return _GroupView(pg)
     if not isinstance(pg, ProcessGroupCohort):
         raise _bad("%r is not a cohort process group" % (pg,))
     return pg.cohort_group
+
+
+class _GroupView:
+    """What the C++ backend shows of its cohort group: the group lives in the extension's own
+    context, on its progress thread, so it is not a cohort.Group of context()."""
+
+    def __init__(self, pg):
+        self._pg = pg
+
+    id = property(lambda self: self._pg.cohort_group_id)
+    rank = property(lambda self: self._pg.rank())
+    size = property(lambda self: self._pg.size())
+    ranks = property(lambda self: list(self._pg.global_ranks))
+
+    def abort(self):
+        """cohort_group_abort: pending and later operations fail with COHORT_ERR_REVOKED."""
+        self._pg.abort_group()
+
+    def __repr__(self):
+        return "<cohort group 0x%016x (C++ backend) rank %d of %d>" % (self.id, self.rank,
+                                                                      self.size)
 
 
 def init_process_group(backend=BACKEND, timeout=None, **kwargs):
@@ -513,3 +599,10 @@ def init_process_group(backend=BACKEND, timeout=None, **kwargs):
     if timeout is not None:
         kwargs["timeout"] = timeout
     dist.init_process_group(backend, **kwargs)
+
+
+if _ext is not None:
+    import atexit
+    # Before the interpreter tears down: finish the progress thread and cohort_finalize the
+    # extension's context (a std::thread still running at exit would abort the process).
+    atexit.register(_ext.shutdown)

@@ -10,9 +10,11 @@ static void cohort_p2p_describe(const cohort_request_t *req, char *buf, size_t l
 {
     const cohort_comm_t *c = req->comm;
 
+    int peer = req->xfer.peer;
+
     snprintf(buf, len, "%s group rank %d (world %d) tag %d, %zu bytes, on group '%s' 0x%016llx%s",
-             req->xfer.is_send ? "send to" : "receive from", req->xfer.peer,
-             c ? cohort_comm_world_rank(c, req->xfer.peer) : -1, req->xfer.tag, req->xfer.len,
+             req->xfer.is_send ? "send to" : "receive from", peer,
+             c && peer >= 0 ? cohort_comm_world_rank(c, peer) : -1, req->xfer.tag, req->xfer.len,
              c ? c->label : "?", (unsigned long long)(c ? c->id : 0),
              req->xfer.is_send ? "" : ": not yet heard from it");
 }
@@ -88,7 +90,10 @@ static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group
     cohort_status_t status;
     size_t bytes = 0;
 
-    status = cohort_p2p_check(fn, g, buf, count, dt, peer, tag, req_p, &bytes);
+    /* a receive may name no peer; the range check then has nothing to look at */
+    int any = !is_send && peer == COHORT_ANY_SOURCE;
+
+    status = cohort_p2p_check(fn, g, buf, count, dt, any ? 0 : peer, tag, req_p, &bytes);
     if (status != COHORT_OK) {
         return status;
     }
@@ -135,6 +140,14 @@ static cohort_status_t cohort_p2p_blocking(const char *fn, int is_send, cohort_g
     status = cohort_request_wait_internal(req);
     cohort_request_free(req);
     return status;
+}
+
+int cohort_request_source(const cohort_request_t *req)
+{
+    if (req == NULL || req->ops != &cohort_p2p_ops || req->xfer.is_send || !req->done) {
+        return -1;
+    }
+    return req->xfer.peer;
 }
 
 cohort_status_t cohort_send(cohort_group_t *g, const void *buf, size_t count, cohort_dtype_t dt,

@@ -49,7 +49,8 @@ static void cohort_msg_unread(cohort_context_t *ctx, const cohort_msg_t *m)
 
 static int cohort_xfer_matches(const cohort_xfer_t *x, const cohort_am_hdr_t *h)
 {
-    return x->kind == h->kind && x->peer == h->src && x->tag == h->tag &&
+    return x->kind == h->kind && x->tag == h->tag &&
+           (x->peer == h->src || (x->peer == COHORT_ANY_SOURCE && h->kind == COHORT_MSG_P2P)) &&
            (h->kind == COHORT_MSG_P2P || x->seq == h->seq);
 }
 
@@ -80,6 +81,7 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
     void *desc = m->desc;
 
     x->posted = 0;
+    x->peer = m->hdr.src; /* an any-source receive becomes one from its sender here */
     if (ctx->cfg.check && m->hdr.fp != x->fp) {
         cohort_error(ctx,
                      "group 0x%016llx: operation mismatch with rank %d at collective %u step %d "
@@ -284,7 +286,9 @@ cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
         }
     }
     /* Nothing queued from it: a peer that left or failed will send nothing more. */
-    peer = cohort_map_get(&ctx->peers, (uint64_t)cohort_comm_world_rank(c, x->peer) + 1);
+    peer = x->peer == COHORT_ANY_SOURCE
+               ? NULL
+               : cohort_map_get(&ctx->peers, (uint64_t)cohort_comm_world_rank(c, x->peer) + 1);
     if (peer != NULL && (peer->state == COHORT_PEER_LEFT || peer->state == COHORT_PEER_FAILED)) {
         cohort_error(ctx, "receive from rank %d of group 0x%016llx: that peer has %s", x->peer,
                      (unsigned long long)c->id,
@@ -531,7 +535,7 @@ void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t 
         cohort_list_for_each(pos, tmp, &c->posted)
         {
             cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
-            if (cohort_comm_world_rank(c, x->peer) == world_rank) {
+            if (x->peer != COHORT_ANY_SOURCE && cohort_comm_world_rank(c, x->peer) == world_rank) {
                 cohort_error(ctx, "group 0x%016llx: receive from rank %d (world %d) failed: %s",
                              (unsigned long long)c->id, x->peer, world_rank, why);
                 cohort_list_del(&x->link);

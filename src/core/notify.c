@@ -263,7 +263,7 @@ static void cohort_notify_watch(cohort_context_t *ctx, double now)
             cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
             cohort_peer_t *peer;
 
-            if (now - x->since < ctx->cfg.watch_s) {
+            if (now - x->since < ctx->cfg.watch_s || x->peer == COHORT_ANY_SOURCE) {
                 continue;
             }
             peer = cohort_peer_get(ctx, cohort_comm_world_rank(c, x->peer));

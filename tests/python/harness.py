@@ -53,6 +53,20 @@ class Checks:
                                                                  exc.__name__))
         return self(False, "%s: did not raise" % what)
 
+    def raises_status(self, fn, what, status):
+        """fn raises cohort's error with this status: a CohortError carrying it (the package,
+        the Python torch backend) or a RuntimeError whose text ends in its name in brackets
+        (the C++ torch backend, whose errors reach Python through torch)."""
+        from cohort import _status
+        name = _status.NAMES[status]
+        try:
+            fn()
+        except _status.CohortError as e:
+            return self(e.status == status, "%s: raised %r, wanted %s" % (what, e, name))
+        except RuntimeError as e:
+            return self("[%s]" % name in str(e), "%s: raised %r, wanted %s" % (what, e, name))
+        return self(False, "%s: did not raise" % what)
+
     def finish(self, world=None):
         """Every rank's verdict: the failure count summed over world (a cohort group) when
         given, so all ranks exit alike. Returns the exit status."""

@@ -58,6 +58,9 @@ singleton test_exit.py
 4 test_torch.py
 2 test_torch.py COHORT_CHECK=1
 3 test_train.py
+4 test_torch_cxx.py
+2 test_torch_cxx.py COHORT_CHECK=1
+2 test_torch.py COHORT_TORCH_EXTENSION=none
 RUNS
 echo "python tests: $pass passed, $skip skipped, $fail failed"
 [ "$fail" = 0 ]

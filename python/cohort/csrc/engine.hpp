@@ -1,0 +1,107 @@
+/* The progress thread behind ProcessGroupCohort: one cohort context, and every libcohort call
+ * made on one thread (cohort.h: a context is used by one thread at a time). Callers hand it
+ * operations; it posts them in the order they came, tests their requests while the callers
+ * compute, and runs each operation's finish step when its requests are done. No torch here:
+ * this file builds in seconds, the torch one does not. */
+#ifndef COHORT_TORCH_ENGINE_HPP
+#define COHORT_TORCH_ENGINE_HPP
+
+#include <cohort.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cohort_torch
+{
+
+/* A cohort status as an exception: what failed and cohort's words for it. */
+class Error : public std::runtime_error
+{
+  public:
+    Error(cohort_status_t status, const std::string &what);
+    cohort_status_t status() const
+    {
+        return status_;
+    }
+
+  private:
+    cohort_status_t status_;
+};
+
+/* "COHORT_ERR_REVOKED" for -11: the name the Python package's exceptions carry too. */
+const char *status_name(cohort_status_t status);
+std::string status_text(cohort_status_t status, const std::string &what);
+
+/* One operation: post() runs on the progress thread and posts zero or more requests into
+ * reqs; finish() runs there once they are all done (or one failed: the others are then freed,
+ * which cancels them), with the first error and its text, and for an operation of one receive
+ * the group rank it came from (cohort_request_source; -1 otherwise). */
+struct Op {
+    std::string name;
+    std::function<cohort_status_t(std::vector<cohort_request_t *> &reqs)> post;
+    std::function<void(cohort_status_t status, const std::string &text, int source)> finish;
+    std::vector<cohort_request_t *> reqs;
+    size_t next = 0; /* requests before it are done */
+};
+
+class Engine
+{
+  public:
+    /* The process's engine, started on first use (cohort_init on its thread); throws Error. */
+    static Engine &get();
+    /* Whether get() has been called and the engine is still up. */
+    static bool running();
+    /* Finish every queued and posted operation, free what the context holds, cohort_finalize,
+     * join the thread. Idempotent; later get() calls throw. */
+    static void shutdown();
+
+    /* Queue op; it is posted after every operation queued before it. Thread-safe, also from
+     * the progress thread (a future's callback that starts another collective). */
+    void submit(std::unique_ptr<Op> op);
+    /* Run fn on the progress thread and wait for it (group creation: no communication). */
+    void call(const std::function<void(cohort_context_t *)> &fn);
+
+    int world_rank() const
+    {
+        return rank_;
+    }
+    int world_size() const
+    {
+        return size_;
+    }
+    bool on_thread() const
+    {
+        return std::this_thread::get_id() == thread_.get_id();
+    }
+
+  private:
+    Engine();
+    ~Engine() = default;
+    void loop();
+    void stop();
+    bool poll(Op &op);
+    void complete(Op &op, cohort_status_t status);
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::unique_ptr<Op>> queue_;
+    std::atomic<bool> queued_{false};
+    bool stopping_ = false;
+    std::vector<std::unique_ptr<Op>> active_; /* progress thread only */
+    cohort_context_t *ctx_ = nullptr;         /* progress thread only, after start */
+    int rank_ = -1, size_ = 0;
+    cohort_status_t init_status_ = COHORT_OK;
+    std::thread thread_;
+};
+
+} // namespace cohort_torch
+
+#endif

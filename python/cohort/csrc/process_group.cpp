@@ -1,0 +1,1033 @@
+/* ProcessGroupCohort: torch.distributed's C++ ProcessGroup over cohort, and the Python module
+ * (cohort._cohort_torch) that cohort/torch.py registers as the "cohort" backend.
+ *
+ * Every operation becomes one Op for the progress thread (engine.hpp): nothing here calls
+ * libcohort directly, so torch's own threads (DDP's reducer, autograd hooks) and Python may
+ * call in at any time. A WorkCohort completes, and its Future with it, on the progress thread.
+ * CPU tensors only: Debian's torch is CPU-only, so a CUDA path could not be tested here and is
+ * refused with a clear error instead of shipped untested. */
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <torch/csrc/utils/pybind.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "engine.hpp"
+
+namespace cohort_torch
+{
+
+namespace py = pybind11;
+using c10d::OpType;
+using c10d::ReduceOp;
+using Ms = std::chrono::milliseconds;
+using PostFn = std::function<cohort_status_t(cohort_group_t *, std::vector<cohort_request_t *> &)>;
+
+/* Point-to-point tags the backend uses itself (uneven all_to_all, gather, scatter), the same
+ * as the Python backend's; user send/recv tags must stay below them. */
+constexpr int kTagAlltoall = 0x7FFF0001;
+constexpr int kTagGather = 0x7FFF0002;
+constexpr int kTagScatter = 0x7FFF0003;
+
+[[noreturn]] void fail(cohort_status_t status, const std::string &what)
+{
+    throw Error(status, what);
+}
+
+/* A cohort group, made and freed on the progress thread. Operations hold it, so the group
+ * outlives every operation posted on it even when its ProcessGroup goes first. */
+struct Group {
+    cohort_group_t *g = nullptr;
+    bool owned = false; /* the world group belongs to the context */
+    uint64_t id = 0;
+
+    ~Group()
+    {
+        if (!owned || !Engine::running()) {
+            return; /* cohort_finalize has freed it already */
+        }
+        auto op = std::make_unique<Op>();
+        cohort_group_t *g_ = g;
+        op->name = "group free";
+        op->post = [g_](std::vector<cohort_request_t *> &) { return cohort_group_free(g_); };
+        op->finish = [](cohort_status_t, const std::string &, int) {};
+        try {
+            Engine::get().submit(std::move(op));
+        } catch (...) {
+        }
+    }
+};
+
+/* One nonblocking cohort operation as torch sees it. */
+class WorkCohort : public c10d::Work
+{
+  public:
+    WorkCohort(OpType type, std::vector<at::Tensor> outputs, Ms timeout, const char *name,
+               std::shared_ptr<Group> group)
+        : Work(-1, type), outputs_(std::move(outputs)), timeout_(timeout), name_(name),
+          group_(std::move(group)), future_(c10::make_intrusive<c10::ivalue::Future>(
+                                        c10::ListType::create(c10::TensorType::get())))
+    {
+    }
+
+    bool isCompleted() override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return completed_;
+    }
+
+    bool isSuccess() const override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return completed_ && !exception_;
+    }
+
+    std::exception_ptr exception() const override
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return exception_;
+    }
+
+    int sourceRank() const override
+    {
+        return source_;
+    }
+    std::vector<at::Tensor> result() override
+    {
+        return outputs_;
+    }
+    void synchronize() override {}
+    c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
+    {
+        return future_;
+    }
+
+    /* timeout 0 (torch's kNoTimeout): the process group's, from init_process_group. An
+     * operation not done in time revokes its group (cohort_group_abort), as NCCL's watchdog
+     * aborts a communicator: it and every later operation on the group then fail with
+     * COHORT_ERR_REVOKED instead of hanging on members that are out of step. */
+    bool wait(Ms timeout) override
+    {
+        Ms limit = timeout > Ms(0) ? timeout : timeout_;
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (limit > Ms(0)) {
+            if (!cv_.wait_for(lock, limit, [this] { return completed_; })) {
+                lock.unlock();
+                std::shared_ptr<Group> g = group_;
+                Engine::get().call([g](cohort_context_t *) { cohort_group_abort(g->g); });
+                fail(COHORT_ERR_TIMEOUT, std::string(name_) + " not finished after " +
+                                             std::to_string(limit.count()) + " ms");
+            }
+        } else {
+            cv_.wait(lock, [this] { return completed_; });
+        }
+        if (exception_) {
+            std::rethrow_exception(exception_);
+        }
+        return true;
+    }
+
+    /* Progress thread: the operation's requests are done (or one failed). */
+    void done(cohort_status_t status, const std::string &text, int source = -1)
+    {
+        std::exception_ptr e;
+        if (status != COHORT_OK) {
+            e = std::make_exception_ptr(std::runtime_error(text));
+        }
+        source_ = source;
+        finish(e); /* wakes wait() */
+        if (e) {
+            future_->setError(e);
+        } else {
+            future_->markCompleted(c10::IValue(outputs_));
+        }
+    }
+
+  private:
+    std::vector<at::Tensor> outputs_;
+    Ms timeout_;
+    const char *name_;
+    std::shared_ptr<Group> group_;
+    c10::intrusive_ptr<c10::ivalue::Future> future_;
+    int source_ = -1;
+};
+
+/* A contiguous tensor with t's data (complex as pairs of reals) and whether results must go
+ * back into t. */
+struct Dense {
+    at::Tensor t;
+    bool back;
+};
+
+void check_cpu(const at::Tensor &t, const std::string &what)
+{
+    if (t.is_cuda()) {
+        fail(COHORT_ERR_UNSUPPORTED, what + " is a CUDA tensor: the C++ backend takes CPU "
+                                            "tensors (this build's torch has no CUDA to test "
+                                            "a device path with)");
+    }
+    if (!t.device().is_cpu()) {
+        fail(COHORT_ERR_UNSUPPORTED, what + " is a " +
+                                         c10::DeviceTypeName(t.device().type(), true) +
+                                         " tensor: cohort takes CPU and CUDA tensors");
+    }
+    if (t.layout() != c10::kStrided) {
+        fail(COHORT_ERR_UNSUPPORTED, what + " is not a dense (strided) tensor");
+    }
+}
+
+Dense dense(const at::Tensor &t, const std::string &what)
+{
+    check_cpu(t, what);
+    at::Tensor d = t.is_complex() ? at::view_as_real(t) : t;
+    if (d.is_contiguous()) {
+        return {d, false};
+    }
+    return {d.contiguous(), true};
+}
+
+/* t's bytes as a flat uint8 tensor (a copy when t is not contiguous). */
+at::Tensor bytes_of(const at::Tensor &t, const std::string &what)
+{
+    check_cpu(t, what);
+    return t.contiguous().reshape({-1}).view(at::kByte);
+}
+
+size_t nbytes(const at::Tensor &t)
+{
+    return (size_t)t.numel() * t.element_size();
+}
+
+/* How a reduction runs: cohort's dtype and op, and whether the backend finishes it. bool is
+ * reduced as uint8 with MAX for SUM and MIN for PRODUCT (or, and: a SUM of bytes would wrap at
+ * 256 ranks); AVG on integers is a SUM divided (truncating) afterwards. */
+struct Reduction {
+    cohort_dtype_t dt;
+    cohort_op_t op;
+    bool int_avg = false;
+};
+
+Reduction reduction(const at::Tensor &d, const ReduceOp &rop, const char *what)
+{
+    Reduction r{COHORT_UINT8, COHORT_SUM};
+    bool is_int = true;
+    switch (d.scalar_type()) {
+    case at::kBool:
+        r.dt = COHORT_UINT8;
+        break;
+    case at::kByte:
+        r.dt = COHORT_UINT8;
+        break;
+    case at::kChar:
+        r.dt = COHORT_INT8;
+        break;
+    case at::kInt:
+        r.dt = COHORT_INT32;
+        break;
+    case at::kLong:
+        r.dt = COHORT_INT64;
+        break;
+    case at::kHalf:
+        r.dt = COHORT_FLOAT16;
+        is_int = false;
+        break;
+    case at::kBFloat16:
+        r.dt = COHORT_BFLOAT16;
+        is_int = false;
+        break;
+    case at::kFloat:
+        r.dt = COHORT_FLOAT32;
+        is_int = false;
+        break;
+    case at::kDouble:
+        r.dt = COHORT_FLOAT64;
+        is_int = false;
+        break;
+    default:
+        fail(COHORT_ERR_UNSUPPORTED, std::string(what) + ": dtype " +
+                                         c10::toString(d.scalar_type()) +
+                                         " has no cohort reduction");
+    }
+    bool is_bool = d.scalar_type() == at::kBool;
+    switch ((ReduceOp::RedOpType)rop) {
+    case ReduceOp::SUM:
+        r.op = is_bool ? COHORT_MAX : COHORT_SUM;
+        break;
+    case ReduceOp::PRODUCT:
+        r.op = is_bool ? COHORT_MIN : COHORT_PROD;
+        break;
+    case ReduceOp::MIN:
+        r.op = COHORT_MIN;
+        break;
+    case ReduceOp::MAX:
+        r.op = COHORT_MAX;
+        break;
+    case ReduceOp::AVG:
+        if (is_bool) {
+            fail(COHORT_ERR_UNSUPPORTED, std::string(what) + ": AVG of bool tensors");
+        }
+        r.op = is_int ? COHORT_SUM : COHORT_AVG;
+        r.int_avg = is_int;
+        break;
+    default:
+        fail(COHORT_ERR_UNSUPPORTED, std::string(what) + ": reduction " +
+                                         std::to_string((int)rop.op_) +
+                                         " is not supported (SUM, PRODUCT, MIN, MAX, AVG are)");
+    }
+    return r;
+}
+
+const at::Tensor &one(const std::vector<at::Tensor> &ts, const char *what)
+{
+    if (ts.size() != 1) {
+        fail(COHORT_ERR_UNSUPPORTED, std::string(what) + " takes one tensor per process (got " +
+                                         std::to_string(ts.size()) + ")");
+    }
+    return ts[0];
+}
+
+class ProcessGroupCohort : public c10d::ProcessGroup
+{
+  public:
+    ProcessGroupCohort(int rank, int size, std::vector<int64_t> ranks, Ms timeout)
+        : ProcessGroup(rank, size), ranks_(std::move(ranks)), timeout_(timeout)
+    {
+        Engine &e = Engine::get();
+        if (ranks_.empty()) {
+            for (int i = 0; i < size; i++) {
+                ranks_.push_back(i);
+            }
+        }
+        if ((int)ranks_.size() != size || rank < 0 || rank >= size ||
+            ranks_[rank] != e.world_rank()) {
+            fail(COHORT_ERR_INVALID_ARG,
+                 "torch's rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                     " is not PMIx rank " + std::to_string(e.world_rank()) + " of " +
+                     std::to_string(e.world_size()) +
+                     ": run under mpirun/srun with RANK/WORLD_SIZE unset or the launcher's");
+        }
+        bool world = size == e.world_size();
+        for (int i = 0; world && i < size; i++) {
+            world = ranks_[i] == i;
+        }
+        group_ = std::make_shared<Group>();
+        cohort_status_t st = COHORT_OK;
+        std::vector<int> members(ranks_.begin(), ranks_.end());
+        e.call([&](cohort_context_t *ctx) {
+            if (world) {
+                group_->g = cohort_world(ctx);
+            } else {
+                st = cohort_group_create(ctx, "torch", members.data(), (int)members.size(),
+                                         &group_->g);
+                group_->owned = st == COHORT_OK;
+            }
+            if (group_->g != nullptr) {
+                group_->id = cohort_group_id(group_->g);
+            }
+        });
+        if (st != COHORT_OK) {
+            fail(st, "cohort_group_create");
+        }
+    }
+
+    const std::string getBackendName() const override
+    {
+        return "cohort";
+    }
+    const std::vector<int64_t> &globalRanks() const
+    {
+        return ranks_;
+    }
+    uint64_t groupId() const
+    {
+        return group_->id;
+    }
+    Ms timeout() const
+    {
+        return timeout_;
+    }
+
+    void abortGroup()
+    {
+        auto g = group_;
+        Engine::get().call([g](cohort_context_t *) { cohort_group_abort(g->g); });
+    }
+
+    void setSequenceNumberForGroup() override
+    {
+        seq_ = 0;
+    }
+    uint64_t getSequenceNumberForGroup() override
+    {
+        return seq_;
+    }
+
+    c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
+                                             const c10d::AllreduceOptions &opts) override
+    {
+        const at::Tensor &t = one(tensors, "all_reduce");
+        Dense d = dense(t, "all_reduce tensor");
+        Reduction r = reduction(d.t, opts.reduceOp, "all_reduce");
+        return reduceInPlace(OpType::ALLREDUCE, "all_reduce", t, d, r, opts.timeout);
+    }
+
+    c10::intrusive_ptr<c10d::Work>
+    allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                        const c10d::AllreduceCoalescedOptions &opts) override
+    {
+        if (tensors.empty()) {
+            fail(COHORT_ERR_INVALID_ARG, "all_reduce_coalesced: no tensors");
+        }
+        std::vector<at::Tensor> flat;
+        for (auto &t : tensors) {
+            check_cpu(t, "all_reduce_coalesced tensor");
+            if (t.scalar_type() != tensors[0].scalar_type()) {
+                fail(COHORT_ERR_INVALID_ARG, "all_reduce_coalesced: tensors differ in dtype");
+            }
+            flat.push_back(t.reshape({-1}));
+        }
+        at::Tensor all = at::cat(flat);
+        Reduction r = reduction(all, opts.reduceOp, "all_reduce_coalesced");
+        std::vector<at::Tensor> outs = tensors;
+        return launch(OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced", outs, opts.timeout,
+                      allreducePost(all, r), [all, outs, r, n = getSize()]() {
+                          finishAvg(all, r, n);
+                          int64_t off = 0;
+                          for (auto &t : outs) {
+                              t.copy_(all.narrow(0, off, t.numel()).view_as(t));
+                              off += t.numel();
+                          }
+                      });
+    }
+
+    c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
+                                             const c10d::BroadcastOptions &opts) override
+    {
+        const at::Tensor &t = one(tensors, "broadcast");
+        Dense d = dense(t, "broadcast tensor");
+        int root = checkRoot(opts.rootRank, "broadcast");
+        at::Tensor buf = d.t;
+        return launch(
+            OpType::BROADCAST, "broadcast", {t}, opts.timeout,
+            [buf, root](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
+                return post1(reqs, [&](cohort_request_t **r) {
+                    return cohort_ibcast(g, buf.data_ptr(), nbytes(buf), COHORT_UINT8, root, r);
+                });
+            },
+            copyBack(t, d));
+    }
+
+    c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
+                                          const c10d::ReduceOptions &opts) override
+    {
+        const at::Tensor &t = one(tensors, "reduce");
+        Dense d = dense(t, "reduce tensor");
+        Reduction r = reduction(d.t, opts.reduceOp, "reduce");
+        int root = checkRoot(opts.rootRank, "reduce");
+        bool mine = root == getRank();
+        at::Tensor buf = d.t;
+        std::function<void()> after;
+        if (mine) {
+            after = [buf, r, t, d, n = getSize()]() {
+                finishAvg(buf, r, n);
+                if (d.back) {
+                    copyInto(t, buf);
+                }
+            };
+        }
+        return launch(
+            OpType::REDUCE, "reduce", {t}, opts.timeout,
+            [buf, r, root, mine](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
+                return post1(reqs, [&](cohort_request_t **q) {
+                    return cohort_ireduce(g, mine ? COHORT_IN_PLACE : buf.data_ptr(),
+                                          mine ? buf.data_ptr() : nullptr, (size_t)buf.numel(),
+                                          r.dt, r.op, root, q);
+                });
+            },
+            after);
+    }
+
+    c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
+                                             std::vector<at::Tensor> &inputs,
+                                             const c10d::AllgatherOptions &opts) override
+    {
+        const at::Tensor &in = one(inputs, "all_gather");
+        if (outputs.size() != 1) {
+            fail(COHORT_ERR_UNSUPPORTED, "all_gather takes one output list per process");
+        }
+        std::vector<at::Tensor> outs = outputs[0];
+        checkList(outs, in, "all_gather output");
+        at::Tensor src = bytes_of(in, "all_gather input");
+        at::Tensor flat = at::empty({(int64_t)nbytes(src) * getSize()}, src.options());
+        return launch(OpType::ALLGATHER, "all_gather", outs, opts.timeout, allgatherPost(src, flat),
+                      [flat, outs]() { unpack(flat, outs); });
+    }
+
+    c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
+                                                   const c10d::AllgatherOptions &opts) override
+    {
+        at::Tensor src = bytes_of(input, "all_gather_into_tensor input");
+        Dense o = dense(output, "all_gather_into_tensor output");
+        if (nbytes(o.t) != nbytes(src) * getSize() || output.dtype() != input.dtype()) {
+            fail(COHORT_ERR_INVALID_ARG, "all_gather_into_tensor: output has " +
+                                             std::to_string(output.numel()) + " elements, needs " +
+                                             std::to_string(getSize()) + " x " +
+                                             std::to_string(input.numel()));
+        }
+        return launch(OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, opts.timeout,
+                      allgatherPost(src, o.t), copyBack(output, o));
+    }
+
+    c10::intrusive_ptr<c10d::Work>
+    allgather_coalesced(std::vector<std::vector<at::Tensor>> &output_lists,
+                        std::vector<at::Tensor> &inputs,
+                        const c10d::AllgatherOptions &opts) override
+    {
+        if ((int)output_lists.size() != getSize()) {
+            fail(COHORT_ERR_INVALID_ARG,
+                 "all_gather_coalesced needs " + std::to_string(getSize()) + " output lists");
+        }
+        std::vector<at::Tensor> parts, outs;
+        for (auto &t : inputs) {
+            parts.push_back(bytes_of(t, "all_gather_coalesced input"));
+        }
+        for (auto &list : output_lists) {
+            checkLists(list, inputs, "all_gather_coalesced output");
+            outs.insert(outs.end(), list.begin(), list.end());
+        }
+        at::Tensor src = parts.empty() ? at::empty({0}, at::kByte) : at::cat(parts);
+        at::Tensor flat = at::empty({(int64_t)nbytes(src) * getSize()}, src.options());
+        return launch(OpType::ALLGATHER_COALESCED, "all_gather_coalesced", outs, opts.timeout,
+                      allgatherPost(src, flat), [flat, outs]() { unpack(flat, outs); });
+    }
+
+    c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
+                                          std::vector<at::Tensor> &inputs,
+                                          const c10d::GatherOptions &opts) override
+    {
+        const at::Tensor &in = one(inputs, "gather");
+        int root = checkRoot(opts.rootRank, "gather");
+        at::Tensor src = bytes_of(in, "gather input");
+        if (getRank() != root) {
+            return launch(OpType::GATHER, "gather", {}, opts.timeout,
+                          pairwisePost({src}, {}, root, kTagGather), nullptr);
+        }
+        if (outputs.size() != 1) {
+            fail(COHORT_ERR_INVALID_ARG, "gather takes one output list at the root");
+        }
+        std::vector<at::Tensor> outs = outputs[0];
+        checkList(outs, in, "gather output");
+        at::Tensor flat = at::empty({(int64_t)nbytes(src) * getSize()}, src.options());
+        std::vector<at::Tensor> recvs = chunks(flat, getSize());
+        recvs[root].copy_(src);
+        recvs[root] = at::Tensor();
+        return launch(OpType::GATHER, "gather", outs, opts.timeout,
+                      pairwisePost({}, recvs, -1, kTagGather),
+                      [flat, outs]() { unpack(flat, outs); });
+    }
+
+    c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outputs,
+                                           std::vector<std::vector<at::Tensor>> &inputs,
+                                           const c10d::ScatterOptions &opts) override
+    {
+        const at::Tensor &out = one(outputs, "scatter");
+        int root = checkRoot(opts.rootRank, "scatter");
+        Dense o = dense(out, "scatter output");
+        at::Tensor dst = o.t.view({-1}).view(at::kByte);
+        if (getRank() != root) {
+            std::vector<at::Tensor> recvs(getSize());
+            recvs[root] = dst;
+            return launch(OpType::SCATTER, "scatter", {out}, opts.timeout,
+                          pairwisePost({}, recvs, -1, kTagScatter), copyBack(out, o));
+        }
+        if (inputs.size() != 1) {
+            fail(COHORT_ERR_INVALID_ARG, "scatter takes one input list at the root");
+        }
+        checkList(inputs[0], out, "scatter input");
+        std::vector<at::Tensor> sends;
+        for (auto &t : inputs[0]) {
+            sends.push_back(bytes_of(t, "scatter input"));
+        }
+        dst.copy_(sends[root]);
+        sends[root] = at::Tensor();
+        return launch(OpType::SCATTER, "scatter", {out}, opts.timeout,
+                      pairwisePost(sends, {}, -1, kTagScatter), copyBack(out, o));
+    }
+
+    c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
+                                                  std::vector<std::vector<at::Tensor>> &inputs,
+                                                  const c10d::ReduceScatterOptions &opts) override
+    {
+        const at::Tensor &out = one(outputs, "reduce_scatter");
+        if (inputs.size() != 1) {
+            fail(COHORT_ERR_UNSUPPORTED, "reduce_scatter takes one input list per process");
+        }
+        checkList(inputs[0], out, "reduce_scatter input");
+        std::vector<at::Tensor> flat;
+        for (auto &t : inputs[0]) {
+            flat.push_back(t.reshape({-1}));
+        }
+        at::Tensor src = at::cat(flat);
+        return reduceScatter(OpType::REDUCE_SCATTER, "reduce_scatter", out, src, opts);
+    }
+
+    c10::intrusive_ptr<c10d::Work>
+    _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                         const c10d::ReduceScatterOptions &opts) override
+    {
+        if (input.numel() != output.numel() * getSize() || input.dtype() != output.dtype()) {
+            fail(COHORT_ERR_INVALID_ARG, "reduce_scatter_tensor: input has " +
+                                             std::to_string(input.numel()) + " elements, needs " +
+                                             std::to_string(getSize()) + " x " +
+                                             std::to_string(output.numel()));
+        }
+        return reduceScatter(OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", output,
+                             dense(input, "reduce_scatter_tensor input").t, opts);
+    }
+
+    c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
+                                                 std::vector<int64_t> &out_splits,
+                                                 std::vector<int64_t> &in_splits,
+                                                 const c10d::AllToAllOptions &opts) override
+    {
+        at::Tensor src = bytes_of(input, "all_to_all_single input");
+        Dense o = dense(output, "all_to_all_single output");
+        at::Tensor dst = o.t.view({-1}).view(at::kByte);
+        int size = getSize();
+        if (out_splits.empty() && in_splits.empty()) {
+            if (src.numel() != dst.numel() || src.numel() % size) {
+                fail(COHORT_ERR_INVALID_ARG, "all_to_all_single: input and output need the "
+                                             "same size, a multiple of the group size");
+            }
+            return launch(OpType::ALLTOALL_BASE, "all_to_all_single", {output}, opts.timeout,
+                          alltoallPost(src, dst), copyBack(output, o));
+        }
+        std::vector<at::Tensor> sends = splitRows(src, input, in_splits);
+        std::vector<at::Tensor> recvs = splitRows(dst, output, out_splits);
+        recvs[getRank()].copy_(sends[getRank()]);
+        sends[getRank()] = recvs[getRank()] = at::Tensor();
+        return launch(OpType::ALLTOALL_BASE, "all_to_all_single", {output}, opts.timeout,
+                      pairwisePost(sends, recvs, -1, kTagAlltoall), copyBack(output, o));
+    }
+
+    c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
+                                            std::vector<at::Tensor> &inputs,
+                                            const c10d::AllToAllOptions &opts) override
+    {
+        int size = getSize();
+        if ((int)outputs.size() != size || (int)inputs.size() != size) {
+            fail(COHORT_ERR_INVALID_ARG,
+                 "all_to_all needs " + std::to_string(size) + " input and output tensors");
+        }
+        std::vector<at::Tensor> sends, recvs;
+        bool even = true;
+        for (int i = 0; i < size; i++) {
+            sends.push_back(bytes_of(inputs[i], "all_to_all input"));
+            check_cpu(outputs[i], "all_to_all output");
+            recvs.push_back(at::empty({(int64_t)nbytes(outputs[i])}, at::kByte));
+            even = even && sends[i].numel() == sends[0].numel() &&
+                   recvs[i].numel() == sends[0].numel();
+        }
+        std::vector<at::Tensor> outs = outputs;
+        if (even) {
+            at::Tensor src = at::cat(sends);
+            at::Tensor flat = at::empty_like(src);
+            return launch(OpType::ALLTOALL, "all_to_all", outs, opts.timeout,
+                          alltoallPost(src, flat), [flat, outs]() { unpack(flat, outs); });
+        }
+        int me = getRank();
+        recvs[me].copy_(sends[me]);
+        std::vector<at::Tensor> mine = recvs;
+        sends[me] = recvs[me] = at::Tensor();
+        return launch(OpType::ALLTOALL, "all_to_all", outs, opts.timeout,
+                      pairwisePost(sends, recvs, -1, kTagAlltoall), [mine, outs]() {
+                          for (size_t i = 0; i < outs.size(); i++) {
+                              copyBytes(outs[i], mine[i]);
+                          }
+                      });
+    }
+
+    c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override
+    {
+        return launch(
+            OpType::BARRIER, "barrier", {}, opts.timeout,
+            [](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
+                return post1(reqs, [&](cohort_request_t **r) { return cohort_ibarrier(g, r); });
+            },
+            nullptr);
+    }
+
+    /* torch asks for it (TORCH_DISTRIBUTED_DEBUG, dist.monitored_barrier): a barrier bounded by
+     * opts.timeout; cohort's error names the peers a failed one did not hear from, but a
+     * barrier that just runs long cannot tell which rank is late. */
+    void monitoredBarrier(const c10d::BarrierOptions &opts, bool /* wait_all_ranks */) override
+    {
+        auto work = barrier(opts);
+        work->wait(opts.timeout > Ms(0) ? opts.timeout : timeout_);
+    }
+
+    c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst, int tag) override
+    {
+        at::Tensor src = bytes_of(one(tensors, "send"), "send tensor");
+        checkPeer(dst, tag, "send");
+        std::vector<at::Tensor> sends(getSize());
+        sends[dst] = src;
+        return launch(OpType::SEND, "send", {}, Ms(0), pairwisePost(sends, {}, -1, tag), nullptr);
+    }
+
+    c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override
+    {
+        const at::Tensor &t = one(tensors, "recv");
+        Dense d = dense(t, "recv tensor");
+        checkPeer(src, tag, "recv");
+        std::vector<at::Tensor> recvs(getSize());
+        recvs[src] = d.t.view({-1}).view(at::kByte);
+        return launch(OpType::RECV, "recv", {t}, Ms(0), pairwisePost({}, recvs, -1, tag),
+                      copyBack(t, d));
+    }
+
+    /* Work::sourceRank() says whose message it took (a group rank). */
+    c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override
+    {
+        const at::Tensor &t = one(tensors, "recv");
+        Dense d = dense(t, "recv tensor");
+        checkPeer(0, tag, "recv");
+        at::Tensor buf = d.t.view({-1}).view(at::kByte);
+        return launch(
+            OpType::RECVANYSOURCE, "recv from any source", {t}, Ms(0),
+            [buf, tag](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
+                return post1(reqs, [&](cohort_request_t **q) {
+                    return cohort_irecv(g, buf.data_ptr(), nbytes(buf), COHORT_UINT8,
+                                        COHORT_ANY_SOURCE, tag, q);
+                });
+            },
+            copyBack(t, d));
+    }
+
+  private:
+    static cohort_status_t post1(std::vector<cohort_request_t *> &reqs,
+                                 const std::function<cohort_status_t(cohort_request_t **)> &fn)
+    {
+        cohort_request_t *r = nullptr;
+        cohort_status_t st = fn(&r);
+        if (st == COHORT_OK) {
+            reqs.push_back(r);
+        }
+        return st;
+    }
+
+    c10::intrusive_ptr<c10d::Work> launch(OpType type, const char *name,
+                                          std::vector<at::Tensor> outputs, Ms timeout, PostFn post,
+                                          std::function<void()> after)
+    {
+        auto work = c10::make_intrusive<WorkCohort>(
+            type, std::move(outputs), timeout > Ms(0) ? timeout : timeout_, name, group_);
+        auto op = std::make_unique<Op>();
+        op->name = std::string(name) + " on group 0x" + hex(group_->id);
+        std::shared_ptr<Group> group = group_;
+        op->post = [group, post](std::vector<cohort_request_t *> &reqs) {
+            return post(group->g, reqs);
+        };
+        op->finish = [work, after](cohort_status_t st, const std::string &text, int source) {
+            std::string why = text;
+            if (st == COHORT_OK && after) {
+                try {
+                    after();
+                } catch (const std::exception &e) {
+                    st = COHORT_ERR_INVALID_ARG;
+                    why = std::string("cohort backend: unpacking the result: ") + e.what();
+                }
+            }
+            work->done(st, why, source);
+        };
+        seq_++;
+        Engine::get().submit(std::move(op));
+        return work;
+    }
+
+    static std::string hex(uint64_t v)
+    {
+        char buf[20];
+        snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+        return buf;
+    }
+
+    int checkRoot(int64_t root, const char *what) const
+    {
+        if (root < 0 || root >= getSize()) {
+            fail(COHORT_ERR_INVALID_ARG, std::string(what) + ": root " + std::to_string(root) +
+                                             " is not a rank of this group");
+        }
+        return (int)root;
+    }
+
+    void checkPeer(int peer, int tag, const char *what) const
+    {
+        checkRoot(peer, what);
+        if (tag < 0 || tag >= kTagAlltoall) {
+            fail(COHORT_ERR_INVALID_ARG, std::string(what) + ": tag " + std::to_string(tag) +
+                                             " is outside 0.." + std::to_string(kTagAlltoall - 1));
+        }
+    }
+
+    static void checkEach(const std::vector<at::Tensor> &list, const at::Tensor &like,
+                          const char *what)
+    {
+        for (auto &o : list) {
+            check_cpu(o, what);
+            if (o.numel() != like.numel() || o.dtype() != like.dtype()) {
+                fail(COHORT_ERR_INVALID_ARG,
+                     std::string(what) + "s must match the input's size and dtype");
+            }
+        }
+    }
+
+    void checkList(const std::vector<at::Tensor> &list, const at::Tensor &like,
+                   const char *what) const
+    {
+        if ((int)list.size() != getSize()) {
+            fail(COHORT_ERR_INVALID_ARG, std::string(what) + ": needs " +
+                                             std::to_string(getSize()) + " tensors, got " +
+                                             std::to_string(list.size()));
+        }
+        checkEach(list, like, what);
+    }
+
+    static void checkLists(const std::vector<at::Tensor> &list, const std::vector<at::Tensor> &like,
+                           const char *what)
+    {
+        if (list.size() != like.size()) {
+            fail(COHORT_ERR_INVALID_ARG, std::string(what) + ": each list needs " +
+                                             std::to_string(like.size()) + " tensors");
+        }
+        for (size_t i = 0; i < list.size(); i++) {
+            checkEach({list[i]}, like[i], what);
+        }
+    }
+
+    static std::vector<at::Tensor> chunks(const at::Tensor &flat, int n)
+    {
+        std::vector<at::Tensor> parts;
+        int64_t per = flat.numel() / n;
+        for (int i = 0; i < n; i++) {
+            parts.push_back(flat.narrow(0, i * per, per));
+        }
+        return parts;
+    }
+
+    /* dim-0 split of t (bytes in b) by sizes, or evenly when sizes is empty. */
+    std::vector<at::Tensor> splitRows(const at::Tensor &b, const at::Tensor &t,
+                                      std::vector<int64_t> sizes) const
+    {
+        int size = getSize();
+        int64_t rows = t.dim() ? t.size(0) : 1;
+        if (sizes.empty()) {
+            if (rows % size) {
+                fail(COHORT_ERR_INVALID_ARG, "all_to_all_single: dim 0 (" + std::to_string(rows) +
+                                                 ") is not a multiple of the group size");
+            }
+            sizes.assign(size, rows / size);
+        }
+        if ((int)sizes.size() != size ||
+            std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != rows) {
+            fail(COHORT_ERR_INVALID_ARG, "all_to_all_single: split sizes do not cover dim 0 (" +
+                                             std::to_string(rows) + ") in " + std::to_string(size) +
+                                             " parts");
+        }
+        int64_t row = rows ? b.numel() / rows : 0;
+        std::vector<at::Tensor> parts;
+        int64_t off = 0;
+        for (int64_t s : sizes) {
+            parts.push_back(b.narrow(0, off * row, s * row));
+            off += s;
+        }
+        return parts;
+    }
+
+    static void copyBytes(const at::Tensor &dst, const at::Tensor &bytes)
+    {
+        if (dst.is_contiguous()) {
+            dst.view({-1}).view(at::kByte).copy_(bytes);
+        } else {
+            dst.copy_(bytes.view(dst.scalar_type()).view(dst.sizes()));
+        }
+    }
+
+    static void copyInto(const at::Tensor &t, const at::Tensor &d)
+    {
+        t.copy_(t.is_complex() ? at::view_as_complex(d) : d);
+    }
+
+    /* flat holds the outputs' bytes one after another. */
+    static void unpack(const at::Tensor &flat, const std::vector<at::Tensor> &outs)
+    {
+        int64_t off = 0;
+        for (auto &o : outs) {
+            int64_t n = (int64_t)nbytes(o);
+            copyBytes(o, flat.narrow(0, off, n));
+            off += n;
+        }
+    }
+
+    static std::function<void()> copyBack(const at::Tensor &t, const Dense &d)
+    {
+        if (!d.back) {
+            return nullptr;
+        }
+        at::Tensor buf = d.t;
+        return [t, buf]() { copyInto(t, buf); };
+    }
+
+    static void finishAvg(const at::Tensor &buf, const Reduction &r, int size)
+    {
+        if (r.int_avg) {
+            buf.div_(size, "trunc");
+        }
+    }
+
+    static PostFn allreducePost(const at::Tensor &buf, const Reduction &r)
+    {
+        return [buf, r](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
+            return post1(reqs, [&](cohort_request_t **q) {
+                return cohort_iallreduce(g, COHORT_IN_PLACE, buf.data_ptr(), (size_t)buf.numel(),
+                                         r.dt, r.op, q);
+            });
+        };
+    }
+
+    static PostFn allgatherPost(const at::Tensor &src, const at::Tensor &dst)
+    {
+        return [src, dst](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
+            return post1(reqs, [&](cohort_request_t **q) {
+                return cohort_iallgather(g, src.data_ptr(), dst.data_ptr(), nbytes(src),
+                                         COHORT_UINT8, q);
+            });
+        };
+    }
+
+    PostFn alltoallPost(const at::Tensor &src, const at::Tensor &dst) const
+    {
+        size_t per = nbytes(src) / getSize();
+        return [src, dst, per](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
+            return post1(reqs, [&](cohort_request_t **q) {
+                return cohort_ialltoall(g, src.data_ptr(), dst.data_ptr(), per, COHORT_UINT8, q);
+            });
+        };
+    }
+
+    /* Byte blocks over point-to-point: sends[j] to rank j, recvs[i] from rank i (undefined
+     * tensors are skipped; a vector may be empty). send_to >= 0 sends every block to that rank
+     * instead (a rooted operation's non-root side). Receives are posted first. */
+    static PostFn pairwisePost(std::vector<at::Tensor> sends, std::vector<at::Tensor> recvs,
+                               int send_to, int tag)
+    {
+        return
+            [sends, recvs, send_to, tag](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
+                cohort_status_t st = COHORT_OK;
+                for (size_t i = 0; st == COHORT_OK && i < recvs.size(); i++) {
+                    if (recvs[i].defined()) {
+                        st = post1(reqs, [&](cohort_request_t **q) {
+                            return cohort_irecv(g, recvs[i].data_ptr(), nbytes(recvs[i]),
+                                                COHORT_UINT8, (int)i, tag, q);
+                        });
+                    }
+                }
+                for (size_t j = 0; st == COHORT_OK && j < sends.size(); j++) {
+                    if (sends[j].defined()) {
+                        int peer = send_to >= 0 ? send_to : (int)j;
+                        st = post1(reqs, [&](cohort_request_t **q) {
+                            return cohort_isend(g, sends[j].data_ptr(), nbytes(sends[j]),
+                                                COHORT_UINT8, peer, tag, q);
+                        });
+                    }
+                }
+                return st;
+            };
+    }
+
+    c10::intrusive_ptr<c10d::Work> reduceInPlace(OpType type, const char *name, const at::Tensor &t,
+                                                 const Dense &d, const Reduction &r, Ms timeout)
+    {
+        at::Tensor buf = d.t;
+        std::function<void()> after;
+        if (r.int_avg || d.back) {
+            after = [buf, r, t, d, n = getSize()]() {
+                finishAvg(buf, r, n);
+                if (d.back) {
+                    copyInto(t, buf);
+                }
+            };
+        }
+        return launch(type, name, {t}, timeout, allreducePost(buf, r), after);
+    }
+
+    c10::intrusive_ptr<c10d::Work> reduceScatter(OpType type, const char *name,
+                                                 const at::Tensor &out, const at::Tensor &src,
+                                                 const c10d::ReduceScatterOptions &opts)
+    {
+        Dense o = dense(out, std::string(name) + " output");
+        Reduction r = reduction(o.t, opts.reduceOp, name);
+        at::Tensor in = src.is_complex() ? at::view_as_real(src) : src;
+        at::Tensor dst = o.t;
+        std::function<void()> after;
+        if (r.int_avg || o.back) {
+            after = [dst, r, out, o, n = getSize()]() {
+                finishAvg(dst, r, n);
+                if (o.back) {
+                    copyInto(out, dst);
+                }
+            };
+        }
+        return launch(
+            type, name, {out}, opts.timeout,
+            [in, dst, r](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
+                return post1(reqs, [&](cohort_request_t **q) {
+                    return cohort_ireduce_scatter(g, in.data_ptr(), dst.data_ptr(),
+                                                  (size_t)dst.numel(), r.dt, r.op, q);
+                });
+            },
+            after);
+    }
+
+    std::vector<int64_t> ranks_;
+    Ms timeout_;
+    std::shared_ptr<Group> group_;
+    std::atomic<uint64_t> seq_{0};
+};
+
+} // namespace cohort_torch
+
+PYBIND11_MODULE(_cohort_torch, m)
+{
+    using cohort_torch::Engine;
+    using cohort_torch::ProcessGroupCohort;
+    namespace py = pybind11;
+    py::module_::import("torch.distributed");
+    m.doc() = "ProcessGroupCohort: torch.distributed's C++ process group over libcohort";
+    py::class_<ProcessGroupCohort, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupCohort>>(
+        m, "ProcessGroupCohort")
+        .def(py::init([](int rank, int size, std::vector<int64_t> ranks, double timeout_s) {
+                 /* the progress thread may be running a Python callback of a Future */
+                 py::gil_scoped_release nogil;
+                 return c10::make_intrusive<ProcessGroupCohort>(
+                     rank, size, std::move(ranks),
+                     std::chrono::milliseconds((int64_t)(timeout_s * 1000)));
+             }),
+             py::arg("rank"), py::arg("size"), py::arg("global_ranks"), py::arg("timeout_s"))
+        .def_property_readonly("global_ranks", &ProcessGroupCohort::globalRanks)
+        .def_property_readonly("cohort_group_id", &ProcessGroupCohort::groupId)
+        .def_property_readonly(
+            "timeout_s", [](const ProcessGroupCohort &pg) { return pg.timeout().count() / 1000.0; })
+        .def("abort_group", &ProcessGroupCohort::abortGroup,
+             py::call_guard<py::gil_scoped_release>());
+    m.def(
+        "world_rank", [] { return Engine::get().world_rank(); },
+        py::call_guard<py::gil_scoped_release>());
+    m.def(
+        "world_size", [] { return Engine::get().world_size(); },
+        py::call_guard<py::gil_scoped_release>());
+    m.def("running", &Engine::running);
+    m.def("shutdown", &Engine::shutdown, py::call_guard<py::gil_scoped_release>());
+}

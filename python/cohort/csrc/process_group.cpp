@@ -4,11 +4,17 @@
  * Every operation becomes one Op for the progress thread (engine.hpp): nothing here calls
  * libcohort directly, so torch's own threads (DDP's reducer, autograd hooks) and Python may
  * call in at any time. A WorkCohort completes, and its Future with it, on the progress thread.
- * CPU tensors only: Debian's torch is CPU-only, so a CUDA path could not be tested here and is
- * refused with a clear error instead of shipped untested. */
+ * CPU tensors, and CUDA tensors where torch has CUDA: an operation's tensors all live on one
+ * device, the caller's current stream of that device is synchronized before the operation is
+ * queued (cohort.h: a device buffer's data must be ready when the call is made; cohort never
+ * waits on the caller's streams), the progress thread makes that device current before it
+ * posts, and the Future is one of that device. Debian's torch is CPU-only: the CUDA branch
+ * builds here but has never run (README says so). */
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/csrc/utils/pybind.h>
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
 #include <chrono>
@@ -64,11 +70,15 @@ struct Group {
 class WorkCohort : public c10d::Work
 {
   public:
+    /* A Future of CUDA tensors must name their device: torch records its events on that
+     * device's streams when it completes and makes a waiter's stream wait on them. */
     WorkCohort(OpType type, std::vector<at::Tensor> outputs, Ms timeout, const char *name,
-               std::shared_ptr<Group> group)
+               std::shared_ptr<Group> group, c10::Device device)
         : Work(-1, type), outputs_(std::move(outputs)), timeout_(timeout), name_(name),
-          group_(std::move(group)), future_(c10::make_intrusive<c10::ivalue::Future>(
-                                        c10::ListType::create(c10::TensorType::get())))
+          group_(std::move(group)),
+          future_(c10::make_intrusive<c10::ivalue::Future>(
+              c10::ListType::create(c10::TensorType::get()),
+              device.is_cuda() ? std::vector<c10::Device>{device} : std::vector<c10::Device>{}))
     {
     }
 
@@ -161,14 +171,9 @@ struct Dense {
     bool back;
 };
 
-void check_cpu(const at::Tensor &t, const std::string &what)
+void check_tensor(const at::Tensor &t, const std::string &what)
 {
-    if (t.is_cuda()) {
-        fail(COHORT_ERR_UNSUPPORTED, what + " is a CUDA tensor: the C++ backend takes CPU "
-                                            "tensors (this build's torch has no CUDA to test "
-                                            "a device path with)");
-    }
-    if (!t.device().is_cpu()) {
+    if (!t.device().is_cpu() && !t.is_cuda()) {
         fail(COHORT_ERR_UNSUPPORTED, what + " is a " +
                                          c10::DeviceTypeName(t.device().type(), true) +
                                          " tensor: cohort takes CPU and CUDA tensors");
@@ -180,7 +185,7 @@ void check_cpu(const at::Tensor &t, const std::string &what)
 
 Dense dense(const at::Tensor &t, const std::string &what)
 {
-    check_cpu(t, what);
+    check_tensor(t, what);
     at::Tensor d = t.is_complex() ? at::view_as_real(t) : t;
     if (d.is_contiguous()) {
         return {d, false};
@@ -188,10 +193,40 @@ Dense dense(const at::Tensor &t, const std::string &what)
     return {d.contiguous(), true};
 }
 
+/* The one device of an operation's tensors (undefined ones skipped; the CPU for none). */
+c10::Device device_of(const std::vector<at::Tensor> &a, const std::vector<at::Tensor> &b,
+                      const char *what)
+{
+    c10::optional<c10::Device> dev;
+    for (const auto *list : {&a, &b}) {
+        for (const auto &t : *list) {
+            if (!t.defined()) {
+                continue;
+            }
+            if (dev && *dev != t.device()) {
+                fail(COHORT_ERR_INVALID_ARG, std::string(what) + ": tensors on " + dev->str() +
+                                                 " and " + t.device().str() +
+                                                 " (one device per operation)");
+            }
+            dev = t.device();
+        }
+    }
+    return dev ? *dev : c10::Device(c10::kCPU);
+}
+
+/* The calling thread's current stream of a CUDA device, synchronized: what was enqueued on it
+ * (the caller's writes, this backend's own staging copies) is done. */
+void sync_stream(const c10::Device &dev)
+{
+    if (dev.is_cuda()) {
+        c10::impl::getDeviceGuardImpl(dev.type())->getStream(dev).synchronize();
+    }
+}
+
 /* t's bytes as a flat uint8 tensor (a copy when t is not contiguous). */
 at::Tensor bytes_of(const at::Tensor &t, const std::string &what)
 {
-    check_cpu(t, what);
+    check_tensor(t, what);
     return t.contiguous().reshape({-1}).view(at::kByte);
 }
 
@@ -382,7 +417,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         }
         std::vector<at::Tensor> flat;
         for (auto &t : tensors) {
-            check_cpu(t, "all_reduce_coalesced tensor");
+            check_tensor(t, "all_reduce_coalesced tensor");
             if (t.scalar_type() != tensors[0].scalar_type()) {
                 fail(COHORT_ERR_INVALID_ARG, "all_reduce_coalesced: tensors differ in dtype");
             }
@@ -391,7 +426,8 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         at::Tensor all = at::cat(flat);
         Reduction r = reduction(all, opts.reduceOp, "all_reduce_coalesced");
         std::vector<at::Tensor> outs = tensors;
-        return launch(OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced", outs, opts.timeout,
+        return launch(OpType::ALLREDUCE_COALESCED, "all_reduce_coalesced",
+                      device_of(tensors, {}, "all_reduce_coalesced"), outs, opts.timeout,
                       allreducePost(all, r), [all, outs, r, n = getSize()]() {
                           finishAvg(all, r, n);
                           int64_t off = 0;
@@ -410,7 +446,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         int root = checkRoot(opts.rootRank, "broadcast");
         at::Tensor buf = d.t;
         return launch(
-            OpType::BROADCAST, "broadcast", {t}, opts.timeout,
+            OpType::BROADCAST, "broadcast", device_of({t}, {}, "broadcast"), {t}, opts.timeout,
             [buf, root](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
                 return post1(reqs, [&](cohort_request_t **r) {
                     return cohort_ibcast(g, buf.data_ptr(), nbytes(buf), COHORT_UINT8, root, r);
@@ -438,7 +474,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
             };
         }
         return launch(
-            OpType::REDUCE, "reduce", {t}, opts.timeout,
+            OpType::REDUCE, "reduce", device_of({t}, {}, "reduce"), {t}, opts.timeout,
             [buf, r, root, mine](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
                 return post1(reqs, [&](cohort_request_t **q) {
                     return cohort_ireduce(g, mine ? COHORT_IN_PLACE : buf.data_ptr(),
@@ -461,7 +497,8 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         checkList(outs, in, "all_gather output");
         at::Tensor src = bytes_of(in, "all_gather input");
         at::Tensor flat = at::empty({(int64_t)nbytes(src) * getSize()}, src.options());
-        return launch(OpType::ALLGATHER, "all_gather", outs, opts.timeout, allgatherPost(src, flat),
+        return launch(OpType::ALLGATHER, "all_gather", device_of(outs, {in}, "all_gather"), outs,
+                      opts.timeout, allgatherPost(src, flat),
                       [flat, outs]() { unpack(flat, outs); });
     }
 
@@ -476,7 +513,8 @@ class ProcessGroupCohort : public c10d::ProcessGroup
                                              std::to_string(getSize()) + " x " +
                                              std::to_string(input.numel()));
         }
-        return launch(OpType::_ALLGATHER_BASE, "all_gather_into_tensor", {output}, opts.timeout,
+        return launch(OpType::_ALLGATHER_BASE, "all_gather_into_tensor",
+                      device_of({output}, {input}, "all_gather_into_tensor"), {output}, opts.timeout,
                       allgatherPost(src, o.t), copyBack(output, o));
     }
 
@@ -497,9 +535,10 @@ class ProcessGroupCohort : public c10d::ProcessGroup
             checkLists(list, inputs, "all_gather_coalesced output");
             outs.insert(outs.end(), list.begin(), list.end());
         }
-        at::Tensor src = parts.empty() ? at::empty({0}, at::kByte) : at::cat(parts);
+        at::Tensor src = parts.empty() ? at::empty({0}, outs.empty() ? at::TensorOptions(at::kByte) : outs[0].options().dtype(at::kByte)) : at::cat(parts);
         at::Tensor flat = at::empty({(int64_t)nbytes(src) * getSize()}, src.options());
-        return launch(OpType::ALLGATHER_COALESCED, "all_gather_coalesced", outs, opts.timeout,
+        return launch(OpType::ALLGATHER_COALESCED, "all_gather_coalesced",
+                      device_of(outs, inputs, "all_gather_coalesced"), outs, opts.timeout,
                       allgatherPost(src, flat), [flat, outs]() { unpack(flat, outs); });
     }
 
@@ -511,7 +550,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         int root = checkRoot(opts.rootRank, "gather");
         at::Tensor src = bytes_of(in, "gather input");
         if (getRank() != root) {
-            return launch(OpType::GATHER, "gather", {}, opts.timeout,
+            return launch(OpType::GATHER, "gather", device_of({in}, {}, "gather"), {}, opts.timeout,
                           pairwisePost({src}, {}, root, kTagGather), nullptr);
         }
         if (outputs.size() != 1) {
@@ -523,7 +562,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         std::vector<at::Tensor> recvs = chunks(flat, getSize());
         recvs[root].copy_(src);
         recvs[root] = at::Tensor();
-        return launch(OpType::GATHER, "gather", outs, opts.timeout,
+        return launch(OpType::GATHER, "gather", device_of(outs, {in}, "gather"), outs, opts.timeout,
                       pairwisePost({}, recvs, -1, kTagGather),
                       [flat, outs]() { unpack(flat, outs); });
     }
@@ -539,7 +578,8 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         if (getRank() != root) {
             std::vector<at::Tensor> recvs(getSize());
             recvs[root] = dst;
-            return launch(OpType::SCATTER, "scatter", {out}, opts.timeout,
+            return launch(OpType::SCATTER, "scatter", device_of({out}, {}, "scatter"), {out},
+                          opts.timeout,
                           pairwisePost({}, recvs, -1, kTagScatter), copyBack(out, o));
         }
         if (inputs.size() != 1) {
@@ -552,7 +592,8 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         }
         dst.copy_(sends[root]);
         sends[root] = at::Tensor();
-        return launch(OpType::SCATTER, "scatter", {out}, opts.timeout,
+        return launch(OpType::SCATTER, "scatter", device_of({out}, inputs[0], "scatter"), {out},
+                      opts.timeout,
                       pairwisePost(sends, {}, -1, kTagScatter), copyBack(out, o));
     }
 
@@ -592,6 +633,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
                                                  std::vector<int64_t> &in_splits,
                                                  const c10d::AllToAllOptions &opts) override
     {
+        c10::Device dev = device_of({output}, {input}, "all_to_all_single");
         at::Tensor src = bytes_of(input, "all_to_all_single input");
         Dense o = dense(output, "all_to_all_single output");
         at::Tensor dst = o.t.view({-1}).view(at::kByte);
@@ -601,14 +643,14 @@ class ProcessGroupCohort : public c10d::ProcessGroup
                 fail(COHORT_ERR_INVALID_ARG, "all_to_all_single: input and output need the "
                                              "same size, a multiple of the group size");
             }
-            return launch(OpType::ALLTOALL_BASE, "all_to_all_single", {output}, opts.timeout,
+            return launch(OpType::ALLTOALL_BASE, "all_to_all_single", dev, {output}, opts.timeout,
                           alltoallPost(src, dst), copyBack(output, o));
         }
         std::vector<at::Tensor> sends = splitRows(src, input, in_splits);
         std::vector<at::Tensor> recvs = splitRows(dst, output, out_splits);
         recvs[getRank()].copy_(sends[getRank()]);
         sends[getRank()] = recvs[getRank()] = at::Tensor();
-        return launch(OpType::ALLTOALL_BASE, "all_to_all_single", {output}, opts.timeout,
+        return launch(OpType::ALLTOALL_BASE, "all_to_all_single", dev, {output}, opts.timeout,
                       pairwisePost(sends, recvs, -1, kTagAlltoall), copyBack(output, o));
     }
 
@@ -621,12 +663,13 @@ class ProcessGroupCohort : public c10d::ProcessGroup
             fail(COHORT_ERR_INVALID_ARG,
                  "all_to_all needs " + std::to_string(size) + " input and output tensors");
         }
+        c10::Device dev = device_of(outputs, inputs, "all_to_all");
         std::vector<at::Tensor> sends, recvs;
         bool even = true;
         for (int i = 0; i < size; i++) {
             sends.push_back(bytes_of(inputs[i], "all_to_all input"));
-            check_cpu(outputs[i], "all_to_all output");
-            recvs.push_back(at::empty({(int64_t)nbytes(outputs[i])}, at::kByte));
+            check_tensor(outputs[i], "all_to_all output");
+            recvs.push_back(at::empty({(int64_t)nbytes(outputs[i])}, outputs[i].options().dtype(at::kByte)));
             even = even && sends[i].numel() == sends[0].numel() &&
                    recvs[i].numel() == sends[0].numel();
         }
@@ -634,14 +677,14 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         if (even) {
             at::Tensor src = at::cat(sends);
             at::Tensor flat = at::empty_like(src);
-            return launch(OpType::ALLTOALL, "all_to_all", outs, opts.timeout,
+            return launch(OpType::ALLTOALL, "all_to_all", dev, outs, opts.timeout,
                           alltoallPost(src, flat), [flat, outs]() { unpack(flat, outs); });
         }
         int me = getRank();
         recvs[me].copy_(sends[me]);
         std::vector<at::Tensor> mine = recvs;
         sends[me] = recvs[me] = at::Tensor();
-        return launch(OpType::ALLTOALL, "all_to_all", outs, opts.timeout,
+        return launch(OpType::ALLTOALL, "all_to_all", dev, outs, opts.timeout,
                       pairwisePost(sends, recvs, -1, kTagAlltoall), [mine, outs]() {
                           for (size_t i = 0; i < outs.size(); i++) {
                               copyBytes(outs[i], mine[i]);
@@ -652,7 +695,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override
     {
         return launch(
-            OpType::BARRIER, "barrier", {}, opts.timeout,
+            OpType::BARRIER, "barrier", c10::Device(c10::kCPU), {}, opts.timeout,
             [](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
                 return post1(reqs, [&](cohort_request_t **r) { return cohort_ibarrier(g, r); });
             },
@@ -674,7 +717,8 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         checkPeer(dst, tag, "send");
         std::vector<at::Tensor> sends(getSize());
         sends[dst] = src;
-        return launch(OpType::SEND, "send", {}, Ms(0), pairwisePost(sends, {}, -1, tag), nullptr);
+        return launch(OpType::SEND, "send", src.device(), {}, Ms(0),
+                      pairwisePost(sends, {}, -1, tag), nullptr);
     }
 
     c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override
@@ -684,7 +728,8 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         checkPeer(src, tag, "recv");
         std::vector<at::Tensor> recvs(getSize());
         recvs[src] = d.t.view({-1}).view(at::kByte);
-        return launch(OpType::RECV, "recv", {t}, Ms(0), pairwisePost({}, recvs, -1, tag),
+        return launch(OpType::RECV, "recv", t.device(), {t}, Ms(0),
+                      pairwisePost({}, recvs, -1, tag),
                       copyBack(t, d));
     }
 
@@ -696,7 +741,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         checkPeer(0, tag, "recv");
         at::Tensor buf = d.t.view({-1}).view(at::kByte);
         return launch(
-            OpType::RECVANYSOURCE, "recv from any source", {t}, Ms(0),
+            OpType::RECVANYSOURCE, "recv from any source", t.device(), {t}, Ms(0),
             [buf, tag](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
                 return post1(reqs, [&](cohort_request_t **q) {
                     return cohort_irecv(g, buf.data_ptr(), nbytes(buf), COHORT_UINT8,
@@ -718,23 +763,33 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         return st;
     }
 
-    c10::intrusive_ptr<c10d::Work> launch(OpType type, const char *name,
+    /* dev: where the operation's tensors live (device_of). For a CUDA device the caller's
+     * stream is synchronized here, after every staging copy the operation made; the progress
+     * thread posts with that device current (libcohort's device copies and kernels run on the
+     * calling thread's device) and synchronizes its own stream after the unpacking copies, so
+     * the results are ready for every stream when the Work completes, as cohort.h promises
+     * for a completed request. */
+    c10::intrusive_ptr<c10d::Work> launch(OpType type, const char *name, c10::Device dev,
                                           std::vector<at::Tensor> outputs, Ms timeout, PostFn post,
                                           std::function<void()> after)
     {
         auto work = c10::make_intrusive<WorkCohort>(
-            type, std::move(outputs), timeout > Ms(0) ? timeout : timeout_, name, group_);
+            type, std::move(outputs), timeout > Ms(0) ? timeout : timeout_, name, group_, dev);
         auto op = std::make_unique<Op>();
         op->name = std::string(name) + " on group 0x" + hex(group_->id);
         std::shared_ptr<Group> group = group_;
-        op->post = [group, post](std::vector<cohort_request_t *> &reqs) {
+        op->post = [group, post, dev](std::vector<cohort_request_t *> &reqs) {
+            if (dev.is_cuda()) {
+                c10::impl::getDeviceGuardImpl(dev.type())->setDevice(dev);
+            }
             return post(group->g, reqs);
         };
-        op->finish = [work, after](cohort_status_t st, const std::string &text, int source) {
+        op->finish = [work, after, dev](cohort_status_t st, const std::string &text, int source) {
             std::string why = text;
             if (st == COHORT_OK && after) {
                 try {
                     after();
+                    sync_stream(dev);
                 } catch (const std::exception &e) {
                     st = COHORT_ERR_INVALID_ARG;
                     why = std::string("cohort backend: unpacking the result: ") + e.what();
@@ -742,6 +797,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
             }
             work->done(st, why, source);
         };
+        sync_stream(dev);
         seq_++;
         Engine::get().submit(std::move(op));
         return work;
@@ -776,7 +832,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
                           const char *what)
     {
         for (auto &o : list) {
-            check_cpu(o, what);
+            check_tensor(o, what);
             if (o.numel() != like.numel() || o.dtype() != like.dtype()) {
                 fail(COHORT_ERR_INVALID_ARG,
                      std::string(what) + "s must match the input's size and dtype");
@@ -960,7 +1016,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
                 }
             };
         }
-        return launch(type, name, {t}, timeout, allreducePost(buf, r), after);
+        return launch(type, name, t.device(), {t}, timeout, allreducePost(buf, r), after);
     }
 
     c10::intrusive_ptr<c10d::Work> reduceScatter(OpType type, const char *name,
@@ -981,7 +1037,7 @@ class ProcessGroupCohort : public c10d::ProcessGroup
             };
         }
         return launch(
-            type, name, {out}, opts.timeout,
+            type, name, device_of({out}, {src}, name), {out}, opts.timeout,
             [in, dst, r](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
                 return post1(reqs, [&](cohort_request_t **q) {
                     return cohort_ireduce_scatter(g, in.data_ptr(), dst.data_ptr(),

@@ -188,10 +188,27 @@ static void cohort_pmix_lookup_cb(pmix_status_t status, pmix_value_t *kv, void *
     __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
 }
 
+/* The longest one Get may wait at the server. Under load (a 2-core machine running 8 ranks
+ * and other jobs) PMIx 4.2's server now and then keeps a direct-modex request for a local
+ * peer's key that peer has already committed, until the request's own timeout (seen: rank 6's
+ * Get of rank 7's address answered TIMEOUT after 300 s while rank 7 sat in a collective with
+ * it; openpmix#3259 fixed races in how the server resolves such cached requests). A fresh
+ * request finds the key, so each try is bounded and the lookup asks again until its own
+ * bound. */
+#define COHORT_PMIX_TRY_S 5
+
 static pmix_status_t cohort_pmix_lookup_issue(cohort_pmix_lookup_t *op)
 {
+    double left = op->p->opts.timeout_s - (cohort_pmix_now() - op->start);
+    int secs = left < COHORT_PMIX_TRY_S ? (int)(left + 0.999) : COHORT_PMIX_TRY_S;
+
+    if (secs < 1) {
+        secs = 1;
+    }
     op->tries++;
     op->done = 0;
+    PMIX_INFO_DESTRUCT(&op->info);
+    PMIX_INFO_LOAD(&op->info, PMIX_TIMEOUT, &secs, PMIX_INT);
     return PMIx_Get_nb(&op->peer, op->p->key, &op->info, 1, cohort_pmix_lookup_cb, op);
 }
 
@@ -209,7 +226,6 @@ cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank,
     op->backoff = 0.001;
     PMIX_LOAD_PROCID(&op->peer, p->me.nspace, (pmix_rank_t)rank);
     PMIX_INFO_CONSTRUCT(&op->info);
-    cohort_pmix_info_timeout(&op->info, p);
     rc = cohort_pmix_lookup_issue(op);
     if (rc != PMIX_SUCCESS) {
         cohort_pmix_log(p, 0, "PMIx_Get_nb of rank %d's address failed: %s", rank,
@@ -250,6 +266,15 @@ cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, s
     if (op->rc == PMIX_ERR_NOT_FOUND && now - op->start < p->opts.timeout_s) {
         op->retry_at = now + op->backoff;
         op->backoff = op->backoff < 0.032 ? op->backoff * 2 : op->backoff;
+        return COHORT_INPROGRESS;
+    }
+    if (op->rc == PMIX_ERR_TIMEOUT && now - op->start < p->opts.timeout_s) {
+        if (op->tries == 1) {
+            cohort_pmix_log(p, 1, "PMIx_Get of rank %u's address: no answer in %d s; asking "
+                                  "again (up to %.0f s in all)",
+                            (unsigned)op->peer.rank, COHORT_PMIX_TRY_S, p->opts.timeout_s);
+        }
+        op->retry_at = now;
         return COHORT_INPROGRESS;
     }
     if (op->tries > 1) {

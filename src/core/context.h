@@ -44,6 +44,7 @@ struct cohort_context {
     cohort_list_t peer_list;  /* every cohort_peer_t */
     cohort_list_t looking_up; /* peers whose address lookup is in flight */
     cohort_list_t to_close;   /* failed peers whose endpoint is still open */
+    int closing;              /* their force closes UCX has not finished */
     cohort_list_t resets;     /* peers whose endpoint UCX failed, not applied yet */
     /* A bit per world rank that sent us anything: they are told at finalize that we leave,
      * even those we hold no endpoint to (their endpoint to us would otherwise fail). */

@@ -292,6 +292,9 @@ static void cohort_peer_close_wait(cohort_context_t *ctx, void **reqs, int n, do
 
 static void cohort_peer_closed(void *ucx_req, ucs_status_t ucs, void *user_data)
 {
+    cohort_context_t *ctx = user_data;
+
+    ctx->closing--;
     ucp_request_free(ucx_req);
 }
 
@@ -309,11 +312,13 @@ int cohort_peer_close_failed(cohort_context_t *ctx)
             continue;
         }
         memset(&param, 0, sizeof(param));
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK;
+        param.op_attr_mask =
+            UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
         param.flags = UCP_EP_CLOSE_FLAG_FORCE;
         param.cb.send = cohort_peer_closed;
-        /* A request it returns frees itself in the callback. */
-        (void)ucp_ep_close_nbx(peer->ep, &param);
+        param.user_data = ctx;
+        /* A request it returns frees itself in the callback; finalize waits for it (closing). */
+        ctx->closing += UCS_PTR_IS_PTR(ucp_ep_close_nbx(peer->ep, &param));
         peer->ep = NULL;
         n++;
     }
@@ -370,6 +375,28 @@ static void cohort_endpoint_wire_listeners(cohort_context_t *ctx)
     }
 }
 
+/* A failed peer's endpoint closed by force earlier (cohort_peer_close_failed) is still in the
+ * worker until UCX finishes the close: destroying the worker before then meets the requests
+ * UCX still keeps on it (an active-message rendezvous fetch it cannot cancel), which Debian's
+ * UCX asserts on (ucp_ep.c:437, proto_reqs not empty; seen at finalize in
+ * tests/mpi/peer_death's rndv case under load). */
+static void cohort_endpoint_wait_closing(cohort_context_t *ctx, double start)
+{
+    double bound = cohort_context_bound(ctx, COHORT_CLOSE_WAIT_S), idle_since = start, t;
+
+    while (ctx->closing > 0 && (t = cohort_time_now()) - start < bound) {
+        if (ucp_worker_progress(ctx->worker) > 0) {
+            idle_since = t;
+        } else {
+            cohort_progress_idle(ctx, t - idle_since, bound - (t - start));
+        }
+    }
+    if (ctx->closing > 0) {
+        cohort_warn(ctx, "finalize: %d endpoints of failed peers still closing after %.1f s",
+                    ctx->closing, bound);
+    }
+}
+
 void cohort_endpoint_close_all(cohort_context_t *ctx)
 {
     cohort_list_t *pos, *tmp;
@@ -396,6 +423,7 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
         }
     }
     if (n == 0) {
+        cohort_endpoint_wait_closing(ctx, cohort_time_now());
         return;
     }
     do {
@@ -431,6 +459,7 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
         cohort_peer_close_wait(ctx, reqs, n, cohort_context_bound(ctx, COHORT_CLOSE_WAIT_S));
         free(reqs);
     }
+    cohort_endpoint_wait_closing(ctx, cohort_time_now());
 }
 
 void cohort_peer_table_cleanup(cohort_context_t *ctx)

@@ -5,7 +5,22 @@
  *
  * Threading: a context and everything made from it (groups, requests, layouts) must be used
  * by one thread at a time. Progress happens only inside cohort calls; there are no hidden
- * threads.
+ * threads. The rule is checked: a call that comes in on a context while another thread is
+ * inside a call on it returns COHORT_ERR_INVALID_ARG (or the failure value of a call that
+ * returns no status: -1, NULL, 0), touches nothing and logs "another thread is inside a call on
+ * this context". Calls that only read what never changes (cohort_world_rank, _size,
+ * cohort_group_rank, _size, _world_rank, _id, cohort_request_source) do not take the context,
+ * but are refused the same way while another thread is inside. Two contexts may be used from two
+ * threads at once.
+ *
+ * Misuse is a status, never a crash. Handles are not addresses: a group, layout or request
+ * handle names a slot with a generation, and a context's block is never reused, so a handle
+ * that was real once (freed, its context finalized, a group of a finalized context passed while
+ * another context lives) gives COHORT_ERR_INVALID_ARG on every later call (or -1 / NULL / 0 as
+ * above; cohort_request_free logs and ignores it), logged, and is never read through. A value
+ * that was never a handle is refused the same way. In a fork child, every call on a context
+ * the parent made, and on its groups, layouts and requests (cohort_finalize included), returns
+ * COHORT_ERR_INVALID_ARG and touches nothing of the parent's: the child makes its own context.
  */
 #ifndef COHORT_H
 #define COHORT_H
@@ -75,7 +90,9 @@ typedef enum { COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX, COHORT_AVG } coh
  * (MPI_ANY_SOURCE); cohort_request_source() says whose it was. */
 #define COHORT_ANY_SOURCE (-1)
 
-/** Send-buffer value meaning "the receive buffer holds my contribution" (MPI_IN_PLACE). */
+/** Send-buffer value meaning "the receive buffer holds my contribution" (MPI_IN_PLACE).
+ * Collectives only: as any buffer of cohort_send/_isend/_recv/_irecv, or as a receive buffer,
+ * it is COHORT_ERR_INVALID_ARG. */
 #define COHORT_IN_PLACE ((const void *)1)
 
 /* ------------------------------------------------------------------------------------------ */
@@ -100,7 +117,8 @@ COHORT_API cohort_status_t cohort_init(cohort_context_t **ctx);
  * PMIx connection. Accepts NULL.
  *
  * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a context that is not live (finalized already,
- *         or never made), logged; COHORT_ERR_PMIX (or COHORT_ERR_TIMEOUT) when the exchange
+ *         or never made), made by the parent of this fork child, or in use by another thread,
+ *         logged, and nothing is released; COHORT_ERR_PMIX (or COHORT_ERR_TIMEOUT) when the exchange
  *         plugin could not undo what it made (the group plugin's PMIx_Group_destruct), logged:
  *         the context is released all the same.
  * @note Requests still outstanding are cancelled (COHORT_ERR_REVOKED). A request the caller
@@ -114,14 +132,16 @@ COHORT_API cohort_status_t cohort_init(cohort_context_t **ctx);
  */
 COHORT_API cohort_status_t cohort_finalize(cohort_context_t *ctx);
 
-/** @return this process's rank in the job, or -1 for a NULL context. */
+/** @return this process's rank in the job, or -1 for a NULL, finalized or foreign context
+ *  (logged). */
 COHORT_API int cohort_world_rank(const cohort_context_t *ctx);
 
-/** @return the number of processes in the job, or -1 for a NULL context. */
+/** @return the number of processes in the job, or -1 as cohort_world_rank. */
 COHORT_API int cohort_world_size(const cohort_context_t *ctx);
 
 /**
- * @return the group of all ranks (owned by the context; do not free), or NULL.
+ * @return the group of all ranks (owned by the context; do not free), or NULL for a context
+ *         that is not live (logged). Its handle is refused once the context is finalized.
  */
 COHORT_API cohort_group_t *cohort_world(cohort_context_t *ctx);
 
@@ -140,7 +160,7 @@ COHORT_API cohort_group_t *cohort_world(cohort_context_t *ctx);
  * @param [out] group        the new group; NULL when the caller is not a member.
  * @return COHORT_OK; COHORT_ERR_NOT_MEMBER (with *group = NULL) when the caller is not in
  *         world_ranks, so a loop over every group of a layout is safe on every rank;
- *         COHORT_ERR_INVALID_ARG for bad input (logged).
+ *         COHORT_ERR_INVALID_ARG for bad input or a context that is not live (logged).
  * @note Never communicates and wires nothing: all members derive the same 64-bit id from
  *       (tag, members, how many identical groups this rank created before). Members must
  *       therefore create identical groups in the same order. Free with cohort_group_free().
@@ -154,11 +174,13 @@ COHORT_API cohort_status_t cohort_group_create(cohort_context_t *ctx, const char
  * (COHORT_ERR_REVOKED; they stay the caller's to free), and since that leaves the other
  * members waiting on this rank, they are told: their operations on it return
  * COHORT_ERR_REVOKED (cohort_group_abort()). Accepts NULL. The world group and layout groups are owned elsewhere:
- * COHORT_ERR_INVALID_ARG.
+ * COHORT_ERR_INVALID_ARG. A freed group's handle is refused by every later call
+ * (COHORT_ERR_INVALID_ARG, freeing it again included), even once a new group is made.
  */
 COHORT_API cohort_status_t cohort_group_free(cohort_group_t *group);
 
-/** @return the caller's rank in the group, or -1 for NULL. */
+/** @return the caller's rank in the group, or -1 for NULL or a handle that names no live group
+ *  (logged; the same for the three calls below). */
 COHORT_API int cohort_group_rank(const cohort_group_t *group);
 
 /** @return the number of members, or -1 for NULL. */
@@ -167,7 +189,7 @@ COHORT_API int cohort_group_size(const cohort_group_t *group);
 /** @return the world rank of group member @a group_rank, or -1 when out of range. */
 COHORT_API int cohort_group_world_rank(const cohort_group_t *group, int group_rank);
 
-/** @return the group's 64-bit id (the same on every member). 0 for NULL. */
+/** @return the group's 64-bit id (the same on every member). 0 for NULL or a dead handle. */
 COHORT_API uint64_t cohort_group_id(const cohort_group_t *group);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -187,6 +209,8 @@ COHORT_API uint64_t cohort_group_id(const cohort_group_t *group);
  *                      first+last; Megatron's GPT script with untied embeddings is embd=first,
  *                      with multi-token prediction on stage K embd=first+last+K).
  * @param [out] layout  the new layout; set only on success.
+ * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a bad spec or a context that is not live
+ *         (logged).
  * @note Never communicates: only the caller's own groups are created, member-only. The kinds
  *       built are those cohort_layout_spec_kind_name() lists for the spec.
  */
@@ -202,7 +226,8 @@ COHORT_API cohort_status_t cohort_layout_create(cohort_context_t *ctx, const cha
  *                   ep, edp as dp, pp; cp = 1), names joined by '-' in any order, each once,
  *                   e.g. "expert:tp-ep", "dense:dp-cp".
  * @return the caller's group of that kind (owned by the layout), or NULL when the caller is not
- *         in one (embd, pos-embd) or the kind is unknown (logged).
+ *         in one (embd, pos-embd), the kind is unknown or the handle names no live layout
+ *         (logged). The group's handle is refused once the layout is freed.
  * @note A kind the layout did not build at creation (a token, or a derived kind its spec did
  *       not ask for) is created member-only on first request, without communication; as with
  *       cohort_group_create(), every member must then request the same kinds of a layout in the
@@ -210,7 +235,8 @@ COHORT_API cohort_status_t cohort_layout_create(cohort_context_t *ctx, const cha
  */
 COHORT_API cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind);
 
-/** Free the layout and its groups. Accepts NULL. */
+/** Free the layout and its groups. Accepts NULL. @return COHORT_OK, or COHORT_ERR_INVALID_ARG
+ *  for a handle that names no live layout (freed already, or its context finalized). */
 COHORT_API cohort_status_t cohort_layout_free(cohort_layout_t *layout);
 
 /* ------------------------------------------------------------------------------------------ */
@@ -346,6 +372,17 @@ COHORT_API cohort_status_t cohort_layout_rank_group(const cohort_layout_spec_t *
 /* member calls a group's collectives in the same order. Buffers must stay valid until the     */
 /* request completes.                                                                          */
 /*                                                                                             */
+/* Misuse, for every call below: a handle that names no live group (or, for the request calls,*/
+/* no request) gives COHORT_ERR_INVALID_ARG (see the top of this file: stale handles, other    */
+/* threads, fork children). Input and output that overlap without COHORT_IN_PLACE are          */
+/* COHORT_ERR_INVALID_ARG for every collective, checked over the bytes each side spans (count, */
+/* or size * count for allgather's output, reduce_scatter's input and alltoall's both), before */
+/* anything is posted; one exact alias is well defined and taken as COHORT_IN_PLACE:           */
+/* sbuf == rbuf in allreduce, and in reduce at the root. A call refused for its arguments       */
+/* posts nothing, so the group stays in step when every member's call is refused alike.       */
+/* Buffers may be at any address: host reductions load and store elements one by one where a  */
+/* buffer is not aligned to its element type.                                                  */
+/*                                                                                             */
 /* CUDA buffers: every buffer may be host memory or CUDA device memory (managed memory counts */
 /* as device memory), detected per buffer per call; host and device buffers mix in one call.  */
 /* Streams: cohort uses streams of its own and never waits on the caller's. So (1) the data  */
@@ -409,10 +446,17 @@ COHORT_API cohort_status_t cohort_alltoall(cohort_group_t *g, const void *sbuf, 
 /**
  * Point-to-point within a group. Messages from one sender on one group are matched in the
  * order they were sent, by (peer, tag). tag must be >= 0.
+ * @return COHORT_ERR_INVALID_ARG (logged) for COHORT_IN_PLACE or NULL (count > 0) as buf, a
+ *         peer out of range (COHORT_ANY_SOURCE is a receive's only), a negative tag, an unknown
+ *         dtype, or a handle that names no live group.
  * @note The first send to a peer wires an endpoint to it (one PMIx lookup), in the background:
  *       the send waits inside progress, no call blocks on it. A receive from a peer that
  *       finalized still gets what it sent before; one that nothing queued can satisfy fails
- *       with COHORT_ERR_PEER_FAILED.
+ *       with COHORT_ERR_PEER_FAILED. A blocking cohort_send to this rank itself of more than an
+ *       eager message completes only once it is received, which only this thread can post:
+ *       it waits for ever (or COHORT_TIMEOUT, counted from COHORT_WATCH_S on); past
+ *       COHORT_WATCH_S the log says that it waits on a receive this same thread must post.
+ *       Post the receive first (cohort_irecv), or send with cohort_isend.
  */
 COHORT_API cohort_status_t cohort_send(cohort_group_t *g, const void *buf, size_t count,
                                        cohort_dtype_t dt, int peer, int tag);
@@ -448,8 +492,8 @@ COHORT_API cohort_status_t cohort_irecv(cohort_group_t *g, void *buf, size_t cou
 /**
  * Advance outstanding work and report whether @a req has finished.
  * @param [out] done  1 when finished (the return value is then the request's final status).
- * @return COHORT_OK (or the request's error once done), COHORT_ERR_INVALID_ARG for NULL or a
- *         freed request (logged).
+ * @return COHORT_OK (or the request's error once done), COHORT_ERR_INVALID_ARG for NULL, a
+ *         freed or never-made request, or done NULL (logged; *done is not written).
  * @note Never blocks: address lookups, endpoint creation and the exchange plugins' first-use
  *       steps advance in the background; one call takes microseconds whatever peers do.
  */
@@ -459,7 +503,8 @@ COHORT_API cohort_status_t cohort_test(cohort_request_t *req, int *done);
  * Wait until @a req finishes, progressing as configured by COHORT_PROGRESS.
  * @return the request's status; COHORT_ERR_TIMEOUT when COHORT_TIMEOUT seconds pass first
  *         (logged with what was awaited); the request then stays valid: wait again, or free it
- *         to cancel it.
+ *         to cancel it. COHORT_ERR_INVALID_ARG for NULL or a freed or never-made request
+ *         (logged).
  */
 COHORT_API cohort_status_t cohort_wait(cohort_request_t *req);
 
@@ -474,15 +519,16 @@ COHORT_API cohort_status_t cohort_wait(cohort_request_t *req);
  *       (1 s when unset), then its endpoint is closed by force, which also fails that peer's
  *       matching receive. Cancelling a collective, or a point-to-point send, leaves the other
  *       members out of step: the group is revoked (later operations fail with the request's
- *       status). Requests are pooled per context; a freed handle is recognized as freed while
- *       its context lives.
+ *       status). A freed handle is recognized as freed for the life of the process, after
+ *       cohort_finalize too: a second free is logged and ignored.
  */
 COHORT_API void cohort_request_free(cohort_request_t *req);
 
 /**
  * The group rank a finished point-to-point receive got its message from (the one matched, for
  * a receive posted with COHORT_ANY_SOURCE).
- * @return that rank; -1 for a request that is not a finished receive, or NULL.
+ * @return that rank; -1 for a request that is not a finished receive, NULL, or a handle that
+ *         names no live request (logged).
  * @note Never communicates.
  */
 COHORT_API int cohort_request_source(const cohort_request_t *req);

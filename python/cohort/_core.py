@@ -96,11 +96,14 @@ class Request(_Freed):
 
     def wait(self):
         """Wait for completion; return the result or raise. A COHORT_ERR_TIMEOUT (raised as
-        cohort.Timeout) leaves the request valid: wait again or free it."""
+        cohort.Timeout) leaves the request valid: wait again or free it. So does a refusal
+        (cohort.InvalidArgument): the package's own handle is live, so the library refused the
+        call itself, because another thread was inside a call on the context or this is a fork
+        child of the process that made it (cohort.h), not because the request failed."""
         if not self._done:
             self._check_handle()
             st = lib.cohort_wait(self._h)
-            if st == _status.ERR_TIMEOUT:
+            if st in (_status.ERR_TIMEOUT, _status.ERR_INVALID_ARG):
                 raise _status.error(st, "%s: %s" % (self._what, _lib.strerror(st)))
             self._finish(st)
         if self._error is not None:

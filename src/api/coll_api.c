@@ -1,24 +1,101 @@
-/* The public collective calls: each checks its group, fills the arguments and posts, or posts
- * and waits. */
+/* The public collective calls: each decodes its group's handle, takes the group's context for
+ * the call (core/guard.h), checks that the buffers do not overlap, and posts, or posts and
+ * waits. */
+#include <stdio.h>
 #include "coll/coll.h"
+#include "core/dtype.h"
+#include "core/guard.h"
 #include "core/log.h"
 #include "group/group.h"
 
-static cohort_status_t coll_run(cohort_group_t *g, const cohort_coll_args_t *args)
+/* Whether [a, a + alen) and [b, b + blen) share a byte. */
+static int coll_ranges_meet(const void *a, size_t alen, const void *b, size_t blen)
 {
-    if (cohort_group_check(g, "group") != COHORT_OK) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+    return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
+}
+
+/*
+ * MPI calls overlapping input and output erroneous; here it is INVALID_ARG before anything is
+ * posted (the algorithms would read what they already wrote: wrong data, or a memcpy with
+ * overlapping arguments). One case is well defined and taken as COHORT_IN_PLACE: allreduce,
+ * or reduce at the root, with sbuf == rbuf (the same count in and out, so "my input is in
+ * rbuf" is exactly what the caller wrote). cohort.h says so.
+ */
+static cohort_status_t coll_overlap_check(const cohort_group_t *g, cohort_coll_args_t *a)
+{
+    size_t esize = cohort_dtype_size(a->dt), n = (size_t)g->comm->size, one, sbytes, rbytes;
+
+    if (a->coll == COHORT_COLL_BARRIER || a->coll == COHORT_COLL_BCAST || a->sbuf == NULL ||
+        a->rbuf == NULL || a->sbuf == COHORT_IN_PLACE || a->rbuf == COHORT_IN_PLACE ||
+        esize == 0 || a->count == 0 || a->count > SIZE_MAX / esize / n) {
+        return COHORT_OK; /* nothing to compare, or the collective's own check refuses it */
+    }
+    if (a->coll == COHORT_COLL_REDUCE && a->root != g->comm->rank) {
+        return COHORT_OK; /* rbuf is not used off the root */
+    }
+    one = a->count * esize;
+    sbytes = a->coll == COHORT_COLL_REDUCE_SCATTER || a->coll == COHORT_COLL_ALLTOALL ? one * n
+                                                                                     : one;
+    rbytes = a->coll == COHORT_COLL_ALLGATHER || a->coll == COHORT_COLL_ALLTOALL ? one * n : one;
+    if (!coll_ranges_meet(a->sbuf, sbytes, a->rbuf, rbytes)) {
+        return COHORT_OK;
+    }
+    if (a->sbuf == a->rbuf &&
+        (a->coll == COHORT_COLL_ALLREDUCE || a->coll == COHORT_COLL_REDUCE)) {
+        a->sbuf = COHORT_IN_PLACE;
+        return COHORT_OK;
+    }
+    cohort_error(g->ctx,
+                 "cohort_%s: sbuf %p (%zu bytes) and rbuf %p (%zu bytes) overlap; pass "
+                 "COHORT_IN_PLACE as sbuf for an in-place call",
+                 cohort_coll_names[a->coll], a->sbuf, sbytes, (void *)a->rbuf, rbytes);
+    return COHORT_ERR_INVALID_ARG;
+}
+
+/* @a req_p NULL: blocking. */
+static cohort_status_t coll_call(cohort_group_t *handle, const cohort_coll_args_t *args,
+                                 cohort_request_t **req_p)
+{
+    char what[48];
+    cohort_group_t *g;
+    cohort_coll_args_t a = *args;
+    cohort_request_t *req = NULL;
+    cohort_status_t status;
+
+    snprintf(what, sizeof(what), "cohort_%s%s: group", req_p != NULL ? "i" : "",
+             cohort_coll_names[args->coll]);
+    g = cohort_group_enter(handle, what);
+    if (g == NULL) {
         return COHORT_ERR_INVALID_ARG;
     }
-    return cohort_coll_run(g->comm, args);
+    status = coll_overlap_check(g, &a);
+    if (status == COHORT_OK && req_p != NULL) {
+        status = cohort_coll_post(g->comm, &a, &req);
+        if (status == COHORT_OK) {
+            status = cohort_request_publish(req, req_p);
+        }
+    } else if (status == COHORT_OK) {
+        status = cohort_coll_run(g->comm, &a);
+    }
+    cohort_guard_leave(g->ctx);
+    return status;
+}
+
+static cohort_status_t coll_run(cohort_group_t *g, const cohort_coll_args_t *args)
+{
+    return coll_call(g, args, NULL);
 }
 
 static cohort_status_t coll_post(cohort_group_t *g, const cohort_coll_args_t *args,
                                  cohort_request_t **req)
 {
-    if (cohort_group_check(g, "group") != COHORT_OK) {
+    if (req == NULL) {
+        cohort_error(NULL, "cohort_%s: req is NULL", cohort_coll_names[args->coll]);
         return COHORT_ERR_INVALID_ARG;
     }
-    return cohort_coll_post(g->comm, args, req);
+    return coll_call(g, args, req);
 }
 
 #define COHORT_ARGS(c, s, r, n, d, o, rt)                                                          \

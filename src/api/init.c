@@ -2,6 +2,7 @@
  * collective layer's configuration, the world group, layouts. */
 #include "coll/coll.h"
 #include "core/context.h"
+#include "core/guard.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "group/group.h"
@@ -40,13 +41,25 @@ err_destroy:
 
 cohort_status_t cohort_finalize(cohort_context_t *ctx)
 {
+    cohort_status_t status;
+
     if (ctx == NULL) {
         return COHORT_OK;
     }
-    if (cohort_context_check(ctx, "cohort_finalize: ctx") != COHORT_OK) {
+    /* In a fork child this refuses before anything of the parent's is touched. */
+    if (cohort_context_enter(ctx, "cohort_finalize: ctx") != COHORT_OK) {
         return COHORT_ERR_INVALID_ARG;
     }
     cohort_layout_free_all(ctx);
     cohort_group_free_all(ctx);
-    return cohort_context_destroy(ctx);
+    status = cohort_context_destroy(ctx);
+    cohort_guard_leave(ctx); /* the context's block outlives it (core/context.c) */
+    return status;
+}
+
+cohort_group_t *cohort_world(cohort_context_t *ctx)
+{
+    return cohort_context_check(ctx, "cohort_world: ctx") == COHORT_OK
+               ? cohort_group_handle(ctx->world)
+               : NULL;
 }

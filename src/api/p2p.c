@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include "core/am.h"
 #include "core/context.h"
+#include "core/guard.h"
 #include "core/log.h"
+#include "core/progress.h"
+#include "core/time.h"
 #include "group/group.h"
 #include "core/dtype.h"
 
@@ -43,15 +46,15 @@ static cohort_status_t cohort_p2p_check(const char *fn, cohort_group_t *g, const
                                         size_t count, cohort_dtype_t dt, int peer, int tag,
                                         cohort_request_t **req, size_t *bytes)
 {
-    size_t esize;
-    cohort_status_t status = cohort_group_check(g, "group");
+    size_t esize = cohort_dtype_size(dt);
 
-    if (status != COHORT_OK) {
-        return status;
-    }
-    esize = cohort_dtype_size(dt);
     if (esize == 0) {
         cohort_error(g->ctx, "%s: unknown dtype %d", fn, (int)dt);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    /* COHORT_IN_PLACE means "in rbuf" to a collective; a transfer has one buffer only */
+    if (buf == COHORT_IN_PLACE) {
+        cohort_error(g->ctx, "%s: COHORT_IN_PLACE is not a buffer of a point-to-point call", fn);
         return COHORT_ERR_INVALID_ARG;
     }
     if (buf == NULL && count > 0) {
@@ -82,7 +85,7 @@ static cohort_status_t cohort_p2p_check(const char *fn, cohort_group_t *g, const
     return COHORT_OK;
 }
 
-static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group_t *g, void *buf,
+static cohort_status_t cohort_p2p_start(const char *fn, int is_send, cohort_group_t *g, void *buf,
                                        size_t count, cohort_dtype_t dt, int peer, int tag,
                                        cohort_request_t **req_p)
 {
@@ -115,35 +118,86 @@ static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group
     return COHORT_OK;
 }
 
+/* A blocking send to this rank itself, too large to go out eagerly, completes only when it is
+ * received, and only this thread could post that receive: waiting for it is waiting for ever
+ * (cohort.h). Past COHORT_WATCH_S the log says so, once; COHORT_TIMEOUT, if set, then counts
+ * from there (cohort_request_wait_internal). */
+static void cohort_p2p_self_watch(const char *fn, cohort_group_t *g, cohort_request_t *req)
+{
+    cohort_context_t *ctx = g->ctx;
+    double watch = ctx->cfg.watch_s, start = cohort_time_now(), idle_since = start, t;
+
+    if (watch <= 0) {
+        return;
+    }
+    while (!req->done && (t = cohort_time_now()) - start < watch) {
+        if (cohort_progress(ctx) > 0) {
+            idle_since = t;
+        } else {
+            cohort_progress_idle(ctx, t - idle_since, watch - (t - start));
+        }
+    }
+    if (!req->done) {
+        cohort_warn(ctx,
+                    "%s: a send of %zu bytes to this rank itself (group rank %d of '%s') has "
+                    "waited %.1f s (COHORT_WATCH_S): it completes only once it is received, and "
+                    "that takes a receive this same thread must post (post it first with "
+                    "cohort_irecv, or send with cohort_isend)",
+                    fn, req->xfer.len, g->comm->rank, g->comm->label, watch);
+    }
+}
+
+/* The public calls: the group's handle decoded and its context taken for the call; a
+ * nonblocking one hands out a request handle, a blocking one waits on its own request. */
+static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group_t *handle,
+                                       void *buf, size_t count, cohort_dtype_t dt, int peer,
+                                       int tag, cohort_request_t **req_p)
+{
+    cohort_group_t *g = cohort_group_enter(handle, fn);
+    cohort_request_t *req = NULL;
+    cohort_status_t status;
+
+    if (g == NULL) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    status = cohort_p2p_start(fn, is_send, g, buf, count, dt, peer, tag, &req);
+    if (status == COHORT_OK && req_p != NULL) {
+        status = cohort_request_publish(req, req_p);
+    } else if (status == COHORT_OK) {
+        if (is_send && peer == g->comm->rank) {
+            cohort_p2p_self_watch(fn, g, req);
+        }
+        status = cohort_request_wait_internal(req);
+        cohort_request_free_internal(req);
+    }
+    cohort_guard_leave(g->ctx);
+    return status;
+}
+
 cohort_status_t cohort_isend(cohort_group_t *g, const void *buf, size_t count, cohort_dtype_t dt,
                              int peer, int tag, cohort_request_t **req)
 {
+    if (req == NULL) {
+        cohort_error(NULL, "cohort_isend: req is NULL");
+        return COHORT_ERR_INVALID_ARG;
+    }
     return cohort_p2p_post("cohort_isend", 1, g, (void *)buf, count, dt, peer, tag, req);
 }
 
 cohort_status_t cohort_irecv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt,
                              int peer, int tag, cohort_request_t **req)
 {
+    if (req == NULL) {
+        cohort_error(NULL, "cohort_irecv: req is NULL");
+        return COHORT_ERR_INVALID_ARG;
+    }
     return cohort_p2p_post("cohort_irecv", 0, g, buf, count, dt, peer, tag, req);
 }
 
-static cohort_status_t cohort_p2p_blocking(const char *fn, int is_send, cohort_group_t *g,
-                                           void *buf, size_t count, cohort_dtype_t dt, int peer,
-                                           int tag)
+int cohort_request_source(const cohort_request_t *handle)
 {
-    cohort_request_t *req = NULL;
-    cohort_status_t status = cohort_p2p_post(fn, is_send, g, buf, count, dt, peer, tag, &req);
+    const cohort_request_t *req = cohort_request_get(handle, "cohort_request_source");
 
-    if (status != COHORT_OK) {
-        return status;
-    }
-    status = cohort_request_wait_internal(req);
-    cohort_request_free(req);
-    return status;
-}
-
-int cohort_request_source(const cohort_request_t *req)
-{
     if (req == NULL || req->ops != &cohort_p2p_ops || req->xfer.is_send || !req->done) {
         return -1;
     }
@@ -153,11 +207,11 @@ int cohort_request_source(const cohort_request_t *req)
 cohort_status_t cohort_send(cohort_group_t *g, const void *buf, size_t count, cohort_dtype_t dt,
                             int peer, int tag)
 {
-    return cohort_p2p_blocking("cohort_send", 1, g, (void *)buf, count, dt, peer, tag);
+    return cohort_p2p_post("cohort_send", 1, g, (void *)buf, count, dt, peer, tag, NULL);
 }
 
 cohort_status_t cohort_recv(cohort_group_t *g, void *buf, size_t count, cohort_dtype_t dt, int peer,
                             int tag)
 {
-    return cohort_p2p_blocking("cohort_recv", 0, g, buf, count, dt, peer, tag);
+    return cohort_p2p_post("cohort_recv", 0, g, buf, count, dt, peer, tag, NULL);
 }

@@ -477,6 +477,6 @@ cohort_status_t cohort_coll_run(cohort_comm_t *g, const cohort_coll_args_t *args
         return status;
     }
     status = cohort_request_wait_internal(req);
-    cohort_request_free(req);
+    cohort_request_free_internal(req);
     return status;
 }

@@ -1,6 +1,7 @@
 /*
  * The algorithm table and default selection. COHORT_ALGO_<COLLECTIVE>=<name> forces one.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,7 +275,11 @@ static int cohort_parse_size(const char *s, size_t len, size_t *out)
     if (buf[0] < '0' || buf[0] > '9') {
         return -1;
     }
+    errno = 0;
     v = strtoull(buf, &end, 10);
+    if (errno == ERANGE) {
+        return -1; /* past 2^64: strtoull says so only through errno (and gives ULLONG_MAX) */
+    }
     switch (*end) {
     case '\0':
         break;
@@ -336,7 +341,7 @@ static cohort_status_t cohort_coll_parse_rules(cohort_coll_selection_t *sel, int
                 r.lo >= r.hi) {
                 snprintf(err, errlen,
                          "COHORT_ALGO_%s=%s: bad size range in \"%.*s\"; expected lo-hi:name "
-                         "with sizes like 0, 64k, 4m, inf and lo < hi",
+                         "with sizes like 0, 64k, 4m, inf (under 2^64 bytes) and lo < hi",
                          set->name, set->value, (int)len, p);
                 return COHORT_ERR_INVALID_ARG;
             }

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -268,17 +269,18 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         if (colon != NULL) {
             errno = 0;
             n = strtol(colon + 1, &end, 10);
-            bad = errno != 0 || end == colon + 1 || (*end != '\0' && end != at);
+            /* n and rank are ints downstream: a larger one would wrap into another value */
+            bad = errno != 0 || end == colon + 1 || (*end != '\0' && end != at) || n > INT_MAX;
             if (!bad && at != NULL) {
                 rank = strtol(at + 1, &end, 10);
-                bad = errno != 0 || end == at + 1 || *end != '\0' || rank < 0;
+                bad = errno != 0 || end == at + 1 || *end != '\0' || rank < 0 || rank > INT_MAX;
             }
         }
         if (idx <= 0 || colon == NULL || bad || n < 1) {
             snprintf(err, errlen,
-                     "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (n >= 1), point one of "
-                     "group_create, send, msg_keep, cma, shm, stall, write_gap",
-                     value);
+                     "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (1 <= n <= %d, 0 <= rank <= "
+                     "%d), point one of group_create, send, msg_keep, cma, shm, stall, write_gap",
+                     value, INT_MAX, INT_MAX);
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->fault_point = idx;

@@ -8,6 +8,7 @@
 #include "core/comm.h"
 #include "core/context.h"
 #include "core/endpoint.h"
+#include "core/guard.h"
 #include "core/log.h"
 #include "core/notify.h"
 #include "core/plugin.h"
@@ -22,10 +23,13 @@ extern char **environ;
 
 /* The live contexts of this process. A context handle cannot check itself once freed, so this
  * small set is the one thing the process shares between contexts; it says nothing about how
- * they work, and a mutex keeps it safe for contexts on different threads. */
+ * they work, and a mutex keeps it safe for contexts on different threads. A context's own
+ * block is never given back (cohort_context_free): its address is never a new context's, so a
+ * finalized handle is always recognised, and the fork and thread checks can still read it. */
 static pthread_mutex_t cohort_live_lock = PTHREAD_MUTEX_INITIALIZER;
 static cohort_map_t cohort_live_contexts;
 static int cohort_contexts_made;
+static cohort_list_t cohort_retired = {&cohort_retired, &cohort_retired};
 
 cohort_status_t cohort_context_check(const cohort_context_t *ctx, const char *what)
 {
@@ -43,7 +47,14 @@ cohort_status_t cohort_context_check(const cohort_context_t *ctx, const char *wh
                      (const void *)ctx);
         return COHORT_ERR_INVALID_ARG;
     }
-    return COHORT_OK;
+    return cohort_guard_check(ctx, what);
+}
+
+cohort_status_t cohort_context_enter(cohort_context_t *ctx, const char *what)
+{
+    cohort_status_t status = cohort_context_check(ctx, what);
+
+    return status != COHORT_OK ? status : cohort_guard_enter(ctx, what);
 }
 
 int cohort_fault(cohort_context_t *ctx, cohort_fault_point_t point)
@@ -281,13 +292,35 @@ static void cohort_context_free(cohort_context_t *ctx)
     cohort_map_cleanup(&ctx->orphans);
     cohort_map_cleanup(&ctx->poisoned);
     ctx->magic = 0;
-    free(ctx);
+    /* Kept for the life of the process (see cohort_live_contexts): only the block itself, a few
+     * KiB, everything it pointed to is gone. */
+    pthread_mutex_lock(&cohort_live_lock);
+    cohort_list_push(&cohort_retired, &ctx->retired_link);
+    pthread_mutex_unlock(&cohort_live_lock);
+}
+
+/* A fork while another thread holds the lock would leave the child's copy locked for ever. */
+static void cohort_live_prefork(void)
+{
+    pthread_mutex_lock(&cohort_live_lock);
+}
+
+static void cohort_live_postfork(void)
+{
+    pthread_mutex_unlock(&cohort_live_lock);
+}
+
+static void cohort_live_setup(void)
+{
+    (void)pthread_atfork(cohort_live_prefork, cohort_live_postfork, cohort_live_postfork);
 }
 
 static int cohort_context_register(cohort_context_t *ctx)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     cohort_status_t status;
 
+    pthread_once(&once, cohort_live_setup);
     pthread_mutex_lock(&cohort_live_lock);
     status = cohort_map_put(&cohort_live_contexts, (uint64_t)(uintptr_t)ctx, ctx);
     pthread_mutex_unlock(&cohort_live_lock);
@@ -318,6 +351,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
         return COHORT_ERR_NO_MEMORY;
     }
     ctx->magic = COHORT_CTX_MAGIC;
+    cohort_guard_init(ctx);
     ctx->log.level = COHORT_LOG_WARN;
     ctx->log.rank = -1;
     cohort_list_init(&ctx->peer_list);
@@ -466,7 +500,3 @@ int cohort_world_size(const cohort_context_t *ctx)
     return cohort_context_check(ctx, "cohort_world_size: ctx") == COHORT_OK ? ctx->size : -1;
 }
 
-cohort_group_t *cohort_world(cohort_context_t *ctx)
-{
-    return cohort_context_check(ctx, "cohort_world: ctx") == COHORT_OK ? ctx->world : NULL;
-}

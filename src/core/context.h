@@ -2,6 +2,8 @@
 #ifndef COHORT_CONTEXT_H
 #define COHORT_CONTEXT_H
 
+#include <stdatomic.h>
+#include <sys/types.h>
 #include <ucp/api/ucp.h>
 #include "cohort.h"
 #include "core/am_header.h"
@@ -105,6 +107,11 @@ struct cohort_context {
     uint64_t stat_ipc_calls;   /* collectives run through CUDA IPC (coll/cuda_ipc.c) */
     uint64_t stat_ipc_votes;   /* votes held on it (COHORT_CUDA_IPC=auto) */
     int in_progress;           /* guards against re-entering progress from a callback */
+    pid_t pid;                 /* the process that made it (core/guard.c) */
+    unsigned fork_epoch;       /* forks the process had seen then */
+    _Atomic uintptr_t guard_owner; /* the thread inside a call on it, 0: none */
+    int guard_depth;               /* its nested calls */
+    cohort_list_t retired_link;    /* once finalized: in the process's list of old contexts */
     int finalizing;
 };
 
@@ -122,6 +129,9 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx, cohort_context_con
 cohort_status_t cohort_context_destroy(cohort_context_t *ctx);
 /* INVALID_ARG (logged, naming @a what) unless @a ctx is a live context of this process. */
 cohort_status_t cohort_context_check(const cohort_context_t *ctx, const char *what);
+/* The same, and @a ctx is taken for this thread (core/guard.h): cohort_guard_leave gives it
+ * back. */
+cohort_status_t cohort_context_enter(cohort_context_t *ctx, const char *what);
 /* 1 when this pass through fault point @a point must fail (COHORT_FAULT). */
 int cohort_fault(cohort_context_t *ctx, cohort_fault_point_t point);
 /* The bound for engine-internal waits that must end even when COHORT_TIMEOUT is unset. */

@@ -14,6 +14,8 @@
 #include "core/am.h"
 #include "core/comm.h"
 #include "core/endpoint.h"
+#include "core/guard.h"
+#include "core/handle.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/request.h"
@@ -76,6 +78,7 @@ cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request
     }
     memset(req, 0, sizeof(*req));
     req->magic = COHORT_REQ_LIVE;
+    req->fork_epoch = ctx->fork_epoch;
     req->ctx = ctx;
     req->comm = comm;
     req->ops = ops;
@@ -251,55 +254,99 @@ cohort_status_t cohort_request_wait_internal(cohort_request_t *req)
     return req->status;
 }
 
-/* A user-facing handle: live, or detached by finalize; INVALID_ARG otherwise (logged). */
-static cohort_status_t cohort_request_check(const cohort_request_t *req, const char *fn)
+cohort_status_t cohort_request_publish(cohort_request_t *req, cohort_request_t **out)
 {
+    req->handle = cohort_handle_new(COHORT_HANDLE_REQUEST, req);
+    if (req->handle == 0) {
+        cohort_error(req->ctx, "out of memory making a request handle");
+        cohort_request_free_internal(req);
+        return COHORT_ERR_NO_MEMORY;
+    }
+    *out = (cohort_request_t *)req->handle;
+    return COHORT_OK;
+}
+
+/* The request a user's handle names: live, or detached by finalize; NULL otherwise (logged),
+ * a fork child's included. Never reads through a stale handle. */
+static cohort_request_t *cohort_request_lookup(const cohort_request_t *handle, const char *fn)
+{
+    char what[64];
+    cohort_request_t *req;
+
+    snprintf(what, sizeof(what), "%s: req", fn);
+    req = cohort_handle_lookup(handle, COHORT_HANDLE_REQUEST, what);
+    return req != NULL && cohort_guard_check_epoch(req->fork_epoch, fn) == COHORT_OK ? req : NULL;
+}
+
+/* The same, and its context taken for this thread unless finalize detached it (core/guard.h):
+ * give it back with cohort_request_leave. */
+static cohort_request_t *cohort_request_enter(const cohort_request_t *handle, const char *fn)
+{
+    cohort_request_t *req = cohort_request_lookup(handle, fn);
+
+    if (req == NULL || req->detached) {
+        return req;
+    }
+    return cohort_guard_enter(req->ctx, fn) == COHORT_OK ? req : NULL;
+}
+
+static void cohort_request_leave(cohort_context_t *ctx)
+{
+    if (ctx != NULL) {
+        cohort_guard_leave(ctx);
+    }
+}
+
+cohort_status_t cohort_test(cohort_request_t *handle, int *done)
+{
+    cohort_request_t *req = cohort_request_enter(handle, "cohort_test");
+    cohort_context_t *ctx;
+    cohort_status_t status;
+
     if (req == NULL) {
-        cohort_error(NULL, "%s: req is NULL", fn);
         return COHORT_ERR_INVALID_ARG;
     }
-    if (req->magic == COHORT_REQ_LIVE && !req->user_freed) {
-        return COHORT_OK;
-    }
-    if (req->magic == COHORT_REQ_DETACHED) {
-        return COHORT_OK;
-    }
-    cohort_error(NULL, "%s: req %p is not a live cohort request (%s)", fn, (const void *)req,
-                 req->magic == COHORT_REQ_FREED || req->magic == COHORT_REQ_LIVE
-                     ? "already freed"
-                     : "never made by cohort");
-    return COHORT_ERR_INVALID_ARG;
-}
-
-cohort_status_t cohort_test(cohort_request_t *req, int *done)
-{
-    cohort_status_t status = cohort_request_check(req, "cohort_test");
-
-    if (status != COHORT_OK) {
-        return status;
-    }
+    ctx = req->detached ? NULL : req->ctx;
     if (done == NULL) {
-        cohort_error(req->ctx, "cohort_test: done is NULL");
-        return COHORT_ERR_INVALID_ARG;
+        cohort_error(ctx, "cohort_test: done is NULL");
+        status = COHORT_ERR_INVALID_ARG;
+    } else {
+        if (!req->done && !req->detached) {
+            cohort_progress(req->ctx);
+        }
+        *done = req->done;
+        status = req->done ? req->status : COHORT_OK;
     }
-    if (!req->done && !req->detached) {
-        cohort_progress(req->ctx);
-    }
-    *done = req->done;
-    return req->done ? req->status : COHORT_OK;
+    cohort_request_leave(ctx);
+    return status;
 }
 
-cohort_status_t cohort_wait(cohort_request_t *req)
+cohort_status_t cohort_wait(cohort_request_t *handle)
 {
-    cohort_status_t status = cohort_request_check(req, "cohort_wait");
+    cohort_request_t *req = cohort_request_enter(handle, "cohort_wait");
+    cohort_context_t *ctx;
+    cohort_status_t status;
 
-    if (status != COHORT_OK) {
-        return status;
+    if (req == NULL) {
+        return COHORT_ERR_INVALID_ARG;
     }
     if (req->detached) {
         return req->status;
     }
-    return cohort_request_wait_internal(req);
+    ctx = req->ctx;
+    status = cohort_request_wait_internal(req);
+    cohort_request_leave(ctx);
+    return status;
+}
+
+cohort_request_t *cohort_request_get(const cohort_request_t *handle, const char *fn)
+{
+    cohort_request_t *req = cohort_request_lookup(handle, fn);
+
+    if (req == NULL || req->detached) {
+        return req;
+    }
+    return cohort_guard_check(req->ctx, fn) == COHORT_OK ? req : NULL;
 }
 
 /* Progress until UCX lets go of @a req's buffers, at most @a bound seconds. */
@@ -317,14 +364,26 @@ static void cohort_request_drain(cohort_request_t *req, double bound)
     }
 }
 
-void cohort_request_free(cohort_request_t *req)
+void cohort_request_free(cohort_request_t *handle)
+{
+    cohort_request_t *req = cohort_request_enter(handle, "cohort_request_free");
+    cohort_context_t *ctx;
+
+    if (req == NULL) {
+        return;
+    }
+    ctx = req->detached ? NULL : req->ctx;
+    cohort_handle_retire(req->handle);
+    req->handle = 0;
+    cohort_request_free_internal(req);
+    cohort_request_leave(ctx);
+}
+
+void cohort_request_free_internal(cohort_request_t *req)
 {
     cohort_context_t *ctx;
     cohort_list_t *pos, *tmp;
 
-    if (cohort_request_check(req, "cohort_request_free") != COHORT_OK) {
-        return;
-    }
     if (req->detached) {
         req->magic = 0;
         free(req->big);

@@ -66,6 +66,8 @@ typedef struct cohort_request_ops {
 
 struct cohort_request {
     uint32_t magic;
+    uintptr_t handle;    /* what the user holds (core/handle.h); 0: none handed out */
+    unsigned fork_epoch; /* of the process that made it (core/guard.h) */
     uint8_t done;
     uint8_t user_freed;
     uint8_t queued;    /* in ctx->ready */
@@ -106,6 +108,15 @@ int cohort_request_poll_all(cohort_context_t *ctx);
 void cohort_request_cancel(cohort_request_t *req, cohort_status_t status);
 /* Give the block back to the pool once UCX no longer points into it. */
 void cohort_request_release(cohort_request_t *req);
+/* Hand @a req to the user: *out is its handle. On failure (out of memory) the request is
+ * cancelled and freed. */
+cohort_status_t cohort_request_publish(cohort_request_t *req, cohort_request_t **out);
+/* The request a user's handle names (live, or detached by finalize), without taking its
+ * context: for calls that only read it. NULL (logged) for a stale or foreign handle, in a fork
+ * child, or while another thread is inside a call on its context. */
+cohort_request_t *cohort_request_get(const cohort_request_t *handle, const char *fn);
+/* cohort_request_free for a request of the library's own (no handle). */
+void cohort_request_free_internal(cohort_request_t *req);
 /* Progress until @a req is done, bounded by COHORT_TIMEOUT. */
 cohort_status_t cohort_request_wait_internal(cohort_request_t *req);
 /* Progress one request the ready list handed us. */

@@ -6,6 +6,8 @@
 #include <string.h>
 #include "core/context.h"
 #include "core/gpu.h"
+#include "core/guard.h"
+#include "core/handle.h"
 #include "core/log.h"
 #include "group/group.h"
 #include "group/group_id.h"
@@ -13,18 +15,28 @@
 #define COHORT_GROUP_LIVE  0x96a0911eu
 #define COHORT_GROUP_FREED 0x96a0dead
 
-cohort_status_t cohort_group_check(const cohort_group_t *group, const char *what)
+static cohort_group_t *cohort_group_lookup(const cohort_group_t *handle, const char *what)
 {
-    if (group == NULL) {
-        cohort_error(NULL, "%s is NULL", what);
-        return COHORT_ERR_INVALID_ARG;
-    }
-    if (group->magic != COHORT_GROUP_LIVE) {
-        cohort_error(NULL, "%s %p is not a live cohort group (%s)", what, (const void *)group,
-                     group->magic == COHORT_GROUP_FREED ? "freed" : "never created");
-        return COHORT_ERR_INVALID_ARG;
-    }
-    return COHORT_OK;
+    return cohort_handle_lookup(handle, COHORT_HANDLE_GROUP, what);
+}
+
+cohort_group_t *cohort_group_get(const cohort_group_t *handle, const char *what)
+{
+    cohort_group_t *g = cohort_group_lookup(handle, what);
+
+    return g != NULL && cohort_guard_check(g->ctx, what) == COHORT_OK ? g : NULL;
+}
+
+cohort_group_t *cohort_group_enter(const cohort_group_t *handle, const char *what)
+{
+    cohort_group_t *g = cohort_group_lookup(handle, what);
+
+    return g != NULL && cohort_guard_enter(g->ctx, what) == COHORT_OK ? g : NULL;
+}
+
+cohort_group_t *cohort_group_handle(const cohort_group_t *g)
+{
+    return g == NULL ? NULL : (cohort_group_t *)g->handle;
 }
 
 /* Duplicates and range, in O(n) time with a bitmap for big groups, O(n^2) for small ones. */
@@ -90,6 +102,8 @@ static cohort_group_t *cohort_group_alloc(cohort_context_t *ctx)
 
 static void cohort_group_recycle(cohort_context_t *ctx, cohort_group_t *g)
 {
+    cohort_handle_retire(g->handle);
+    g->handle = 0;
     free(g->tag);
     g->tag = NULL;
     g->comm = NULL;
@@ -124,6 +138,11 @@ static cohort_status_t cohort_group_make(cohort_context_t *ctx, const char *tag,
     }
     g->ctx = ctx;
     g->owner = owner;
+    g->handle = cohort_handle_new(COHORT_HANDLE_GROUP, g);
+    if (g->handle == 0) {
+        status = COHORT_ERR_NO_MEMORY;
+        goto err_undo;
+    }
     status = cohort_comm_create(ctx, cohort_group_id_derive(key, instance), members, nranks, me,
                                 g->tag, &g->comm);
     if (status != COHORT_OK) {
@@ -178,6 +197,7 @@ cohort_status_t cohort_group_create_world(cohort_context_t *ctx, cohort_group_t 
 cohort_status_t cohort_group_create(cohort_context_t *ctx, const char *tag, const int *world_ranks,
                                     int nranks, cohort_group_t **group)
 {
+    cohort_group_t *g = NULL;
     cohort_status_t status;
 
     if (group == NULL) {
@@ -185,22 +205,23 @@ cohort_status_t cohort_group_create(cohort_context_t *ctx, const char *tag, cons
         return COHORT_ERR_INVALID_ARG;
     }
     *group = NULL;
-    status = cohort_context_check(ctx, "cohort_group_create: ctx");
+    status = cohort_context_enter(ctx, "cohort_group_create: ctx");
     if (status != COHORT_OK) {
         return status;
     }
     if (tag == NULL || world_ranks == NULL) {
         cohort_error(ctx, "cohort_group_create: %s is NULL", tag == NULL ? "tag" : "world_ranks");
-        return COHORT_ERR_INVALID_ARG;
-    }
-    if (nranks <= 0 || nranks > ctx->size) {
+        status = COHORT_ERR_INVALID_ARG;
+    } else if (nranks <= 0 || nranks > ctx->size) {
         cohort_error(ctx, "cohort_group_create: nranks = %d, expected 1..%d", nranks, ctx->size);
-        return COHORT_ERR_INVALID_ARG;
+        status = COHORT_ERR_INVALID_ARG;
+    } else {
+        status = cohort_group_create_owned(ctx, tag, world_ranks, nranks, COHORT_GROUP_USER, &g);
     }
-    status = cohort_group_create_owned(ctx, tag, world_ranks, nranks, COHORT_GROUP_USER, group);
-    if (status != COHORT_OK) {
-        *group = NULL;
+    if (status == COHORT_OK) {
+        *group = cohort_group_handle(g);
     }
+    cohort_guard_leave(ctx);
     return status;
 }
 
@@ -228,71 +249,89 @@ void cohort_group_free_all(cohort_context_t *ctx)
     ctx->world = NULL;
 }
 
-cohort_status_t cohort_group_free(cohort_group_t *g)
+cohort_status_t cohort_group_free(cohort_group_t *handle)
 {
-    if (g == NULL) {
+    cohort_status_t status = COHORT_OK;
+    cohort_context_t *ctx;
+    cohort_group_t *g;
+
+    if (handle == NULL) {
         return COHORT_OK;
     }
-    if (cohort_group_check(g, "cohort_group_free: group") != COHORT_OK) {
+    if ((g = cohort_group_enter(handle, "cohort_group_free: group")) == NULL) {
         return COHORT_ERR_INVALID_ARG;
     }
+    ctx = g->ctx;
     if (g->owner != COHORT_GROUP_USER) {
-        cohort_error(g->ctx, "cohort_group_free: group '%s' belongs to %s; it is freed with it",
+        cohort_error(ctx, "cohort_group_free: group '%s' belongs to %s; it is freed with it",
                      g->tag, g->owner == COHORT_GROUP_WORLD ? "the context" : "its layout");
-        return COHORT_ERR_INVALID_ARG;
+        status = COHORT_ERR_INVALID_ARG;
+    } else {
+        cohort_group_destroy(g);
     }
-    cohort_group_destroy(g);
-    return COHORT_OK;
+    cohort_guard_leave(ctx);
+    return status;
 }
 
-cohort_status_t cohort_group_abort(cohort_group_t *g)
+cohort_status_t cohort_group_abort(cohort_group_t *handle)
 {
-    if (cohort_group_check(g, "cohort_group_abort: group") != COHORT_OK) {
+    cohort_group_t *g = cohort_group_enter(handle, "cohort_group_abort: group");
+
+    if (g == NULL) {
         return COHORT_ERR_INVALID_ARG;
     }
     cohort_comm_revoke(g->comm, COHORT_ERR_REVOKED, "cohort_group_abort");
+    cohort_guard_leave(g->ctx);
     return COHORT_OK;
 }
 
-cohort_status_t cohort_group_set_stream(cohort_group_t *g, void *stream)
+cohort_status_t cohort_group_set_stream(cohort_group_t *handle, void *stream)
 {
-    if (cohort_group_check(g, "cohort_group_set_stream: group") != COHORT_OK) {
+    cohort_group_t *g = cohort_group_enter(handle, "cohort_group_set_stream: group");
+    cohort_status_t status = COHORT_OK;
+
+    if (g == NULL) {
         return COHORT_ERR_INVALID_ARG;
     }
     if (stream != NULL && cohort_gpu_get(g->comm->ctx) == NULL) {
         cohort_error(g->comm->ctx, "cohort_group_set_stream: a CUDA stream, but %s",
                      g->comm->ctx->gpu.why[0] ? g->comm->ctx->gpu.why : "no CUDA device");
-        return COHORT_ERR_UNSUPPORTED;
+        status = COHORT_ERR_UNSUPPORTED;
+    } else {
+        g->comm->stream = stream;
     }
-    g->comm->stream = stream;
-    return COHORT_OK;
+    cohort_guard_leave(g->ctx);
+    return status;
 }
 
-int cohort_group_rank(const cohort_group_t *g)
+/* The getters read what never changes after creation: no entry guard, only the checks. */
+int cohort_group_rank(const cohort_group_t *handle)
 {
-    return g == NULL || cohort_group_check(g, "cohort_group_rank: group") != COHORT_OK
-               ? -1
-               : g->comm->rank;
+    const cohort_group_t *g = cohort_group_get(handle, "cohort_group_rank: group");
+
+    return g == NULL ? -1 : g->comm->rank;
 }
 
-int cohort_group_size(const cohort_group_t *g)
+int cohort_group_size(const cohort_group_t *handle)
 {
-    return g == NULL || cohort_group_check(g, "cohort_group_size: group") != COHORT_OK
-               ? -1
-               : g->comm->size;
+    const cohort_group_t *g = cohort_group_get(handle, "cohort_group_size: group");
+
+    return g == NULL ? -1 : g->comm->size;
 }
 
-int cohort_group_world_rank(const cohort_group_t *g, int group_rank)
+int cohort_group_world_rank(const cohort_group_t *handle, int group_rank)
 {
-    if (g == NULL || cohort_group_check(g, "cohort_group_world_rank: group") != COHORT_OK ||
-        group_rank < 0 || group_rank >= g->comm->size) {
+    const cohort_group_t *g = cohort_group_get(handle, "cohort_group_world_rank: group");
+
+    if (g == NULL || group_rank < 0 || group_rank >= g->comm->size) {
         return -1;
     }
     return cohort_comm_world_rank(g->comm, group_rank);
 }
 
-uint64_t cohort_group_id(const cohort_group_t *g)
+uint64_t cohort_group_id(const cohort_group_t *handle)
 {
-    return g == NULL || cohort_group_check(g, "cohort_group_id: group") != COHORT_OK ? 0
-                                                                                     : g->comm->id;
+    const cohort_group_t *g = cohort_group_get(handle, "cohort_group_id: group");
+
+    return g == NULL ? 0 : g->comm->id;
 }

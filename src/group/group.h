@@ -11,21 +11,27 @@ typedef enum {
     COHORT_GROUP_LAYOUT /* owned by a layout */
 } cohort_group_owner_t;
 
-/* A group is a handle around the engine's communicator. Group structs come from a
- * per-context pool and are never given back to malloc before finalize, so a freed handle still
- * reads as freed. */
+/* A group wraps the engine's communicator. The user holds its handle (core/handle.h), never
+ * this struct's address; the layers below pass the struct. */
 struct cohort_group {
     uint32_t magic;
-    int owner; /* cohort_group_owner_t */
+    int owner;        /* cohort_group_owner_t */
+    uintptr_t handle; /* what the user holds */
     cohort_context_t *ctx;
     cohort_comm_t *comm;
     char *tag;
     cohort_list_t link; /* in ctx->group_list, or the pool once freed */
 };
 
-/* Validate a user-supplied handle without trusting a stale one: INVALID_ARG (logged, naming
- * @a what) for NULL, freed or foreign handles. */
-cohort_status_t cohort_group_check(const cohort_group_t *group, const char *what);
+/* The group a user's handle names, or NULL (logged, naming @a what) for NULL, stale or foreign
+ * handles, in a fork child, or while another thread is inside a call on its context. Never
+ * reads through a stale handle. */
+cohort_group_t *cohort_group_get(const cohort_group_t *handle, const char *what);
+/* The same, and the context is taken for this thread (core/guard.h): give it back with
+ * cohort_guard_leave(group->ctx). */
+cohort_group_t *cohort_group_enter(const cohort_group_t *handle, const char *what);
+/* What the user is given for @a group (NULL for NULL). */
+cohort_group_t *cohort_group_handle(const cohort_group_t *group);
 
 /* Internal creation, shared by the public call, the world and layouts. */
 cohort_status_t cohort_group_create_owned(cohort_context_t *ctx, const char *tag,

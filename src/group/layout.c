@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/context.h"
+#include "core/guard.h"
+#include "core/handle.h"
 #include "core/log.h"
 #include "group/group.h"
 #include "group/layout_gen.h"
@@ -24,6 +26,7 @@ typedef struct {
 /* Freed layouts stay in the context's pool until finalize, so a freed handle reads as freed. */
 struct cohort_layout {
     uint32_t magic;
+    uintptr_t handle; /* what the user holds (core/handle.h) */
     cohort_context_t *ctx;
     cohort_layout_spec_t spec;
     int nkinds, cap;
@@ -31,18 +34,12 @@ struct cohort_layout {
     cohort_list_t link;           /* in the context's layout list */
 };
 
-static cohort_status_t cohort_layout_check(const cohort_layout_t *layout, const char *what)
+/* The layout a user's handle names, taken for this thread (core/guard.h), or NULL (logged). */
+static cohort_layout_t *cohort_layout_enter(const cohort_layout_t *handle, const char *what)
 {
-    if (layout == NULL) {
-        cohort_error(NULL, "%s is NULL", what);
-        return COHORT_ERR_INVALID_ARG;
-    }
-    if (layout->magic != COHORT_LAYOUT_LIVE) {
-        cohort_error(NULL, "%s %p is not a live cohort layout (%s)", what, (const void *)layout,
-                     layout->magic == COHORT_LAYOUT_FREED ? "freed" : "never created");
-        return COHORT_ERR_INVALID_ARG;
-    }
-    return COHORT_OK;
+    cohort_layout_t *layout = cohort_handle_lookup(handle, COHORT_HANDLE_LAYOUT, what);
+
+    return layout != NULL && cohort_guard_enter(layout->ctx, what) == COHORT_OK ? layout : NULL;
 }
 
 static void cohort_layout_destroy(cohort_layout_t *layout)
@@ -56,6 +53,8 @@ static void cohort_layout_destroy(cohort_layout_t *layout)
     free(layout->kinds);
     layout->kinds = NULL;
     layout->nkinds = 0;
+    cohort_handle_retire(layout->handle);
+    layout->handle = 0;
     layout->magic = COHORT_LAYOUT_FREED;
     cohort_list_push(&layout->ctx->layout_pool, &layout->link);
 }
@@ -107,17 +106,14 @@ static cohort_status_t cohort_layout_add(cohort_layout_t *layout, const char *ki
     return status;
 }
 
-cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
-                                     cohort_layout_t **layout_p)
+static cohort_status_t cohort_layout_make(cohort_context_t *ctx, const char *spec,
+                                          cohort_layout_t **layout_p)
 {
     cohort_layout_t *layout;
     cohort_status_t status = COHORT_OK;
     char err[256];
     int nkinds;
 
-    if (cohort_context_check(ctx, "cohort_layout_create: ctx") != COHORT_OK) {
-        return COHORT_ERR_INVALID_ARG;
-    }
     if (layout_p == NULL) {
         cohort_error(ctx, "cohort_layout_create: layout is NULL");
         return COHORT_ERR_INVALID_ARG;
@@ -126,10 +122,16 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
     if (layout == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
+    layout->handle = cohort_handle_new(COHORT_HANDLE_LAYOUT, layout);
+    if (layout->handle == 0) {
+        free(layout);
+        return COHORT_ERR_NO_MEMORY;
+    }
     cohort_list_init(&layout->link);
     status = cohort_layout_gen_parse(spec, ctx->size, &layout->spec, err, sizeof(err));
     if (status != COHORT_OK) {
         cohort_error(ctx, "cohort_layout_create: \"%s\": %s", spec ? spec : "(null)", err);
+        cohort_handle_retire(layout->handle);
         free(layout);
         return status;
     }
@@ -145,8 +147,21 @@ cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
         cohort_layout_destroy(layout);
         return status;
     }
-    *layout_p = layout;
+    *layout_p = (cohort_layout_t *)layout->handle;
     return COHORT_OK;
+}
+
+cohort_status_t cohort_layout_create(cohort_context_t *ctx, const char *spec,
+                                     cohort_layout_t **layout_p)
+{
+    cohort_status_t status = cohort_context_enter(ctx, "cohort_layout_create: ctx");
+
+    if (status != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    status = cohort_layout_make(ctx, spec, layout_p);
+    cohort_guard_leave(ctx);
+    return status;
 }
 
 static cohort_layout_entry_t *cohort_layout_find(cohort_layout_t *layout, const char *kind)
@@ -182,15 +197,12 @@ static const char *cohort_layout_alias(cohort_layout_t *layout, const char *cano
     return NULL;
 }
 
-cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind)
+static cohort_group_t *cohort_layout_group_find(cohort_layout_t *layout, const char *kind)
 {
     cohort_layout_entry_t *e;
     const char *alias;
     char canonical[LAYOUT_KIND_LEN];
 
-    if (cohort_layout_check(layout, "cohort_layout_group: layout") != COHORT_OK) {
-        return NULL;
-    }
     if (kind == NULL) {
         cohort_error(layout->ctx, "cohort_layout_group: kind is NULL");
         return NULL;
@@ -216,15 +228,33 @@ cohort_group_t *cohort_layout_group(cohort_layout_t *layout, const char *kind)
     return layout->kinds[layout->nkinds - 1].group;
 }
 
-cohort_status_t cohort_layout_free(cohort_layout_t *layout)
+cohort_group_t *cohort_layout_group(cohort_layout_t *handle, const char *kind)
 {
+    cohort_layout_t *layout = cohort_layout_enter(handle, "cohort_layout_group: layout");
+    cohort_group_t *g;
+
     if (layout == NULL) {
+        return NULL;
+    }
+    g = cohort_group_handle(cohort_layout_group_find(layout, kind));
+    cohort_guard_leave(layout->ctx);
+    return g;
+}
+
+cohort_status_t cohort_layout_free(cohort_layout_t *handle)
+{
+    cohort_layout_t *layout;
+    cohort_context_t *ctx;
+
+    if (handle == NULL) {
         return COHORT_OK;
     }
-    if (cohort_layout_check(layout, "cohort_layout_free: layout") != COHORT_OK) {
+    if ((layout = cohort_layout_enter(handle, "cohort_layout_free: layout")) == NULL) {
         return COHORT_ERR_INVALID_ARG;
     }
+    ctx = layout->ctx;
     cohort_layout_destroy(layout);
+    cohort_guard_leave(ctx);
     return COHORT_OK;
 }
 

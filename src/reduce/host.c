@@ -90,9 +90,39 @@ cohort_status_t cohort_reduce_check(cohort_dtype_t dt, cohort_op_t op)
     {                                                                                              \
         reduce_##_sfx##_body(dst, dst, dst, n, op);                                                \
     }                                                                                              \
+    static inline __attribute__((always_inline)) _type reduce_##_sfx##_one(_type x, _type y,       \
+                                                                           cohort_op_t op)         \
+    {                                                                                              \
+        switch (op) {                                                                              \
+        case COHORT_PROD:                                                                          \
+            return prod_##_sfx(x, y);                                                              \
+        case COHORT_MIN:                                                                           \
+            return min_##_sfx(x, y);                                                               \
+        case COHORT_MAX:                                                                           \
+            return max_##_sfx(x, y);                                                               \
+        default:                                                                                   \
+            return sum_##_sfx(x, y);                                                               \
+        }                                                                                          \
+    }                                                                                              \
+    /* A buffer at an address its type may not live at (a float array at an odd byte): every     \
+     * element goes through memcpy, which is one unaligned load or store on x86, and element i    \
+     * is read before it is written, so exact aliases are still fine. */                         \
+    static void reduce_##_sfx##_unaligned(unsigned char *dst, const unsigned char *a,              \
+                                          const unsigned char *b, size_t n, cohort_op_t op)        \
+    {                                                                                              \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            _type x, y, r;                                                                         \
+            memcpy(&x, a + i * sizeof(_type), sizeof(_type));                                      \
+            memcpy(&y, b + i * sizeof(_type), sizeof(_type));                                      \
+            r = reduce_##_sfx##_one(x, y, op);                                                     \
+            memcpy(dst + i * sizeof(_type), &r, sizeof(_type));                                    \
+        }                                                                                          \
+    }                                                                                              \
     static void reduce_##_sfx(void *dst, const void *a, const void *b, size_t n, cohort_op_t op)   \
     {                                                                                              \
-        if (dst != a && dst != b) {                                                                \
+        if (((uintptr_t)dst | (uintptr_t)a | (uintptr_t)b) % _Alignof(_type) != 0) {               \
+            reduce_##_sfx##_unaligned(dst, a, b, n, op);                                           \
+        } else if (dst != a && dst != b) {                                                         \
             reduce_##_sfx##_disjoint(dst, a, b, n, op);                                            \
         } else if (a == b) {                                                                       \
             reduce_##_sfx##_self(dst, n, op);                                                      \
@@ -169,39 +199,41 @@ void cohort_reduce_local(void *dst, const void *a, const void *b, size_t count, 
  */
 void cohort_reduce_finish(void *buf, size_t count, cohort_dtype_t dt, cohort_op_t op, int nranks)
 {
+    unsigned char *p = buf;
+
     assert(nranks > 0);
 
     if (op != COHORT_AVG || nranks <= 0) {
         return;
     }
+    /* Through memcpy: the buffer may be at any address (see the unaligned loops). */
     switch (dt) {
-    case COHORT_FLOAT16: {
-        uint16_t *p = buf;
+    case COHORT_FLOAT16:
+    case COHORT_BFLOAT16:
         for (size_t i = 0; i < count; i++) {
-            p[i] = div_f16(p[i], (float)nranks);
+            uint16_t v;
+            memcpy(&v, p + 2 * i, 2);
+            v = dt == COHORT_FLOAT16 ? div_f16(v, (float)nranks) : div_bf16(v, (float)nranks);
+            memcpy(p + 2 * i, &v, 2);
         }
         break;
-    }
-    case COHORT_BFLOAT16: {
-        uint16_t *p = buf;
-        for (size_t i = 0; i < count; i++) {
-            p[i] = div_bf16(p[i], (float)nranks);
-        }
-        break;
-    }
     case COHORT_FLOAT32: {
-        float *p = buf;
         float n = (float)nranks;
         for (size_t i = 0; i < count; i++) {
-            p[i] = div_f32(p[i], n);
+            float v;
+            memcpy(&v, p + 4 * i, 4);
+            v = div_f32(v, n);
+            memcpy(p + 4 * i, &v, 4);
         }
         break;
     }
     case COHORT_FLOAT64: {
-        double *p = buf;
         double n = (double)nranks;
         for (size_t i = 0; i < count; i++) {
-            p[i] = div_f64(p[i], n);
+            double v;
+            memcpy(&v, p + 8 * i, 8);
+            v = div_f64(v, n);
+            memcpy(p + 8 * i, &v, 8);
         }
         break;
     }

@@ -77,28 +77,43 @@ static inline cohort_status_t test_one_allreduce(cohort_group_t *g)
     return cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM);
 }
 
+/* stderr into a file from test_capture_begin() to test_capture_end(), which returns what was
+ * written (static buffer) and writes it to stderr too. */
+static FILE *test_cap_file;
+static int test_cap_saved = -1;
+
+static inline void test_capture_begin(void)
+{
+    test_cap_file = tmpfile();
+    test_cap_saved = dup(2);
+    CHECK(test_cap_file != NULL && test_cap_saved >= 0);
+    fflush(stderr);
+    CHECK(dup2(fileno(test_cap_file), 2) == 2);
+}
+
+static inline const char *test_capture_end(void)
+{
+    static char text[16384];
+    size_t n;
+
+    fflush(stderr);
+    CHECK(dup2(test_cap_saved, 2) == 2);
+    close(test_cap_saved);
+    rewind(test_cap_file);
+    n = fread(text, 1, sizeof(text) - 1, test_cap_file);
+    text[n] = '\0';
+    fclose(test_cap_file);
+    fputs(text, stderr);
+    return text;
+}
+
 /* Run @a fn with stderr going to a file, and return what it wrote (static buffer). */
 static inline const char *test_captured(cohort_status_t (*fn)(cohort_group_t *), cohort_group_t *g,
                                         cohort_status_t *st)
 {
-    static char text[8192];
-    FILE *tmp = tmpfile();
-    int saved = dup(2);
-    size_t n;
-
-    CHECK(tmp != NULL && saved >= 0);
-    fflush(stderr);
-    CHECK(dup2(fileno(tmp), 2) == 2);
+    test_capture_begin();
     *st = fn(g);
-    fflush(stderr);
-    CHECK(dup2(saved, 2) == 2);
-    close(saved);
-    rewind(tmp);
-    n = fread(text, 1, sizeof(text) - 1, tmp);
-    text[n] = '\0';
-    fclose(tmp);
-    fputs(text, stderr);
-    return text;
+    return test_capture_end();
 }
 
 static inline void test_finish(cohort_context_t *ctx, const char *name)

@@ -61,6 +61,8 @@ singleton test_exit.py
 4 test_torch_cxx.py
 2 test_torch_cxx.py COHORT_CHECK=1
 2 test_torch.py COHORT_TORCH_EXTENSION=none
+singleton test_misuse.py
+3 test_misuse.py
 RUNS
 echo "python tests: $pass passed, $skip skipped, $fail failed"
 [ "$fail" = 0 ]

@@ -50,12 +50,16 @@ launch_build() {
     make -s -j"$(nproc)" all $targets >/dev/null || launch_die "build failed"
 }
 
-# The run lines of a program's source, "NP ENV..." one a line, singletons left out.
+# The run lines of a program's source, "NP ENV..." one a line, singletons left out; only the
+# first of them for a program named in LAUNCH_ONE_RUN (scripts/launch-tests.sh's quick mode:
+# the collective suites' algorithm matrices ran under mpirun in make check already).
 launch_runs() {
     # Variants of the engine's own paths (single copy forced, faults) do not depend on the
     # launcher: make check runs them; mpirun-only options cannot go to srun or prterun.
+    local n=1000000
+    case " ${LAUNCH_ONE_RUN:-} " in *" $1 "*) n=1 ;; esac
     sed -n 's|.*/\* run: \(.*\) \*/.*|\1|p' "tests/mpi/$1.c" | grep -v '^singleton' |
-        grep -v 'COHORT_CMA\|COHORT_FAULT\| --'
+        grep -v 'COHORT_CMA\|COHORT_FAULT\| --' | head -n "$n"
 }
 
 # The script's directory T, tagged: everything it starts carries COHL_TAG=T. At exit, whatever

@@ -8,8 +8,12 @@
 LAUNCH_PROGS=${LAUNCH_PROGS:-groups wiring p2p coll_move coll_reduce layout}
 # Ranks per run at most (2 cores shared here): run lines above this are skipped, and said so.
 LAUNCH_MAX_RANKS=${LAUNCH_MAX_RANKS:-8}
-# Bound on each launcher run, in seconds.
+# Bound on each launcher run, in seconds, times the load per core (1-4) when the machine is
+# busier than its cores, as tests/mpi/launch.sh does (a loaded machine is slow, not hung).
 LAUNCH_TIMEOUT=${LAUNCH_TIMEOUT:-120}
+launch_scale=$(awk -v c="$(nproc 2>/dev/null || echo 1)" \
+    '{ s = int($1 / c + 0.999); print (s < 1 ? 1 : (s > 4 ? 4 : s)) }' /proc/loadavg 2>/dev/null)
+LAUNCH_TIMEOUT=$((LAUNCH_TIMEOUT * ${launch_scale:-1}))
 
 launch_log() { echo "== $(basename "$0"): $*"; }
 launch_die() { echo "!! $(basename "$0"): $*" >&2; exit 1; }

@@ -66,11 +66,18 @@ prrte_build() {
         --disable-man-pages >"$cache/prrte.configure.log" 2>&1 &&
         make -s -j"$(nproc)" install >"$cache/prrte.make.log" 2>&1) || return 1
 }
+# One build at a time into the cache: another copy of the suite running now waits for it
+# (flock on $cache.lock), then finds prterun there.
+mkdir -p "$(dirname "$cache")" || launch_die "cannot make $(dirname "$cache")"
+exec 9>"$cache.lock"
+flock 9 || launch_die "cannot lock $cache.lock"
 if [ ! -x "$inst/bin/prterun" ]; then
     t0=$(date +%s.%N)
     prrte_build || launch_die "building OpenPMIx/PRRTE failed (logs in $cache)"
     launch_log "OpenPMIx + PRRTE built in $(launch_since "$t0") s"
 fi
+flock -u 9
+exec 9>&-
 
 launch_begin prrte
 export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top

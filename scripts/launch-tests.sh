@@ -15,6 +15,10 @@
 # COHORT_LAUNCH_HOSTS=1 runs hosts.sh with every program and adds slurm_hosts.sh (CI time keeps
 # them out by default). Since engine v2 (goodbye at finalize) cohort_peers across hosts passes
 # every run; before, 30-70% failed. COHORT_LAUNCH_TESTS=0 skips them all.
+# Quick (the default, scripts/test.sh): slurm.sh runs the collective suites (coll_move,
+# coll_reduce) once each under srun, their first run line (make check ran every configuration
+# under mpirun), and hosts.sh runs each cohort_peers configuration once. COHORT_LAUNCH_FULL=1
+# (scripts/test.sh --full): every run line under srun, cohort_peers 3 times per configuration.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 if [ "${COHORT_LAUNCH_TESTS:-1}" = 0 ]; then
@@ -23,6 +27,11 @@ if [ "${COHORT_LAUNCH_TESTS:-1}" = 0 ]; then
 fi
 scripts="tests/launch/slurm.sh tests/launch/linkcut.sh tests/launch/prrte.sh tests/launch/hosts.sh"
 [ "${COHORT_LAUNCH_HOSTS:-0}" = 1 ] && scripts="$scripts tests/launch/slurm_hosts.sh"
+full=${COHORT_LAUNCH_FULL:-0}
+if [ "$full" != 1 ]; then
+    export LAUNCH_ONE_RUN=${LAUNCH_ONE_RUN-coll_move coll_reduce}
+    export COHL_PEERS_REPEAT=${COHL_PEERS_REPEAT:-1}
+fi
 status=0
 for s in $scripts; do
     start=$(date +%s)
@@ -47,4 +56,6 @@ for s in $scripts; do
 done
 [ "${COHORT_LAUNCH_HOSTS:-0}" = 1 ] ||
     echo "launch-tests: slurm_hosts.sh not run, hosts.sh with the quick programs (COHORT_LAUNCH_HOSTS=1: all)"
+[ "$full" = 1 ] ||
+    echo "launch-tests: quick: the first run line only of ${LAUNCH_ONE_RUN:-nothing} under srun, cohort_peers $COHL_PEERS_REPEAT time(s) per configuration (COHORT_LAUNCH_FULL=1: all)"
 exit $status

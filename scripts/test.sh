@@ -14,8 +14,9 @@
 #                            end: each phase's wall time and the load, tests run, passed and
 #                            skipped, with the reasons.
 #   scripts/test.sh --full   all that, with one mpirun per "run:" line (TEST_TOGETHER=0), every
-#                            run of every test under the sanitizers, and 30 s of fresh fuzzing
-#                            per target: before a big change.
+#                            run of every test under the sanitizers, 30 s of fresh fuzzing
+#                            per target, and every launcher run (COHORT_LAUNCH_FULL=1,
+#                            scripts/launch-tests.sh): before a big change.
 # A package it needs that cannot be installed fails it; a SKIP is only for what this machine
 # lacks (a device, root), and is counted in the summary.
 set -eu
@@ -106,8 +107,9 @@ install_missing() {
     }
 }
 
-# In quick mode a "runs: together" program's runs of one rank count share one mpirun.
-[ $full = 1 ] && export TEST_TOGETHER=0
+# In quick mode a "runs: together" program's runs of one rank count share one mpirun; the
+# launch tests run the collective suites once each under srun (scripts/launch-tests.sh).
+[ $full = 1 ] && export TEST_TOGETHER=0 COHORT_LAUNCH_FULL=1
 
 # Tests run one at a time: the multi-rank ones oversubscribe the cores already.
 check_all() { # label
@@ -119,9 +121,20 @@ check_all() { # label
     return 1
 }
 
-# The torch extension is built by configure when libtorch is there: its packages come first,
-# or the build skips it and its tests would have nothing to test.
-install_missing python3 python3-numpy python3-torch libtorch-dev pybind11-dev python3-dev
+# Every phase's packages in one apt-get run, first (one update, one dpkg pass; each phase and
+# script still installs what it needs when run alone): the build's (scripts/setup.sh), torch's
+# (configure builds the torch extension when libtorch is there, or its tests would have
+# nothing to test), the fuzzers' clang, and the launch tests' (as root, unless
+# COHORT_LAUNCH_TESTS=0: tests/launch/*.sh).
+pkgs="gcc make autoconf automake libtool pkg-config libucx-dev ucx-utils libpmix-dev openmpi-bin
+libopenmpi-dev check python3 python3-numpy python3-torch libtorch-dev pybind11-dev python3-dev
+clang"
+[ "$(id -u)" = 0 ] && [ "${COHORT_LAUNCH_TESTS:-1}" != 0 ] &&
+    pkgs="$pkgs slurm-wlm munge iproute2 util-linux libevent-dev libhwloc-dev xz-utils"
+begin "packages"
+# shellcheck disable=SC2086
+install_missing $pkgs
+end
 
 begin "build (setup.sh, check-layers)"
 scripts/setup.sh --enable-werror
@@ -140,7 +153,7 @@ prefix=$(sed -n 's/^prefix=//p' cohort.pc)
 PKG_CONFIG_PATH="$dest$prefix/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
     sh -c 'cc -o "$1/example" examples/hello.c $(pkg-config --cflags --libs cohort)' sh "$dest"
 LD_LIBRARY_PATH="$dest$prefix/lib" COHORT_PLUGIN_PATH="$dest$prefix/lib/cohort" "$dest/example"
-rm -rf "$dest"
+# The same installed tree serves the Python phase's check of the installed package.
 end
 
 begin "python (tests/python, installed package)"
@@ -150,8 +163,6 @@ py_log=$(mktemp)
 PY_REQUIRE_ALL=1 logged "$py_log" tests/python/run.sh || { note "python: FAILED"; exit 1; }
 note "python: $(sed -n 's/^python tests: //p' "$py_log")"
 rm -f "$py_log"
-dest=$(mktemp -d)
-make install DESTDIR="$dest" >/dev/null
 inst=$(find "$dest" -name _install.py -path "*/cohort/*")
 [ -n "$inst" ] || { echo "make install did not install the python package"; exit 1; }
 env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 \
@@ -178,7 +189,11 @@ mkdir "$san/src" "$san/build"
 } | tar -cf - -T - | tar -xf - -C "$san/src"
 (
     cd "$san/build"
-    "$san/src/configure" -q --enable-werror --enable-sanitizers --without-mpi
+    # The CUDA kernels as compute_80 PTX only (the driver compiles it for any GPU from sm_80
+    # on, where there is one): the plain build has the three targets' machine code; this
+    # build is for the host code under the sanitizers.
+    "$san/src/configure" -q --enable-werror --enable-sanitizers --without-mpi \
+        NVCC_ARCH=--generate-code=arch=compute_80,code=compute_80
     make -j"$(nproc)" >/dev/null
 )
 end

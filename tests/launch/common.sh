@@ -8,8 +8,12 @@
 LAUNCH_PROGS=${LAUNCH_PROGS:-groups wiring p2p coll_move coll_reduce layout}
 # Ranks per run at most (2 cores shared here): run lines above this are skipped, and said so.
 LAUNCH_MAX_RANKS=${LAUNCH_MAX_RANKS:-8}
-# Bound on each launcher run, in seconds.
+# Bound on each launcher run, in seconds, times the load per core (1-4) when the machine is
+# busier than its cores, as tests/mpi/launch.sh does (a loaded machine is slow, not hung).
 LAUNCH_TIMEOUT=${LAUNCH_TIMEOUT:-120}
+launch_scale=$(awk -v c="$(nproc 2>/dev/null || echo 1)" \
+    '{ s = int($1 / c + 0.999); print (s < 1 ? 1 : (s > 4 ? 4 : s)) }' /proc/loadavg 2>/dev/null)
+LAUNCH_TIMEOUT=$((LAUNCH_TIMEOUT * ${launch_scale:-1}))
 
 launch_log() { echo "== $(basename "$0"): $*"; }
 launch_die() { echo "!! $(basename "$0"): $*" >&2; exit 1; }
@@ -50,12 +54,16 @@ launch_build() {
     make -s -j"$(nproc)" all $targets >/dev/null || launch_die "build failed"
 }
 
-# The run lines of a program's source, "NP ENV..." one a line, singletons left out.
+# The run lines of a program's source, "NP ENV..." one a line, singletons left out; only the
+# first of them for a program named in LAUNCH_ONE_RUN (scripts/launch-tests.sh's quick mode:
+# the collective suites' algorithm matrices ran under mpirun in make check already).
 launch_runs() {
     # Variants of the engine's own paths (single copy forced, faults) do not depend on the
     # launcher: make check runs them; mpirun-only options cannot go to srun or prterun.
+    local n=1000000
+    case " ${LAUNCH_ONE_RUN:-} " in *" $1 "*) n=1 ;; esac
     sed -n 's|.*/\* run: \(.*\) \*/.*|\1|p' "tests/mpi/$1.c" | grep -v '^singleton' |
-        grep -v 'COHORT_CMA\|COHORT_FAULT\| --'
+        grep -v 'COHORT_CMA\|COHORT_FAULT\| --' | head -n "$n"
 }
 
 # The script's directory T, tagged: everything it starts carries COHL_TAG=T. At exit, whatever

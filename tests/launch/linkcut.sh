@@ -12,13 +12,15 @@
 # per job), COHL_KEEP=1, COHORT_LOG (passed to the ranks).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+# 180 s per mpirun unless told (common.sh scales it with the load, and sets 120 when unset).
+LAUNCH_TIMEOUT=${LAUNCH_TIMEOUT:-180}
 . tests/launch/common.sh
 . tests/launch/netns.sh
 launch_need_root
 launch_apt_install iproute2 util-linux
 launch_build
 top=$PWD
-export LAUNCH_TIMEOUT=${LAUNCH_TIMEOUT:-180}
+export LAUNCH_TIMEOUT
 export COHORT_TIMEOUT=${COHL_LINKCUT_TIMEOUT:-10}
 
 launch_after_kill() {

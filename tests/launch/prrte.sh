@@ -66,24 +66,33 @@ prrte_build() {
         --disable-man-pages >"$cache/prrte.configure.log" 2>&1 &&
         make -s -j"$(nproc)" install >"$cache/prrte.make.log" 2>&1) || return 1
 }
+# One build at a time into the cache: another copy of the suite running now waits for it
+# (flock on $cache.lock), then finds prterun there.
+mkdir -p "$(dirname "$cache")" || launch_die "cannot make $(dirname "$cache")"
+exec 9>"$cache.lock"
+flock 9 || launch_die "cannot lock $cache.lock"
 if [ ! -x "$inst/bin/prterun" ]; then
     t0=$(date +%s.%N)
     prrte_build || launch_die "building OpenPMIx/PRRTE failed (logs in $cache)"
     launch_log "OpenPMIx + PRRTE built in $(launch_since "$t0") s"
 fi
+flock -u 9
+exec 9>&-
 
 launch_begin prrte
 export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
 make -s -j"$(nproc)" tests/mpi/group_plugin tests/mpi/plugins >/dev/null || launch_die "build failed"
 
 # The plugins again, on OpenPMIx 5.0.5: a copy of the source (autotools will not configure
-# out of a tree configured in place), configured --with-pmix, the four modules only.
+# out of a tree configured in place), configured --with-pmix, the four modules only (no torch
+# and no CUDA checks: configure's torch check alone compiles torch's headers, ~35 s of CPU).
 pmix5_build() {
     mkdir -p "$T/pmix5" &&
         tar -C "$top" --exclude=./.git --exclude='*.o' --exclude='*.lo' --exclude='*.la' \
             --exclude=.libs --exclude=.deps -cf - . | tar -C "$T/pmix5" -xf - &&
         (cd "$T/pmix5" && { [ ! -f Makefile ] || make -s distclean >/dev/null 2>&1; } &&
-            ./configure -q --with-pmix="$inst" --without-mpi >"$T/pmix5.configure.log" 2>&1 &&
+            ./configure -q --with-pmix="$inst" --without-mpi --without-torch --without-cuda \
+                >"$T/pmix5.configure.log" 2>&1 &&
             make -s -j"$(nproc)" cohort_pmix_dmodex.la cohort_pmix_fence.la cohort_pmix_global.la \
                 cohort_pmix_group.la >"$T/pmix5.make.log" 2>&1)
 }

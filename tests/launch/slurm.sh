@@ -9,7 +9,7 @@
 #
 #   bash tests/launch/slurm.sh            # from a tree built by scripts/setup.sh, as root
 # Settings: LAUNCH_PROGS (the programs, default in common.sh), LAUNCH_MAX_RANKS (8),
-# LAUNCH_TIMEOUT (120 s per srun), COHL_SLURM_PORT (16817; slurmd uses the next port),
+# LAUNCH_TIMEOUT (120 s per srun), COHL_SLURM_PORT (default: the first free pair from 16817; slurmd uses the next port),
 # COHL_MEASURE=1 (also time srun against mpirun), COHL_KEEP=1 (keep the directory and logs).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -23,7 +23,18 @@ launch_apt_install slurm-wlm munge python3
 launch_build
 make -s -j"$(nproc)" tests/mpi/group_plugin >/dev/null || launch_die "build failed"
 top=$PWD
-port=${COHL_SLURM_PORT:-16817}
+# Two free ports in a row from 16817 on (slurmctld's, slurmd's), unless COHL_SLURM_PORT says:
+# another copy of the suite may run its own Slurm on this machine at the same time. Where
+# this copy starts looking depends on its PID, so two copies rarely race for the same pair.
+port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
+port=${COHL_SLURM_PORT:-}
+if [ -z "$port" ]; then
+    for i in $(seq 0 99); do
+        p=$((16817 + 2 * (($$ + i) % 100)))
+        port_free "$p" && port_free $((p + 1)) && { port=$p; break; }
+    done
+    [ -n "$port" ] || launch_die "no two free ports in a row from 16817 to 17017"
+fi
 node=cohl-n0
 
 launch_stop_own() { # jobs first, then the daemons by PID, newest first

@@ -127,6 +127,57 @@ static inline void test_finish(cohort_context_t *ctx, const char *name)
 }
 
 /*
+ * Between two configurations of test_configs: every rank waits until every rank has finished
+ * the one before (its context finalized, so its PMIx client disconnected) before any starts the
+ * next. Without this, a rank that re-initialized first asked the launcher's PMIx server for a
+ * peer's address while that peer was still connected from the configuration before; Open MPI
+ * 4.1's server (PMIx 4.2) held the request, lost it when the peer's old connection closed, and
+ * never answered the peer's new commit: "PMIx_Get of rank 1's address failed after 300.1 s (1
+ * tries)" in the third configuration of p2p at 2 ranks (load 20 on 2 cores), coll_reduce at 8.
+ * The ranks meet through files in the launcher's session directory (PMIX_SERVER_TMPDIR, which
+ * mpirun removes at exit): one per rank and configuration. Under anything but mpirun (no
+ * OMPI_COMM_WORLD_SIZE) there is nothing to wait for. The wait is bounded (TEST_CONFIG_WAIT_S,
+ * default 600 s; mpirun's own bound is usually first) and says what it waited for.
+ */
+static inline void test_configs_settle(int config)
+{
+    const char *dir = getenv("PMIX_SERVER_TMPDIR"), *size_s = getenv("OMPI_COMM_WORLD_SIZE");
+    const char *rank_s = getenv("PMIX_RANK"), *bound_s = getenv("TEST_CONFIG_WAIT_S");
+    double bound = bound_s != NULL ? atof(bound_s) : 600, start = test_now();
+    char path[4096];
+    int size, here = 0;
+    FILE *f;
+
+    if (dir == NULL || size_s == NULL || rank_s == NULL || (size = atoi(size_s)) <= 1) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/cohort-configs.%d.%s", dir, config, rank_s);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    CHECK(fclose(f) == 0);
+    for (;;) {
+        struct timespec nap = {0, 10 * 1000 * 1000};
+
+        here = 0;
+        for (int r = 0; r < size; r++) {
+            snprintf(path, sizeof(path), "%s/cohort-configs.%d.%d", dir, config, r);
+            here += access(path, F_OK) == 0;
+        }
+        if (here == size) {
+            return;
+        }
+        if (test_now() - start > bound) {
+            fprintf(stderr,
+                    "rank %s: waited %.0f s for every rank to finish configuration %d (%s): "
+                    "%d of %d did\n",
+                    rank_s, test_now() - start, config + 1, test_config, here, size);
+            exit(1);
+        }
+        nanosleep(&nap, NULL);
+    }
+}
+
+/*
  * Several configurations in one process, one after the other, each with its own context
  * (cohort_init reads the COHORT_* settings, and contexts are independent): launch.sh starts one
  * mpirun for all the "run:" lines of a rank count when the source says "runs: together", and
@@ -147,8 +198,12 @@ static inline int test_configs(int (*body)(void))
     list = strdup(all);
     CHECK(list != NULL);
     rest = list;
-    while (rc == 0 && (cfg = strsep(&rest, ";")) != NULL) {
+    for (int i = 0; rc == 0 && (cfg = strsep(&rest, ";")) != NULL; i++) {
         char names[1024], *save = NULL;
+
+        if (i > 0) {
+            test_configs_settle(i - 1);
+        }
 
         snprintf(test_config, sizeof(test_config), "%s", cfg);
         for (char *w = strtok_r(cfg, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {

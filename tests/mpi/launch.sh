@@ -78,6 +78,7 @@ echo "$runs" | {
             echo "== $name: $np $envs"
         fi
         bound=$((limit * nconf))
+        t0=$(date +%s)
         rc=0
         if [ "$np" = singleton ]; then
             # A launcher's variables leaking in would make this a client, not a singleton.
@@ -130,7 +131,11 @@ echo "$runs" | {
             rm -f "$out"
         fi
         case $rc in
-        0) passed=1 ;;
+        0)
+            # Said, never asserted: where a test's time goes, run by run.
+            echo "== $name: $np: passed in $(($(date +%s) - t0)) s"
+            passed=1
+            ;;
         77)
             echo "== $name: $np $envs skipped, and the runs after it"
             skipped=1

@@ -27,6 +27,7 @@ trap 'rm -f "$out"' EXIT
 while read -r np prog envs; do
     [ -n "$np" ] || continue
     echo "== python: $prog: $np $envs"
+    t0=$(date +%s)
     if [ "$np" = singleton ]; then
         # shellcheck disable=SC2086
         env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 $envs \
@@ -42,6 +43,8 @@ while read -r np prog envs; do
         echo "== python: $prog: a SKIP with PY_REQUIRE_ALL=1: counted as a failure"
         rc=1
     fi
+    # How long it took, said (never asserted): where the phase's time goes.
+    echo "== python: $prog: $np $envs: rc $rc after $(($(date +%s) - t0)) s"
     case $rc in
     0) pass=$((pass + 1)) ;;
     77) skip=$((skip + 1)) ;;

@@ -15,7 +15,8 @@ cohort_status_t cohort_coll_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     cohort_coll_base_t *b = cohort_coll_base(req);
 
     b->step = step;
-    return cohort_xfer_send(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->fp, buf, len);
+    return cohort_xfer_send(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->algo->ident ? 0 : b->fp,
+                            buf, len);
 }
 
 cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, int step,
@@ -24,7 +25,8 @@ cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
     cohort_coll_base_t *b = cohort_coll_base(req);
 
     b->step = step;
-    return cohort_xfer_recv(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->fp, buf, len);
+    return cohort_xfer_recv(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->algo->ident ? 0 : b->fp,
+                            buf, len);
 }
 
 cohort_status_t cohort_coll_flat_round(cohort_request_t *req, cohort_xfer_t *x, int *posted,
@@ -455,6 +457,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
      * therefore revokes the group. */
     b->seq = g->coll_seq++;
     b->fp = cohort_coll_fingerprint(&a);
+    cohort_am_coll_posted(g, b->seq, b->fp);
     cohort_coll_announce(g, &a, algo);
     status = b->stream_mark != 0 ? COHORT_OK : cohort_coll_begin(req);
     if (status != COHORT_OK) {

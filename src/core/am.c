@@ -76,7 +76,10 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
 
     x->posted = 0;
     x->peer = m->hdr.src; /* an any-source receive becomes one from its sender here */
-    if (ctx->cfg.check && m->hdr.fp != x->fp) {
+    /* Always, not only under COHORT_CHECK: a member that passed another count (or root, dtype,
+     * op) than this one would otherwise have its message taken for this call's, and the two
+     * ends report success or wait on each other. P2P messages carry 0 on both sides. */
+    if (m->hdr.fp != x->fp) {
         cohort_error(ctx,
                      "group 0x%016llx: operation mismatch with rank %d at collective %u step %d "
                      "(fingerprint %08x here, %08x there): members called different "
@@ -150,6 +153,42 @@ static void cohort_msg_lost(cohort_comm_t *c, const cohort_am_hdr_t *h, size_t l
     cohort_comm_revoke(c, COHORT_ERR_NO_MEMORY, "a message was dropped for lack of memory");
 }
 
+/* Whether collective message @a h names a call this member posted with another fingerprint.
+ * The agreement's messages (COHORT_CHECK, the CUDA IPC vote) carry 0 and are not looked at. */
+static int cohort_coll_msg_odd(const cohort_comm_t *c, const cohort_am_hdr_t *h)
+{
+    uint32_t back = c->coll_seq - h->seq;
+
+    return h->kind == COHORT_MSG_COLL && h->fp != 0 && back >= 1 && back <= COHORT_COMM_RECENT &&
+           c->recent_fp[h->seq % COHORT_COMM_RECENT] != h->fp;
+}
+
+static void cohort_coll_msg_mismatch(cohort_comm_t *c, const cohort_am_hdr_t *h)
+{
+    cohort_error(c->ctx,
+                 "group 0x%016llx: a message of collective %u (step %d) from rank %d carries "
+                 "fingerprint %08x, called here with %08x: members called different collectives "
+                 "or arguments",
+                 (unsigned long long)c->id, h->seq, h->tag, h->src, h->fp,
+                 c->recent_fp[h->seq % COHORT_COMM_RECENT]);
+    cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a message of another call arrived");
+}
+
+void cohort_am_coll_posted(cohort_comm_t *c, uint32_t seq, uint32_t fp)
+{
+    cohort_list_t *pos, *tmp;
+
+    c->recent_fp[seq % COHORT_COMM_RECENT] = fp;
+    cohort_list_for_each(pos, tmp, &c->unexpected)
+    {
+        cohort_msg_t *m = cohort_container_of(pos, cohort_msg_t, link);
+        if (m->hdr.seq == seq && cohort_coll_msg_odd(c, &m->hdr)) {
+            cohort_coll_msg_mismatch(c, &m->hdr); /* drops the queue: m is gone */
+            return;
+        }
+    }
+}
+
 /* Match one in-order message. @a m is lent (lent = 1: from the callback, kept only by copy) or
  * owned (queued before; freed once consumed). @return 1 when a lent message's UCX memory was
  * kept. */
@@ -170,6 +209,14 @@ static int cohort_match(cohort_comm_t *c, cohort_msg_t *m, int lent, int persist
             }
             return 0;
         }
+    }
+    if (cohort_coll_msg_odd(c, &m->hdr)) {
+        /* It may match nothing ever (a bcast whose members disagree on the root): said now. */
+        cohort_coll_msg_mismatch(c, &m->hdr);
+        if (!lent) {
+            cohort_msg_free(ctx, m);
+        }
+        return 0;
     }
     if (!lent) {
         cohort_list_push(&c->unexpected, &m->link);

@@ -350,8 +350,11 @@ void cohort_request_free(cohort_request_t *req)
     }
     if (req->inflight > 0) {
         /* Its group revoked, or it waited COHORT_TIMEOUT already: no peer will take what it
-         * still sends. */
-        int hopeless = req->timed_out || (req->comm != NULL && req->comm->error != COHORT_OK);
+         * still sends. Not so for a mismatch: the members are alive and drop what they get
+         * (a rendezvous send then ends), and a force close would fail every other group on
+         * those endpoints. */
+        int hopeless = req->timed_out || (req->comm != NULL && req->comm->error != COHORT_OK &&
+                                          req->comm->error != COHORT_ERR_MISMATCH);
         double after_close = hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S : 1.0;
         /* UCX may still read or write this request's buffers: wait for it, then stop it. */
         /* A request that already waited COHORT_TIMEOUT gets no second one: what its peers

@@ -41,6 +41,12 @@ static void cohort_msg_free(cohort_context_t *ctx, cohort_msg_t *m)
     free(m);
 }
 
+/* @a m will never be read here: a single-copy sender waiting on it hears so. */
+static void cohort_msg_unread(cohort_context_t *ctx, const cohort_msg_t *m)
+{
+    cohort_cma_dropped(ctx, &m->hdr, m->desc == NULL ? m->data : NULL, m->len);
+}
+
 static int cohort_xfer_matches(const cohort_xfer_t *x, const cohort_am_hdr_t *h)
 {
     return x->kind == h->kind && x->tag == h->tag &&
@@ -86,6 +92,7 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
                      "collectives or arguments",
                      (unsigned long long)m->hdr.gid, m->hdr.src, m->hdr.seq, m->hdr.tag, x->fp,
                      m->hdr.fp);
+        cohort_msg_unread(ctx, m); /* a single-copy sender holds its buffer until told */
         cohort_xfer_mismatch(x);
         return;
     }
@@ -144,8 +151,12 @@ static cohort_msg_t *cohort_msg_keep(cohort_context_t *ctx, const cohort_msg_t *
 }
 
 /* A message could not be kept: members are out of step now, so the communicator says so. */
-static void cohort_msg_lost(cohort_comm_t *c, const cohort_am_hdr_t *h, size_t len)
+static void cohort_msg_lost(cohort_comm_t *c, const cohort_msg_t *m)
 {
+    const cohort_am_hdr_t *h = &m->hdr;
+    size_t len = m->len;
+
+    cohort_msg_unread(c->ctx, m);
     cohort_error(c->ctx,
                  "out of memory keeping a %zu-byte message from rank %d of group 0x%016llx:"
                  " the group is revoked",
@@ -212,6 +223,7 @@ static int cohort_match(cohort_comm_t *c, cohort_msg_t *m, int lent, int persist
     }
     if (cohort_coll_msg_odd(c, &m->hdr)) {
         /* It may match nothing ever (a bcast whose members disagree on the root): said now. */
+        cohort_msg_unread(ctx, m);
         cohort_coll_msg_mismatch(c, &m->hdr);
         if (!lent) {
             cohort_msg_free(ctx, m);
@@ -224,7 +236,7 @@ static int cohort_match(cohort_comm_t *c, cohort_msg_t *m, int lent, int persist
     }
     kept = cohort_msg_keep(ctx, m, persistent);
     if (kept == NULL) {
-        cohort_msg_lost(c, &m->hdr, m->len);
+        cohort_msg_lost(c, m);
         return 0;
     }
     cohort_list_push(&c->unexpected, &kept->link);
@@ -261,6 +273,7 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
         /* Revoked: nothing will match it, and keeping it would leak a message per step of
          * every collective the other members still run. */
         c->ctx->orphans_dropped++;
+        cohort_msg_unread(c->ctx, m);
         if (!lent) {
             cohort_msg_free(c->ctx, m);
         }
@@ -270,7 +283,7 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
         return cohort_match(c, m, lent, persistent);
     }
     if (cohort_comm_p2p_seqs(c) != COHORT_OK) {
-        cohort_msg_lost(c, &m->hdr, m->len);
+        cohort_msg_lost(c, m);
         if (!lent) {
             cohort_msg_free(c->ctx, m);
         }
@@ -279,7 +292,7 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
     if (m->hdr.seq != c->recv_seq[src]) {
         cohort_msg_t *h = lent ? cohort_msg_keep(c->ctx, m, persistent) : m;
         if (h == NULL) {
-            cohort_msg_lost(c, &m->hdr, m->len);
+            cohort_msg_lost(c, m);
             return 0;
         }
         cohort_list_push(&c->held, &h->link);
@@ -369,10 +382,12 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
     if (mark != NULL) {
         /* For a group freed here (nobody will take it) or one that already lost a message. */
         ctx->orphans_dropped++;
+        cohort_msg_unread(ctx, lent);
         return 0;
     }
     if (ctx->orphan_bytes + charge > ctx->cfg.orphan_bytes) {
         ctx->orphans_dropped++;
+        cohort_msg_unread(ctx, lent);
         cohort_error(ctx,
                      "dropped a message for group 0x%016llx, not created here: messages for "
                      "groups not created yet exceed COHORT_ORPHAN_LIMIT (%zu bytes); that "
@@ -385,6 +400,7 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
         o = malloc(sizeof(*o));
         if (o == NULL || cohort_map_put(&ctx->orphans, lent->hdr.gid, o) != COHORT_OK) {
             free(o);
+            cohort_msg_unread(ctx, lent);
             cohort_map_put(&ctx->poisoned, lent->hdr.gid, COHORT_ID_DROPPED);
             return 0;
         }
@@ -394,6 +410,7 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
     if (m == NULL) {
         cohort_error(ctx, "out of memory keeping a message for group 0x%016llx, not created here",
                      (unsigned long long)lent->hdr.gid);
+        cohort_msg_unread(ctx, lent);
         cohort_map_put(&ctx->poisoned, lent->hdr.gid, COHORT_ID_DROPPED);
         return 0;
     }
@@ -524,8 +541,16 @@ static void cohort_msg_list_free(cohort_context_t *ctx, cohort_list_t *list)
 
 void cohort_am_comm_drop(cohort_comm_t *c)
 {
-    cohort_msg_list_free(c->ctx, &c->unexpected);
-    cohort_msg_list_free(c->ctx, &c->held);
+    cohort_list_t *lists[] = {&c->unexpected, &c->held};
+
+    for (int i = 0; i < 2; i++) {
+        cohort_list_t *pos, *tmp;
+        cohort_list_for_each(pos, tmp, lists[i])
+        {
+            cohort_msg_unread(c->ctx, cohort_container_of(pos, cohort_msg_t, link));
+        }
+        cohort_msg_list_free(c->ctx, lists[i]);
+    }
 }
 
 void cohort_am_comm_cleanup(cohort_comm_t *c)

@@ -112,6 +112,19 @@ void cohort_request_complete(cohort_request_t *req, cohort_status_t status)
     if (req->done) {
         return;
     }
+    if (req->held) {
+        status = req->held_status; /* what it finished with when it was held */
+    }
+    if (req->readers > 0) {
+        /* Another process may be reading one of its sends' buffers: the caller gets them back
+         * once it said it is done, or is declared dead (cma.h). */
+        if (!req->held) {
+            req->held = 1;
+            req->held_status = status;
+        }
+        cohort_request_unschedule(req);
+        return;
+    }
     req->done = 1;
     req->status = status;
     cohort_request_unschedule(req);
@@ -146,6 +159,10 @@ int cohort_request_poll_all(cohort_context_t *ctx)
 
 void cohort_request_wake(cohort_request_t *req)
 {
+    if (req->held) {
+        cohort_request_complete(req, req->held_status); /* a reader answered: maybe done now */
+        return;
+    }
     if (req->done || req->queued || req->ops->progress == NULL) {
         return;
     }
@@ -157,7 +174,7 @@ void cohort_request_progress(cohort_request_t *req)
 {
     cohort_status_t status;
 
-    if (req->done) {
+    if (req->done || req->held) {
         return;
     }
     status = req->ops->progress(req);
@@ -176,7 +193,7 @@ void cohort_request_cancel(cohort_request_t *req, cohort_status_t status)
 {
     cohort_list_t todo;
 
-    if (req->ops->cancel != NULL && !req->done) {
+    if (req->ops->cancel != NULL && !req->done && !req->held) {
         req->ops->cancel(req, status);
     }
     /* A cancelled send can revoke the communicator, which cancels this request again: work
@@ -214,7 +231,7 @@ static void cohort_request_recycle(cohort_request_t *req)
 void cohort_request_release(cohort_request_t *req)
 {
     req->user_freed = 1;
-    if (req->inflight == 0) {
+    if (req->inflight == 0 && req->readers == 0) {
         cohort_request_recycle(req);
     }
     /* else: the last UCX completion recycles it (cohort_xfer_ucx_done). */
@@ -302,13 +319,15 @@ cohort_status_t cohort_wait(cohort_request_t *req)
     return cohort_request_wait_internal(req);
 }
 
-/* Progress until UCX lets go of @a req's buffers, at most @a bound seconds. */
-static void cohort_request_drain(cohort_request_t *req, double bound)
+/* Progress until UCX (and, with @a readers, every single-copy reader) lets go of @a req's
+ * buffers, at most @a bound seconds. */
+static void cohort_request_drain(cohort_request_t *req, double bound, int readers)
 {
     cohort_context_t *ctx = req->ctx;
     double start = cohort_time_now(), idle_since = start, t;
 
-    while (req->inflight > 0 && (t = cohort_time_now()) - start < bound) {
+    while ((req->inflight > 0 || (readers && req->readers > 0)) &&
+           (t = cohort_time_now()) - start < bound) {
         if (cohort_progress(ctx) > 0) {
             idle_since = t;
         } else {
@@ -348,6 +367,19 @@ void cohort_request_free(cohort_request_t *req)
         cohort_xfer_cancel(x, COHORT_ERR_REVOKED);
         pos = req->xfers.next;
     }
+    if (req->readers > 0) {
+        /* A process on this node may be reading a send's buffer right now: it answers from
+         * its progress (the cancel revoked the group, which tells it to drop what it has not
+         * read), or it is declared dead. A live peer answers within a round trip of its
+         * progress; one that does not call cohort for longer keeps the block (recycled at its
+         * answer) and is named. */
+        cohort_request_drain(req, cohort_context_bound(ctx, COHORT_FREE_WAIT_S), 1);
+        if (req->readers > 0) {
+            cohort_error(ctx, "cohort_request_free: a process on this node has not said it is "
+                              "done reading a single-copy send of this request: the buffer "
+                              "must stay as it is until that peer calls cohort or dies");
+        }
+    }
     if (req->inflight > 0) {
         /* Its group revoked, or it waited COHORT_TIMEOUT already: no peer will take what it
          * still sends. Not so for a mismatch: the members are alive and drop what they get
@@ -359,8 +391,10 @@ void cohort_request_free(cohort_request_t *req)
         /* UCX may still read or write this request's buffers: wait for it, then stop it. */
         /* A request that already waited COHORT_TIMEOUT gets no second one: what its peers
          * did not take by then they will not take in the next moment either. */
-        cohort_request_drain(req, hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S
-                                           : cohort_context_bound(ctx, COHORT_FREE_WAIT_S));
+        cohort_request_drain(req,
+                             hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S
+                                      : cohort_context_bound(ctx, COHORT_FREE_WAIT_S),
+                             0);
         cohort_list_for_each(pos, tmp, &req->xfers)
         {
             cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
@@ -369,7 +403,7 @@ void cohort_request_free(cohort_request_t *req)
                                         after_close);
             }
         }
-        cohort_request_drain(req, after_close);
+        cohort_request_drain(req, after_close, 0);
         if (req->inflight > 0 && !hopeless) {
             cohort_error(ctx, "cohort_request_free: a receive of this request is still being "
                               "fetched by UCX, which cannot cancel it: its buffer may be written "
@@ -411,6 +445,11 @@ void cohort_request_pool_cleanup(cohort_context_t *ctx)
         }
         req->magic = COHORT_REQ_DETACHED;
         req->detached = 1;
+        if (!req->done) {
+            /* held for a reader when the context went: over, with what it finished with */
+            req->done = 1;
+            req->status = req->held ? req->held_status : COHORT_ERR_REVOKED;
+        }
         req->inflight = 0;
         req->ctx = NULL;
         req->comm = NULL;

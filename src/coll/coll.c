@@ -385,6 +385,18 @@ static void cohort_coll_announce(cohort_comm_t *g, const cohort_coll_args_t *a,
     }
 }
 
+/* A local failure once the call was valid (no request, staging out of memory, a CUDA error, the
+ * caller's stream not marked): the other members post this call and wait for this rank, and
+ * this rank's next call would take their number for another. The number is spent and the
+ * group revoked, the others told (REVOKED there and for later calls here); @return @a status,
+ * this call's own. */
+static cohort_status_t cohort_coll_post_failed(cohort_comm_t *g, cohort_status_t status)
+{
+    g->coll_seq++;
+    cohort_comm_revoke(g, COHORT_ERR_REVOKED, "a collective failed at post on this rank");
+    return status;
+}
+
 cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *args,
                                  cohort_request_t **req_p)
 {
@@ -426,7 +438,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     req = cohort_request_alloc(g, &cohort_coll_ops,
                                size + (g->ctx->cfg.check || vote ? cohort_coll_check_size() : 0));
     if (req == NULL) {
-        return COHORT_ERR_NO_MEMORY;
+        return cohort_coll_post_failed(g, COHORT_ERR_NO_MEMORY);
     }
     b = cohort_coll_base(req);
     if (g->ctx->cfg.check || vote) {
@@ -437,19 +449,17 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         b->vote_algo = ipc;
         g->ctx->stat_ipc_votes++;
     }
-    status = COHORT_OK;
-    if (g->stream != NULL && cohort_gpu_get(g->ctx) != NULL) {
+    status = cohort_fault(g->ctx, COHORT_FAULT_POST) ? COHORT_ERR_NO_MEMORY : COHORT_OK;
+    if (status == COHORT_OK && g->stream != NULL && cohort_gpu_get(g->ctx) != NULL) {
         status = cohort_gpu_stream_mark(g->ctx, g->stream, &b->stream_mark);
     }
     b->stage_late = b->stream_mark != 0 && !algo->device && !vote;
-    /* Before the collective's number is spent: a staging failure leaves the group in step
-     * (after a vote or the caller's stream, it is the algorithm's first failure). */
     if (status == COHORT_OK && !algo->device && !vote && !b->stage_late) {
         status = cohort_coll_stage_in(req, algo);
     }
     if (status != COHORT_OK) {
         cohort_request_release(req);
-        return status;
+        return cohort_coll_post_failed(g, status);
     }
     b->algo = algo;
     /* Every member numbers its collectives on a group alike, so (seq, step) names one

@@ -517,10 +517,15 @@ COHORT_API cohort_status_t cohort_wait(cohort_request_t *req);
  *       cannot cancel a transfer in flight, so the call waits for it: a receive being fetched
  *       finishes in moments; a send the receiver has not asked for yet is given COHORT_TIMEOUT
  *       (1 s when unset), then its endpoint is closed by force, which also fails that peer's
- *       matching receive. Cancelling a collective, or a point-to-point send, leaves the other
- *       members out of step: the group is revoked (later operations fail with the request's
- *       status). A freed handle is recognized as freed for the life of the process, after
- *       cohort_finalize too: a second free is logged and ignored.
+ *       matching receive. A same-node send read by its receiver (single copy, COHORT_CMA) ends
+ *       only when that receiver said it is done with it or dropped it, or died: the cancel
+ *       revokes the group, which tells it, and the free waits for its answer within
+ *       COHORT_TIMEOUT (1 s when unset); a receiver that does not call cohort for longer is
+ *       named in the log, and it may still read the buffer until it answers. Cancelling a
+ *       collective, or a point-to-point send, leaves the other members out of step: the group
+ *       is revoked (later operations fail with the request's status). A freed handle is
+ *       recognized as freed for the life of the process, after cohort_finalize too: a second
+ *       free is logged and ignored.
  */
 COHORT_API void cohort_request_free(cohort_request_t *req);
 

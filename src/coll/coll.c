@@ -15,7 +15,8 @@ cohort_status_t cohort_coll_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     cohort_coll_base_t *b = cohort_coll_base(req);
 
     b->step = step;
-    return cohort_xfer_send(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->fp, buf, len);
+    return cohort_xfer_send(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->algo->ident ? 0 : b->fp,
+                            buf, len);
 }
 
 cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, int step,
@@ -24,7 +25,8 @@ cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
     cohort_coll_base_t *b = cohort_coll_base(req);
 
     b->step = step;
-    return cohort_xfer_recv(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->fp, buf, len);
+    return cohort_xfer_recv(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->algo->ident ? 0 : b->fp,
+                            buf, len);
 }
 
 cohort_status_t cohort_coll_flat_round(cohort_request_t *req, cohort_xfer_t *x, int *posted,
@@ -383,6 +385,18 @@ static void cohort_coll_announce(cohort_comm_t *g, const cohort_coll_args_t *a,
     }
 }
 
+/* A local failure once the call was valid (no request, staging out of memory, a CUDA error, the
+ * caller's stream not marked): the other members post this call and wait for this rank, and
+ * this rank's next call would take their number for another. The number is spent and the
+ * group revoked, the others told (REVOKED there and for later calls here); @return @a status,
+ * this call's own. */
+static cohort_status_t cohort_coll_post_failed(cohort_comm_t *g, cohort_status_t status)
+{
+    g->coll_seq++;
+    cohort_comm_revoke(g, COHORT_ERR_REVOKED, "a collective failed at post on this rank");
+    return status;
+}
+
 cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *args,
                                  cohort_request_t **req_p)
 {
@@ -424,7 +438,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     req = cohort_request_alloc(g, &cohort_coll_ops,
                                size + (g->ctx->cfg.check || vote ? cohort_coll_check_size() : 0));
     if (req == NULL) {
-        return COHORT_ERR_NO_MEMORY;
+        return cohort_coll_post_failed(g, COHORT_ERR_NO_MEMORY);
     }
     b = cohort_coll_base(req);
     if (g->ctx->cfg.check || vote) {
@@ -435,19 +449,17 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         b->vote_algo = ipc;
         g->ctx->stat_ipc_votes++;
     }
-    status = COHORT_OK;
-    if (g->stream != NULL && cohort_gpu_get(g->ctx) != NULL) {
+    status = cohort_fault(g->ctx, COHORT_FAULT_POST) ? COHORT_ERR_NO_MEMORY : COHORT_OK;
+    if (status == COHORT_OK && g->stream != NULL && cohort_gpu_get(g->ctx) != NULL) {
         status = cohort_gpu_stream_mark(g->ctx, g->stream, &b->stream_mark);
     }
     b->stage_late = b->stream_mark != 0 && !algo->device && !vote;
-    /* Before the collective's number is spent: a staging failure leaves the group in step
-     * (after a vote or the caller's stream, it is the algorithm's first failure). */
     if (status == COHORT_OK && !algo->device && !vote && !b->stage_late) {
         status = cohort_coll_stage_in(req, algo);
     }
     if (status != COHORT_OK) {
         cohort_request_release(req);
-        return status;
+        return cohort_coll_post_failed(g, status);
     }
     b->algo = algo;
     /* Every member numbers its collectives on a group alike, so (seq, step) names one
@@ -455,6 +467,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
      * therefore revokes the group. */
     b->seq = g->coll_seq++;
     b->fp = cohort_coll_fingerprint(&a);
+    cohort_am_coll_posted(g, b->seq, b->fp);
     cohort_coll_announce(g, &a, algo);
     status = b->stream_mark != 0 ? COHORT_OK : cohort_coll_begin(req);
     if (status != COHORT_OK) {

@@ -68,6 +68,12 @@ typedef struct cohort_coll_algo {
     int device_ok;
     /* COHORT_NODE_* bits the group must have for this to be chosen (0: any group). */
     int node;
+    /* Nonzero: its messages carry descriptors that name the call (cohort_coll_ident_t or shm
+     * tags), which every member checks in a round all of them take: they go with fingerprint
+     * 0, so that a difference is the members' agreed MISMATCH (the group goes on), not one
+     * transfer's (which revokes it). A member that took another algorithm still finds 0 unlike
+     * its own fingerprint. */
+    int ident;
     /* Optional: append to a timeout's description what it waits for beyond its transfers
      * (shared memory); returns the new length used. */
     size_t (*describe)(const cohort_request_t *req, char *buf, size_t len, size_t used);

@@ -497,6 +497,7 @@ static const cohort_coll_algo_t cohort_coll_cuda_ipc = {
     .progress = ipc_progress,
     .cleanup = ipc_cleanup,
     .device = 1,
+    .ident = 1,
 };
 
 const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a,

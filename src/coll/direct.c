@@ -588,7 +588,7 @@ static void direct_abandon(cohort_request_t *req, cohort_status_t status)
         .name = "direct", .description = "same node: " what_ " by single copy", .coll = coll_,     \
         .state_size = direct_state_size, .start = direct_start, .progress = direct_progress,       \
         .cleanup = direct_cleanup, .peers = direct_peers, .decline = decline_, .node = node_,      \
-        .describe = direct_describe, .abandon = direct_abandon, knobs_                             \
+        .describe = direct_describe, .abandon = direct_abandon, .ident = 1, knobs_                 \
     }
 
 #define DIRECT_WRITES (COHORT_NODE_DIRECT | COHORT_NODE_SHM)

@@ -41,6 +41,12 @@ static void cohort_msg_free(cohort_context_t *ctx, cohort_msg_t *m)
     free(m);
 }
 
+/* @a m will never be read here: a single-copy sender waiting on it hears so. */
+static void cohort_msg_unread(cohort_context_t *ctx, const cohort_msg_t *m)
+{
+    cohort_cma_dropped(ctx, &m->hdr, m->desc == NULL ? m->data : NULL, m->len);
+}
+
 static int cohort_xfer_matches(const cohort_xfer_t *x, const cohort_am_hdr_t *h)
 {
     return x->kind == h->kind && x->tag == h->tag &&
@@ -76,13 +82,17 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
 
     x->posted = 0;
     x->peer = m->hdr.src; /* an any-source receive becomes one from its sender here */
-    if (ctx->cfg.check && m->hdr.fp != x->fp) {
+    /* Always, not only under COHORT_CHECK: a member that passed another count (or root, dtype,
+     * op) than this one would otherwise have its message taken for this call's, and the two
+     * ends report success or wait on each other. P2P messages carry 0 on both sides. */
+    if (m->hdr.fp != x->fp) {
         cohort_error(ctx,
                      "group 0x%016llx: operation mismatch with rank %d at collective %u step %d "
                      "(fingerprint %08x here, %08x there): members called different "
                      "collectives or arguments",
                      (unsigned long long)m->hdr.gid, m->hdr.src, m->hdr.seq, m->hdr.tag, x->fp,
                      m->hdr.fp);
+        cohort_msg_unread(ctx, m); /* a single-copy sender holds its buffer until told */
         cohort_xfer_mismatch(x);
         return;
     }
@@ -141,13 +151,53 @@ static cohort_msg_t *cohort_msg_keep(cohort_context_t *ctx, const cohort_msg_t *
 }
 
 /* A message could not be kept: members are out of step now, so the communicator says so. */
-static void cohort_msg_lost(cohort_comm_t *c, const cohort_am_hdr_t *h, size_t len)
+static void cohort_msg_lost(cohort_comm_t *c, const cohort_msg_t *m)
 {
+    const cohort_am_hdr_t *h = &m->hdr;
+    size_t len = m->len;
+
+    cohort_msg_unread(c->ctx, m);
     cohort_error(c->ctx,
                  "out of memory keeping a %zu-byte message from rank %d of group 0x%016llx:"
                  " the group is revoked",
                  len, h->src, (unsigned long long)h->gid);
     cohort_comm_revoke(c, COHORT_ERR_NO_MEMORY, "a message was dropped for lack of memory");
+}
+
+/* Whether collective message @a h names a call this member posted with another fingerprint.
+ * The agreement's messages (COHORT_CHECK, the CUDA IPC vote) carry 0 and are not looked at. */
+static int cohort_coll_msg_odd(const cohort_comm_t *c, const cohort_am_hdr_t *h)
+{
+    uint32_t back = c->coll_seq - h->seq;
+
+    return h->kind == COHORT_MSG_COLL && h->fp != 0 && back >= 1 && back <= COHORT_COMM_RECENT &&
+           c->recent_fp[h->seq % COHORT_COMM_RECENT] != h->fp;
+}
+
+static void cohort_coll_msg_mismatch(cohort_comm_t *c, const cohort_am_hdr_t *h)
+{
+    cohort_error(c->ctx,
+                 "group 0x%016llx: a message of collective %u (step %d) from rank %d carries "
+                 "fingerprint %08x, called here with %08x: members called different collectives "
+                 "or arguments",
+                 (unsigned long long)c->id, h->seq, h->tag, h->src, h->fp,
+                 c->recent_fp[h->seq % COHORT_COMM_RECENT]);
+    cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a message of another call arrived");
+}
+
+void cohort_am_coll_posted(cohort_comm_t *c, uint32_t seq, uint32_t fp)
+{
+    cohort_list_t *pos, *tmp;
+
+    c->recent_fp[seq % COHORT_COMM_RECENT] = fp;
+    cohort_list_for_each(pos, tmp, &c->unexpected)
+    {
+        cohort_msg_t *m = cohort_container_of(pos, cohort_msg_t, link);
+        if (m->hdr.seq == seq && cohort_coll_msg_odd(c, &m->hdr)) {
+            cohort_coll_msg_mismatch(c, &m->hdr); /* drops the queue: m is gone */
+            return;
+        }
+    }
 }
 
 /* Match one in-order message. @a m is lent (lent = 1: from the callback, kept only by copy) or
@@ -171,13 +221,22 @@ static int cohort_match(cohort_comm_t *c, cohort_msg_t *m, int lent, int persist
             return 0;
         }
     }
+    if (cohort_coll_msg_odd(c, &m->hdr)) {
+        /* It may match nothing ever (a bcast whose members disagree on the root): said now. */
+        cohort_msg_unread(ctx, m);
+        cohort_coll_msg_mismatch(c, &m->hdr);
+        if (!lent) {
+            cohort_msg_free(ctx, m);
+        }
+        return 0;
+    }
     if (!lent) {
         cohort_list_push(&c->unexpected, &m->link);
         return 0;
     }
     kept = cohort_msg_keep(ctx, m, persistent);
     if (kept == NULL) {
-        cohort_msg_lost(c, &m->hdr, m->len);
+        cohort_msg_lost(c, m);
         return 0;
     }
     cohort_list_push(&c->unexpected, &kept->link);
@@ -214,6 +273,7 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
         /* Revoked: nothing will match it, and keeping it would leak a message per step of
          * every collective the other members still run. */
         c->ctx->orphans_dropped++;
+        cohort_msg_unread(c->ctx, m);
         if (!lent) {
             cohort_msg_free(c->ctx, m);
         }
@@ -223,7 +283,7 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
         return cohort_match(c, m, lent, persistent);
     }
     if (cohort_comm_p2p_seqs(c) != COHORT_OK) {
-        cohort_msg_lost(c, &m->hdr, m->len);
+        cohort_msg_lost(c, m);
         if (!lent) {
             cohort_msg_free(c->ctx, m);
         }
@@ -232,7 +292,7 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
     if (m->hdr.seq != c->recv_seq[src]) {
         cohort_msg_t *h = lent ? cohort_msg_keep(c->ctx, m, persistent) : m;
         if (h == NULL) {
-            cohort_msg_lost(c, &m->hdr, m->len);
+            cohort_msg_lost(c, m);
             return 0;
         }
         cohort_list_push(&c->held, &h->link);
@@ -322,10 +382,12 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
     if (mark != NULL) {
         /* For a group freed here (nobody will take it) or one that already lost a message. */
         ctx->orphans_dropped++;
+        cohort_msg_unread(ctx, lent);
         return 0;
     }
     if (ctx->orphan_bytes + charge > ctx->cfg.orphan_bytes) {
         ctx->orphans_dropped++;
+        cohort_msg_unread(ctx, lent);
         cohort_error(ctx,
                      "dropped a message for group 0x%016llx, not created here: messages for "
                      "groups not created yet exceed COHORT_ORPHAN_LIMIT (%zu bytes); that "
@@ -338,6 +400,7 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
         o = malloc(sizeof(*o));
         if (o == NULL || cohort_map_put(&ctx->orphans, lent->hdr.gid, o) != COHORT_OK) {
             free(o);
+            cohort_msg_unread(ctx, lent);
             cohort_map_put(&ctx->poisoned, lent->hdr.gid, COHORT_ID_DROPPED);
             return 0;
         }
@@ -347,6 +410,7 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
     if (m == NULL) {
         cohort_error(ctx, "out of memory keeping a message for group 0x%016llx, not created here",
                      (unsigned long long)lent->hdr.gid);
+        cohort_msg_unread(ctx, lent);
         cohort_map_put(&ctx->poisoned, lent->hdr.gid, COHORT_ID_DROPPED);
         return 0;
     }
@@ -477,8 +541,16 @@ static void cohort_msg_list_free(cohort_context_t *ctx, cohort_list_t *list)
 
 void cohort_am_comm_drop(cohort_comm_t *c)
 {
-    cohort_msg_list_free(c->ctx, &c->unexpected);
-    cohort_msg_list_free(c->ctx, &c->held);
+    cohort_list_t *lists[] = {&c->unexpected, &c->held};
+
+    for (int i = 0; i < 2; i++) {
+        cohort_list_t *pos, *tmp;
+        cohort_list_for_each(pos, tmp, lists[i])
+        {
+            cohort_msg_unread(c->ctx, cohort_container_of(pos, cohort_msg_t, link));
+        }
+        cohort_msg_list_free(c->ctx, lists[i]);
+    }
 }
 
 void cohort_am_comm_cleanup(cohort_comm_t *c)

@@ -75,6 +75,10 @@ void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status);
 void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x, void *desc);
 /* A communicator was just created: deliver the messages that arrived for it before. */
 void cohort_am_adopt(cohort_comm_t *comm);
+/* Collective #@a seq was posted here with fingerprint @a fp: remembered, and a message for it
+ * that arrived first with another fingerprint (whatever its step) is a mismatch, which revokes
+ * the group (MISMATCH, told). */
+void cohort_am_coll_posted(cohort_comm_t *comm, uint32_t seq, uint32_t fp);
 /* Drop a communicator's queued messages (revoke)... */
 void cohort_am_comm_drop(cohort_comm_t *comm);
 /* ...and remember it is gone, so later messages for it are dropped on arrival (destroy). */

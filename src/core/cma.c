@@ -25,7 +25,12 @@ typedef struct {
 
 static int cohort_cma_world(const cohort_xfer_t *x)
 {
-    return cohort_comm_world_rank(x->req->comm, x->peer);
+    /* An offered send held for its reader outlives its group (cohort_group_free), so it names
+     * its reader itself; before the offer (cohort_cma_ipc_wanted, at post) cma_reader is not
+     * set yet, and the group is there. */
+    return x->is_send && x->cma_state == COHORT_CMA_SENT
+               ? x->cma_reader
+               : cohort_comm_world_rank(x->req->comm, x->peer);
 }
 
 /* Whether the kernel has pidfd_getfd (5.6): taking a peer's file descriptor, which the kernel
@@ -117,22 +122,33 @@ size_t cohort_cma_offer(cohort_xfer_t *x, cohort_peer_t *peer)
     memcpy(x->cma_desc, &d, x->ipc_offer ? sizeof(d) : sizeof(d.base));
     x->cma_token = d.base.token;
     x->cma_state = COHORT_CMA_SENT;
+    x->cma_reader = peer->rank;
+    x->req->readers++;
     x->hdr[2] |= COHORT_HDR_CMA;
     return x->ipc_offer ? sizeof(d) : sizeof(d.base);
 }
 
-static cohort_cma_ack_t *cohort_cma_answer(cohort_context_t *ctx, const cohort_msg_t *m,
-                                           uint64_t token, cohort_status_t status, uint32_t rtoken)
+/* Send @a x is no longer offered: its reader answered, or the data goes another way. */
+static void cohort_cma_unsent(cohort_xfer_t *x)
+{
+    cohort_map_del(&x->req->ctx->cma_sends, x->cma_token);
+    x->cma_token = 0;
+    x->cma_state = COHORT_CMA_NONE;
+    x->req->readers--;
+}
+
+static cohort_cma_ack_t *cohort_cma_answer_to(cohort_context_t *ctx, int world_rank, uint64_t token,
+                                              cohort_status_t status, uint32_t rtoken)
 {
     cohort_cma_ack_t *a = calloc(1, sizeof(*a));
 
     if (a == NULL) {
         /* The sender then waits on us until its peer or its timeout fails it. */
         cohort_error(ctx, "out of memory answering a single-copy transfer from world rank %d",
-                     m->hdr.wsrc);
+                     world_rank);
         return NULL;
     }
-    a->world_rank = m->hdr.wsrc;
+    a->world_rank = world_rank;
     a->hdr.kind = COHORT_MSG_CMA_ACK;
     a->hdr.gid = token;
     a->hdr.fp = (uint32_t)status;
@@ -142,6 +158,28 @@ static cohort_cma_ack_t *cohort_cma_answer(cohort_context_t *ctx, const cohort_m
     a->hdr.tag = -1;
     cohort_list_push(&ctx->cma_acks, &a->link);
     return a;
+}
+
+static cohort_cma_ack_t *cohort_cma_answer(cohort_context_t *ctx, const cohort_msg_t *m,
+                                           uint64_t token, cohort_status_t status, uint32_t rtoken)
+{
+    return cohort_cma_answer_to(ctx, m->hdr.wsrc, token, status, rtoken);
+}
+
+void cohort_cma_dropped(cohort_context_t *ctx, const cohort_am_hdr_t *h, const void *data,
+                        size_t len)
+{
+    cohort_cma_desc_t d;
+
+    if (!(h->flags & COHORT_HDR_CMA) || data == NULL ||
+        (len != sizeof(d) && len != sizeof(cohort_cma_ipc_desc_t))) {
+        return;
+    }
+    memcpy(&d, data, sizeof(d));
+    if (d.magic == COHORT_CMA_DESC_MAGIC || d.magic == COHORT_CMA_IPC_MAGIC) {
+        /* Its sender holds the buffer until a reader answers: this one never will read it. */
+        cohort_cma_answer_to(ctx, h->wsrc, d.token, COHORT_ERR_REVOKED, 0);
+    }
 }
 
 /* The kernel would not let us read the sender: ask for the data instead, and stop trying. Or
@@ -341,11 +379,17 @@ void cohort_cma_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
     cohort_xfer_t *x = cohort_map_get(&ctx->cma_sends, h->gid);
     cohort_status_t status = (cohort_status_t)(int32_t)h->fp;
 
+    cohort_request_t *req;
+
     if (x == NULL || x->cma_state != COHORT_CMA_SENT || cohort_cma_world(x) != h->wsrc) {
         ctx->orphans_dropped++; /* for a send given up on meanwhile */
         return;
     }
-    if (status == COHORT_ERR_UNSUPPORTED && h->seq != 0) {
+    req = x->req;
+    if (x->cma_cancel) {
+        /* cancelled while it could be read: now it is over, whatever the reader did */
+        cohort_xfer_finish(x, x->status);
+    } else if (status == COHORT_ERR_UNSUPPORTED && h->seq != 0) {
         cohort_peer_t *peer = cohort_peer_get(ctx, h->wsrc);
         if (peer != NULL && x->ipc_offer) {
             peer->ipc_off = 1;
@@ -356,16 +400,13 @@ void cohort_cma_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
             /* it could not map our device memory: the data goes staged */
             cohort_status_t staged = cohort_xfer_stage_now(x);
             if (staged != COHORT_OK) {
-                cohort_map_del(&ctx->cma_sends, x->cma_token);
-                x->cma_token = 0;
-                x->cma_state = COHORT_CMA_NONE;
+                cohort_cma_unsent(x);
                 cohort_xfer_finish(x, staged);
                 return;
             }
         }
         /* The data follows to the receive it matched, named by the receiver's token. */
-        cohort_map_del(&ctx->cma_sends, x->cma_token);
-        x->cma_token = 0;
+        cohort_cma_unsent(x);
         x->cma_state = COHORT_CMA_RESEND;
         x->hdr[1] = COHORT_MSG_CMA_DATA;
         x->hdr[2] = 0;
@@ -374,8 +415,12 @@ void cohort_cma_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
         }
         cohort_list_push(&ctx->cma_resend, &x->link);
         return;
+    } else {
+        cohort_xfer_finish(x, status);
     }
-    cohort_xfer_finish(x, status);
+    if (req->user_freed && req->inflight == 0 && req->readers == 0) {
+        cohort_request_release(req); /* freed while its reader had not answered */
+    }
 }
 
 int cohort_cma_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len,
@@ -405,7 +450,7 @@ void cohort_cma_forget(cohort_xfer_t *x)
     cohort_context_t *ctx = x->req->ctx;
 
     if (x->cma_state == COHORT_CMA_SENT) {
-        cohort_map_del(&ctx->cma_sends, x->cma_token);
+        cohort_cma_unsent(x);
     } else if (x->cma_state == COHORT_CMA_WANT_DATA) {
         cohort_map_del(&ctx->cma_recvs, x->cma_token);
     } else if (x->cma_state == COHORT_CMA_RESEND) {
@@ -443,8 +488,25 @@ static void cohort_cma_fail_map(cohort_context_t *ctx, cohort_map_t *map, int wo
                 victims[n++] = x;
             }
         }
+        cohort_request_t *reqs[64];
+        int nreqs = 0;
+        for (int i = 0; i < n; i++) {
+            int j = 0;
+            while (j < nreqs && reqs[j] != victims[i]->req) {
+                j++;
+            }
+            if (j == nreqs) {
+                reqs[nreqs++] = victims[i]->req;
+            }
+        }
         for (int i = 0; i < n; i++) {
             cohort_xfer_finish(victims[i], status);
+        }
+        /* A send freed while its reader had not answered: the reader is dead, so it is over. */
+        for (int j = 0; j < nreqs; j++) {
+            if (reqs[j]->user_freed && reqs[j]->inflight == 0 && reqs[j]->readers == 0) {
+                cohort_request_release(reqs[j]);
+            }
         }
     } while (n == 64);
 }

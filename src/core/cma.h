@@ -9,6 +9,17 @@
  * the data follows through UCX to the matched receive (CMA_DATA); single copy is then off for
  * this context. A peer that dies fails what waits on it, as any transfer.
  *
+ * Lifetime. From the moment its descriptor goes out the sender's buffer may be read by the
+ * receiver at any time (when it matches the descriptor), so the send is not over, cancelled
+ * or freed until the receiver answered: ACK (read), "send it", or "dropped unread" (a receiver
+ * that drops the descriptor, its group revoked or freed there, or an orphan over the limit,
+ * says so: cohort_cma_dropped), or until the receiver is declared dead. A cancel therefore
+ * revokes the group (which makes the receiver drop what it has not read) and holds the request
+ * (req->readers) until the answer; cohort_request_free waits for it, bounded by COHORT_TIMEOUT
+ * (1 s when unset), and past that keeps the block, named in the log, until the answer or the
+ * death. The alternative, a reader that checks a generation before reading, cannot close the
+ * window: the check and the process_vm_readv are not one step.
+ *
  * Device data goes the same way through CUDA IPC: a send of device memory to a peer on this
  * node (COHORT_CUDA_IPC not off, COHORT_CMA_MIN bytes or more) is not staged; its descriptor
  * carries the buffer's IPC handle, and the receiver maps it (the IPC mapping cache) and copies
@@ -72,7 +83,12 @@ cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t p
 /* The same the other way: write @a len bytes of @a src at @a addr of process @a pid. */
 cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t pid, const void *src,
                                 uint64_t addr, size_t len, const char **why);
-/* An ACK arrived (sender side). */
+/* A message of @a h with @a len bytes of @a data is dropped unread (its group revoked or
+ * freed here, an orphan over the limit): when it is a single-copy descriptor, its sender is
+ * told it will not be read, so that it can give its buffer back. */
+void cohort_cma_dropped(cohort_context_t *ctx, const cohort_am_hdr_t *h, const void *data,
+                        size_t len);
+/* An ACK arrived (sender side). An answer for a send cancelled meanwhile finishes it now. */
 void cohort_cma_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h);
 /* The data a refused single copy asked for arrived (receiver side). @a data is eager data or,
  * with @a rndv, UCX's descriptor. @return 1 when a rendezvous fetch took the descriptor. */

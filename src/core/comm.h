@@ -9,6 +9,8 @@
 #include "core/context.h"
 #include "core/request.h"
 
+#define COHORT_COMM_RECENT 16
+
 typedef enum {
     COHORT_COMM_NEW,       /* nothing posted yet */
     COHORT_COMM_PREPARING, /* the exchange plugin's first-use step is in flight */
@@ -43,6 +45,10 @@ struct cohort_comm {
     cohort_list_t requests;   /* outstanding requests on this communicator */
     cohort_list_t link;       /* in ctx->comm_list */
     cohort_list_t prep_link;  /* in ctx->preparing */
+    /* The fingerprints of the last COHORT_COMM_RECENT collectives posted, collective #s at
+     * [s % COHORT_COMM_RECENT]: a message of one of them that carries another is a mismatch
+     * even where it matches no receive (am.c). */
+    uint32_t recent_fp[COHORT_COMM_RECENT];
 };
 
 /* A communicator over @a members (copied; NULL: the whole world), where this rank is

@@ -258,7 +258,7 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         return cohort_config_bytes(name, value, &cfg->orphan_bytes, err, errlen);
     } else if (strcmp(name, "COHORT_FAULT") == 0) {
         static const char *const points[] = {"none", "group_create", "send",      "msg_keep", "cma",
-                                             "shm",  "stall",        "write_gap", NULL};
+                                             "shm",  "stall",        "write_gap", "post",     NULL};
         const char *colon = strchr(value, ':'), *at = strchr(value, '@');
         char point[32];
         long n = 0, rank = -1;
@@ -279,7 +279,8 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         if (idx <= 0 || colon == NULL || bad || n < 1) {
             snprintf(err, errlen,
                      "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (1 <= n <= %d, 0 <= rank <= "
-                     "%d), point one of group_create, send, msg_keep, cma, shm, stall, write_gap",
+                     "%d), point one of group_create, send, msg_keep, cma, shm, stall, write_gap, "
+                     "post",
                      value, INT_MAX, INT_MAX);
             return COHORT_ERR_INVALID_ARG;
         }

@@ -115,6 +115,19 @@ void cohort_request_complete(cohort_request_t *req, cohort_status_t status)
     if (req->done) {
         return;
     }
+    if (req->held) {
+        status = req->held_status; /* what it finished with when it was held */
+    }
+    if (req->readers > 0) {
+        /* Another process may be reading one of its sends' buffers: the caller gets them back
+         * once it said it is done, or is declared dead (cma.h). */
+        if (!req->held) {
+            req->held = 1;
+            req->held_status = status;
+        }
+        cohort_request_unschedule(req);
+        return;
+    }
     req->done = 1;
     req->status = status;
     cohort_request_unschedule(req);
@@ -149,6 +162,10 @@ int cohort_request_poll_all(cohort_context_t *ctx)
 
 void cohort_request_wake(cohort_request_t *req)
 {
+    if (req->held) {
+        cohort_request_complete(req, req->held_status); /* a reader answered: maybe done now */
+        return;
+    }
     if (req->done || req->queued || req->ops->progress == NULL) {
         return;
     }
@@ -160,7 +177,7 @@ void cohort_request_progress(cohort_request_t *req)
 {
     cohort_status_t status;
 
-    if (req->done) {
+    if (req->done || req->held) {
         return;
     }
     status = req->ops->progress(req);
@@ -179,7 +196,7 @@ void cohort_request_cancel(cohort_request_t *req, cohort_status_t status)
 {
     cohort_list_t todo;
 
-    if (req->ops->cancel != NULL && !req->done) {
+    if (req->ops->cancel != NULL && !req->done && !req->held) {
         req->ops->cancel(req, status);
     }
     /* A cancelled send can revoke the communicator, which cancels this request again: work
@@ -217,7 +234,7 @@ static void cohort_request_recycle(cohort_request_t *req)
 void cohort_request_release(cohort_request_t *req)
 {
     req->user_freed = 1;
-    if (req->inflight == 0) {
+    if (req->inflight == 0 && req->readers == 0) {
         cohort_request_recycle(req);
     }
     /* else: the last UCX completion recycles it (cohort_xfer_ucx_done). */
@@ -349,13 +366,15 @@ cohort_request_t *cohort_request_get(const cohort_request_t *handle, const char 
     return cohort_guard_check(req->ctx, fn) == COHORT_OK ? req : NULL;
 }
 
-/* Progress until UCX lets go of @a req's buffers, at most @a bound seconds. */
-static void cohort_request_drain(cohort_request_t *req, double bound)
+/* Progress until UCX (and, with @a readers, every single-copy reader) lets go of @a req's
+ * buffers, at most @a bound seconds. */
+static void cohort_request_drain(cohort_request_t *req, double bound, int readers)
 {
     cohort_context_t *ctx = req->ctx;
     double start = cohort_time_now(), idle_since = start, t;
 
-    while (req->inflight > 0 && (t = cohort_time_now()) - start < bound) {
+    while ((req->inflight > 0 || (readers && req->readers > 0)) &&
+           (t = cohort_time_now()) - start < bound) {
         if (cohort_progress(ctx) > 0) {
             idle_since = t;
         } else {
@@ -407,16 +426,34 @@ void cohort_request_free_internal(cohort_request_t *req)
         cohort_xfer_cancel(x, COHORT_ERR_REVOKED);
         pos = req->xfers.next;
     }
+    if (req->readers > 0) {
+        /* A process on this node may be reading a send's buffer right now: it answers from
+         * its progress (the cancel revoked the group, which tells it to drop what it has not
+         * read), or it is declared dead. A live peer answers within a round trip of its
+         * progress; one that does not call cohort for longer keeps the block (recycled at its
+         * answer) and is named. */
+        cohort_request_drain(req, cohort_context_bound(ctx, COHORT_FREE_WAIT_S), 1);
+        if (req->readers > 0) {
+            cohort_error(ctx, "cohort_request_free: a process on this node has not said it is "
+                              "done reading a single-copy send of this request: the buffer "
+                              "must stay as it is until that peer calls cohort or dies");
+        }
+    }
     if (req->inflight > 0) {
         /* Its group revoked, or it waited COHORT_TIMEOUT already: no peer will take what it
-         * still sends. */
-        int hopeless = req->timed_out || (req->comm != NULL && req->comm->error != COHORT_OK);
+         * still sends. Not so for a mismatch: the members are alive and drop what they get
+         * (a rendezvous send then ends), and a force close would fail every other group on
+         * those endpoints. */
+        int hopeless = req->timed_out || (req->comm != NULL && req->comm->error != COHORT_OK &&
+                                          req->comm->error != COHORT_ERR_MISMATCH);
         double after_close = hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S : 1.0;
         /* UCX may still read or write this request's buffers: wait for it, then stop it. */
         /* A request that already waited COHORT_TIMEOUT gets no second one: what its peers
          * did not take by then they will not take in the next moment either. */
-        cohort_request_drain(req, hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S
-                                           : cohort_context_bound(ctx, COHORT_FREE_WAIT_S));
+        cohort_request_drain(req,
+                             hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S
+                                      : cohort_context_bound(ctx, COHORT_FREE_WAIT_S),
+                             0);
         cohort_list_for_each(pos, tmp, &req->xfers)
         {
             cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
@@ -425,7 +462,7 @@ void cohort_request_free_internal(cohort_request_t *req)
                                         after_close);
             }
         }
-        cohort_request_drain(req, after_close);
+        cohort_request_drain(req, after_close, 0);
         if (req->inflight > 0 && !hopeless) {
             cohort_error(ctx, "cohort_request_free: a receive of this request is still being "
                               "fetched by UCX, which cannot cancel it: its buffer may be written "
@@ -467,6 +504,11 @@ void cohort_request_pool_cleanup(cohort_context_t *ctx)
         }
         req->magic = COHORT_REQ_DETACHED;
         req->detached = 1;
+        if (!req->done) {
+            /* held for a reader when the context went: over, with what it finished with */
+            req->done = 1;
+            req->status = req->held ? req->held_status : COHORT_ERR_REVOKED;
+        }
         req->inflight = 0;
         req->ctx = NULL;
         req->comm = NULL;

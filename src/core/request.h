@@ -32,6 +32,7 @@ typedef struct cohort_xfer {
     uint32_t seq;
     int32_t tag;
     uint32_t fp;
+    int cma_reader; /* single-copy send: the world rank that reads it (its group may be gone) */
     void *buf;
     size_t len; /* send: bytes; recv: capacity */
     size_t received;
@@ -41,6 +42,7 @@ typedef struct cohort_xfer {
     uint64_t cma_token;      /* its key in the context's single-copy map */
     uint8_t cma_desc[144];   /* send: the cohort_cma_desc_t (or _ipc_desc_t) UCX sends instead */
     uint8_t ipc_offer;       /* send: device data offered through CUDA IPC, not staged (cma.h) */
+    uint8_t cma_cancel;      /* send: cancelled (x->status) while its reader may read it */
     void *stage;             /* device data through page-locked memory (xfer_stage.c): the bounce */
     void *stage_user;        /* the caller's device buffer behind it */
     uint64_t stage_copy;     /* the staging copy in flight (its ticket), 0: none */
@@ -75,11 +77,14 @@ struct cohort_request {
     uint8_t detached;  /* its context was finalized while the user held it */
     uint8_t timed_out; /* a wait on it hit COHORT_TIMEOUT: freeing it revokes with TIMEOUT */
     uint8_t device;    /* its transfers' buffers may be device memory: each is looked at */
+    uint8_t held;      /* finished (held_status) but a reader still reads one of its sends */
     cohort_status_t status;
+    cohort_status_t held_status;
     cohort_context_t *ctx;
     cohort_comm_t *comm;
     const cohort_request_ops_t *ops;
     int inflight;             /* UCX operations that still point into this request */
+    int readers;              /* single-copy sends whose reader has not answered (cma.h) */
     cohort_list_t xfers;      /* transfers posted and not finished with UCX */
     cohort_list_t ready_link; /* in ctx->ready */
     cohort_list_t poll_link;  /* in ctx->polling */
@@ -95,7 +100,8 @@ struct cohort_request {
 /* A request on @a comm with @a extra bytes of layer state (zeroed), or NULL (logged). */
 cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request_ops_t *ops,
                                        size_t extra);
-/* Mark finished with @a status; the first status set sticks. */
+/* Mark finished with @a status; the first status set sticks. While another process may
+ * still read one of its sends (req->readers), it is held: done when the last reader answers. */
 void cohort_request_complete(cohort_request_t *req, cohort_status_t status);
 /* A transfer of @a req changed: progress it at the next pass. */
 void cohort_request_wake(cohort_request_t *req);
@@ -106,7 +112,7 @@ void cohort_request_poll(cohort_request_t *req);
 int cohort_request_poll_all(cohort_context_t *ctx);
 /* Stop everything the request still waits for and finish it with @a status. */
 void cohort_request_cancel(cohort_request_t *req, cohort_status_t status);
-/* Give the block back to the pool once UCX no longer points into it. */
+/* Give the block back to the pool once UCX no longer points into it and no reader reads it. */
 void cohort_request_release(cohort_request_t *req);
 /* Hand @a req to the user: *out is its handle. On failure (out of memory) the request is
  * cancelled and freed. */

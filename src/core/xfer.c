@@ -298,6 +298,20 @@ void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status)
     if (x->done) {
         return;
     }
+    if (x->cma_state == COHORT_CMA_SENT) {
+        /* Its descriptor is out: a process on this node may be reading the buffer now. It ends
+         * when that reader answers (read, or dropped unread: the revocation that comes with a
+         * cancel tells it) or dies, not before (cma.h). */
+        if (!x->cma_cancel) {
+            x->cma_cancel = 1;
+            x->status = status;
+            /* its number is spent, and the revocation is what tells the reader to drop it */
+            if (x->req->comm != NULL) {
+                cohort_comm_revoke(x->req->comm, status, "a single-copy send was cancelled");
+            }
+        }
+        return;
+    }
     if (x->posted || x->waiting) {
         /* A receive leaves matching; a send not handed to UCX yet is dropped. */
         cohort_list_del(&x->link);

@@ -4,18 +4,21 @@
 /*
  * Members that disagree on a collective's count or root, without COHORT_CHECK, on each path:
  * direct (single copy into and out of the others' buffers), shm (the group's segment) and
- * messages (COHORT_CMA=off). Nobody may write past a member's buffers (a canary before and after
- * each is intact on every rank), nobody reports success, and every member gets the same error:
+ * messages (COHORT_CMA=off, every message-based algorithm forced in turn, rendezvous and eager
+ * sizes). Nobody may write past a member's buffers (a canary before and after each is intact on
+ * every rank), nobody reports success, and every member gets the same error:
  * COHORT_ERR_MISMATCH on direct and shm, which then leave the group usable (a matching call on
  * it succeeds, with the right result). On the message path a member that receives an odd
- * message fails, and the others learn it (MISMATCH or REVOKED).
+ * message fails and revokes the group with MISMATCH, telling the others; a member whose part
+ * was only to send may have returned before, and learns it from its next call on the group
+ * (messages_outcome). Not run there: a reduce whose members disagree on the root (no message
+ * can show it; COHORT_CHECK=1 does).
  *
  * One mpirun runs every configuration: a context per path, with the statuses and canaries
  * compared through a second context of default settings that no mismatch touches.
- * COUNT_MISMATCH_PATHS names the paths to run (default "direct shm"; "cuda_ipc": device
- * buffers, under tests/gpu/fake_mismatch.sh's fake runtime or on a GPU): the message path waits
- * on src/core (a message's fingerprint is compared only under COHORT_CHECK=1, and a mismatch
- * found by one transfer does not revoke the group), and times out until then.
+ * COUNT_MISMATCH_PATHS names the paths to run (default: all but "cuda_ipc": device buffers,
+ * under tests/gpu/fake_mismatch.sh's fake runtime or on a GPU; "messages" runs every
+ * messages_* path).
  */
 #include <stdint.h>
 #include <string.h>
@@ -46,13 +49,31 @@ typedef struct {
     size_t count; /* elements (float) of the smaller side */
     int reusable; /* the group goes on after a mismatch */
     int device;   /* device buffers, through CUDA IPC (COHORT_CUDA_IPC=on) */
+    /* The message path: each collective's algorithm (NULL: the default), so that every
+     * message-based algorithm is run. */
+    const char *algos[C_N];
 } path_t;
 
 static const path_t paths[] = {
-    {"direct", "direct", 0, 64 * 1024, 1, 0},
-    {"shm", "shm", 0, 512, 1, 0},
-    {"messages", NULL, 1, 64 * 1024, 0, 0},
-    {"cuda_ipc", NULL, 0, 16 * 1024, 1, 1},
+    {"direct", "direct", 0, 64 * 1024, 1, 0, {NULL}},
+    {"shm", "shm", 0, 512, 1, 0, {NULL}},
+    /* 256 KiB messages (rendezvous), then 1 KiB ones (eager) */
+    {"messages_a",
+     NULL,
+     1,
+     64 * 1024,
+     0,
+     0,
+     {"recursive_doubling", "ring", "ring", "knomial", "knomial", "pairwise"}},
+    {"messages_b",
+     NULL,
+     1,
+     256,
+     0,
+     0,
+     {"ring", "bruck", "recursive_halving", "scatter_allgather", "knomial", "bruck"}},
+    {"messages_c", NULL, 1, 64 * 1024, 0, 0, {"rabenseifner", NULL, NULL, NULL, NULL, NULL}},
+    {"cuda_ipc", NULL, 0, 16 * 1024, 1, 1, {NULL}},
 };
 
 static bench_cudart_t cuda; /* loaded for the cuda_ipc path only */
@@ -185,7 +206,9 @@ static cohort_context_t *path_init(const path_t *p)
     for (int c = 0; c < C_N; c++) {
         snprintf(var, sizeof(var), "COHORT_ALGO_%s", coll_env[c]);
         /* direct has no reduce: that one takes the defaults there */
-        if (p->algo != NULL && !(c == C_REDUCE && strcmp(p->algo, "direct") == 0)) {
+        if (p->algos[c] != NULL) {
+            setenv(var, p->algos[c], 1);
+        } else if (p->algo != NULL && !(c == C_REDUCE && strcmp(p->algo, "direct") == 0)) {
             setenv(var, p->algo, 1);
         } else {
             unsetenv(var);
@@ -206,10 +229,40 @@ static cohort_context_t *path_init(const path_t *p)
     return ctx;
 }
 
+/* The message path: a member whose part was only to send (a bcast's root, a reduce's leaves)
+ * may be done before another member finds the mismatch; the group is revoked for it all the
+ * same, and its next call on the group says so. The telling goes on inside progress: every
+ * member keeps progressing this context (a barrier on a second group of it, @a side) until
+ * every such next call is over. @return what the member learnt: the call's status, else the
+ * next one's. */
+static cohort_status_t messages_outcome(cohort_group_t *g, cohort_group_t *side, cohort_status_t st)
+{
+    if (st == COHORT_OK) {
+        st = cohort_barrier(g);
+    }
+    CHECK_OK(cohort_barrier(side));
+    return st;
+}
+
+/* A group of every rank of @a ctx, tagged @a tag. */
+static cohort_group_t *group_all(cohort_context_t *ctx, const char *tag)
+{
+    int n = cohort_world_size(ctx), *ranks = malloc(sizeof(int) * (size_t)n);
+    cohort_group_t *g = NULL;
+
+    CHECK(ranks != NULL);
+    for (int k = 0; k < n; k++) {
+        ranks[k] = k;
+    }
+    CHECK_OK(cohort_group_create(ctx, tag, ranks, n, &g));
+    free(ranks);
+    return g;
+}
+
 int main(void)
 {
     cohort_context_t *ctl = test_init(), *ctx;
-    cohort_group_t *cw = cohort_world(ctl);
+    cohort_group_t *cw = cohort_world(ctl), *g, *side;
     int n = cohort_world_size(ctl), me = cohort_world_rank(ctl);
     int *all = malloc(2 * sizeof(int) * (size_t)n);
     const char *which = getenv("COUNT_MISMATCH_PATHS");
@@ -217,8 +270,9 @@ int main(void)
     CHECK(all != NULL);
     for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
         const path_t *path = &paths[p];
-        if (which == NULL ? strcmp(path->name, "messages") == 0 || path->device
-                          : strstr(which, path->name) == NULL) {
+        if (which == NULL
+                ? path->device
+                : strstr(path->name, which) != path->name && strstr(which, path->name) == NULL) {
             continue;
         }
         if (path->device) {
@@ -226,6 +280,7 @@ int main(void)
             CHECK(bench_cudart_load(&cuda, why, sizeof(why)) == 0);
         }
         ctx = path_init(path);
+        side = path->reusable ? NULL : group_all(ctx, "side");
         for (int c = 0; c < C_N; c++) {
             if (c == C_REDUCE && path->algo != NULL && strcmp(path->algo, "direct") == 0) {
                 continue; /* no direct reduce: the shm and message paths have it */
@@ -235,14 +290,25 @@ int main(void)
                 size_t count = path->count;
                 int root = 0, intact, mine[2], saw_mismatch = 0;
                 cohort_status_t st;
+                if (v == 2 && c == C_REDUCE && !path->reusable) {
+                    /* Not on the message path: the members that each take themselves for the
+                     * root wait for children that send to another (at 2 ranks nobody sends
+                     * at all), so no message can show the difference; COHORT_CHECK=1's
+                     * agreement does. */
+                    continue;
+                }
                 if (v < 2 && (me == 0) == (v == 1)) {
                     count *= 2;
                 }
                 if (v == 2 && me != 0) {
                     root = 1;
                 }
-                st = guarded_call(cohort_world(ctx), (coll_t)c, count, root, &intact, 0,
-                                  path->device);
+                /* The message path revokes the group: each case on a group of its own. */
+                g = path->reusable ? cohort_world(ctx) : group_all(ctx, "case");
+                st = guarded_call(g, (coll_t)c, count, root, &intact, 0, path->device);
+                if (!path->reusable) {
+                    st = messages_outcome(g, side, st);
+                }
                 mine[0] = (int)st;
                 mine[1] = intact;
                 CHECK_OK(cohort_allgather(cw, mine, all, 2, COHORT_INT32));
@@ -261,10 +327,7 @@ int main(void)
                 }
                 CHECK(saw_mismatch);
                 if (!path->reusable) {
-                    /* the group is revoked: a fresh context for the next case */
-                    CHECK_OK(cohort_finalize(ctx));
-                    CHECK_OK(cohort_barrier(cw));
-                    ctx = path_init(path);
+                    CHECK_OK(cohort_group_free(g)); /* revoked */
                     continue;
                 }
                 /* The same group goes on: a matching call succeeds with the right result. */
@@ -272,6 +335,9 @@ int main(void)
                                       path->device));
                 CHECK(intact);
             }
+        }
+        if (side != NULL) {
+            CHECK_OK(cohort_group_free(side));
         }
         CHECK_OK(cohort_finalize(ctx));
         CHECK_OK(cohort_barrier(cw));

@@ -11,6 +11,10 @@
  * The same exchange carries the CUDA IPC vote (COHORT_CUDA_IPC=auto, cuda_ipc.c): one more
  * field, 1 where every buffer of the member's call is on the device; its lowest value says
  * whether all are. Under COHORT_CHECK=1 both ride in one agreement.
+ *
+ * A group's first collective always has an agreement, whatever the settings, and it carries the
+ * settings every member must share (settings.c): a member whose COHORT_CHECK or COHORT_CUDA_IPC
+ * differs would otherwise run a round the others never join.
  */
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +63,10 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
                                          b->vote_algo != NULL && cohort_coll_stage_all_device(req)};
 
     memset(c, 0, sizeof(*c));
+    c->settings = b->seq == 0;
+    if (c->settings) {
+        cohort_coll_settings(req->ctx, mine + COHORT_CHECK_SETTINGS);
+    }
     memcpy(c->acc.lo, mine, sizeof(mine));
     memcpy(c->acc.hi, mine, sizeof(mine));
     memcpy(c->mine, mine, sizeof(mine));
@@ -94,11 +102,42 @@ static const char *cohort_check_value(int f, int64_t v, char *buf, size_t len)
     return buf;
 }
 
+/* Members whose settings differ take different paths for every later call too: the group is
+ * revoked with MISMATCH, which each member decides alone from the same two vectors. */
+static cohort_status_t cohort_check_settings(cohort_request_t *req, const cohort_coll_check_t *c)
+{
+    cohort_comm_t *g = req->comm;
+    int differ = 0;
+
+    for (int f = 0; f < COHORT_SETTINGS_FIELDS; f++) {
+        char here[512];
+        if (c->acc.lo[COHORT_CHECK_SETTINGS + f] == c->acc.hi[COHORT_CHECK_SETTINGS + f]) {
+            continue;
+        }
+        cohort_coll_settings_describe(req->ctx, f, here, sizeof(here));
+        cohort_error(req->ctx,
+                     "group '%s' 0x%016llx: its members run with different %s (here %s); it "
+                     "must be alike on every rank, or the same call takes different paths: "
+                     "COHORT_ERR_MISMATCH on every member, for this collective and every later "
+                     "one on the group",
+                     g->label, (unsigned long long)g->id, cohort_coll_settings_name(f), here);
+        differ = 1;
+    }
+    if (!differ) {
+        return COHORT_OK;
+    }
+    cohort_comm_revoke_local(g, COHORT_ERR_MISMATCH, "its members' settings differ");
+    return COHORT_ERR_MISMATCH;
+}
+
 static cohort_status_t cohort_check_verdict(cohort_request_t *req, cohort_coll_check_t *c)
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
     const cohort_comm_t *g = req->comm;
 
+    if (c->settings && cohort_check_settings(req, c) != COHORT_OK) {
+        return COHORT_ERR_MISMATCH;
+    }
     for (int f = 0; f < COHORT_CHECK_FIELDS && req->ctx->cfg.check; f++) {
         if (c->acc.lo[f] != c->acc.hi[f]) {
             char lo[24], hi[24], mine[24];

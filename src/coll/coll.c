@@ -2,6 +2,7 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "coll/coll_reduce.h"
+#include "coll/shm_seg.h"
 #include "core/am.h"
 #include "core/context.h"
 #include "core/log.h"
@@ -406,7 +407,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     cohort_coll_base_t *b;
     cohort_status_t status;
     size_t size;
-    int vote;
+    int vote, agree, node, seg;
 
     if (req_p == NULL) {
         cohort_error(g->ctx, "cohort_i%s: req is NULL", cohort_coll_names[a.coll]);
@@ -421,12 +422,22 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         return status;
     }
     ipc = cohort_coll_cuda_ipc_pick(g, &a, &vote);
-    algo = ipc != NULL && !vote
-               ? ipc
-               : cohort_coll_select(g->ctx, &a, g->size, cohort_coll_node_local(g));
+    node = cohort_coll_node_local(g);
+    algo = ipc != NULL && !vote ? ipc : cohort_coll_select(g->ctx, &a, g->size, node);
+    /* A call on the group's shared segment takes its number there now (below), and one that
+     * votes may yet end on the other algorithm, leaving a number nobody uses: it runs off the
+     * segment. */
+    if (vote && algo != NULL && algo->segment && (node & COHORT_NODE_SHM)) {
+        node &= ~COHORT_NODE_SHM;
+        algo = cohort_coll_select(g->ctx, &a, g->size, node);
+    }
     if (algo == NULL) {
         cohort_error(g->ctx, "cohort_%s: no algorithm available", cohort_coll_names[a.coll]);
         return COHORT_ERR_UNSUPPORTED;
+    }
+    seg = algo->segment && (node & COHORT_NODE_SHM) && g->size <= COHORT_SHM_MAX_N;
+    if (seg && cohort_shm_group_make(g) != COHORT_OK) {
+        return cohort_coll_post_failed(g, COHORT_ERR_NO_MEMORY);
     }
     /* Under COHORT_CHECK, or with a vote, the agreement's state follows the algorithm's (the
      * larger of the two a vote chooses between), aligned. */
@@ -435,13 +446,14 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         size = ipc->state_size(&a, g->size);
     }
     size = (size + 63) & ~(size_t)63;
-    req = cohort_request_alloc(g, &cohort_coll_ops,
-                               size + (g->ctx->cfg.check || vote ? cohort_coll_check_size() : 0));
+    /* The group's first collective agrees on the settings (check.c), whatever they are. */
+    agree = g->ctx->cfg.check || vote || g->coll_seq == 0;
+    req = cohort_request_alloc(g, &cohort_coll_ops, size + (agree ? cohort_coll_check_size() : 0));
     if (req == NULL) {
         return cohort_coll_post_failed(g, COHORT_ERR_NO_MEMORY);
     }
     b = cohort_coll_base(req);
-    if (g->ctx->cfg.check || vote) {
+    if (agree) {
         b->check = (cohort_coll_check_t *)((char *)req->state + size);
     }
     b->args = a;
@@ -466,6 +478,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
      * message exactly; the number is spent even by a collective that fails to start, which
      * therefore revokes the group. */
     b->seq = g->coll_seq++;
+    b->seg_call = seg ? cohort_shm_call_number(g) : 0;
     b->fp = cohort_coll_fingerprint(&a);
     cohort_am_coll_posted(g, b->seq, b->fp);
     cohort_coll_announce(g, &a, algo);

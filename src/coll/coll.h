@@ -74,6 +74,9 @@ typedef struct cohort_coll_algo {
      * transfer's (which revokes it). A member that took another algorithm still finds 0 unlike
      * its own fingerprint. */
     int ident;
+    /* Nonzero: runs on the group's shared segment where the group has one (COHORT_NODE_SHM);
+     * such a call takes its number there at post (shm_seg.h). */
+    int segment;
     /* Optional: append to a timeout's description what it waits for beyond its transfers
      * (shared memory); returns the new length used. */
     size_t (*describe)(const cohort_request_t *req, char *buf, size_t len, size_t used);
@@ -87,13 +90,17 @@ typedef struct cohort_coll_algo {
  * COHORT_CUDA_IPC=auto), in one exchange when both are asked. */
 #define COHORT_CHECK_FIELDS 5 /* the arguments, which must be alike */
 #define COHORT_CHECK_DEVICE 5 /* then the vote: its lowest value is the answer */
-#define COHORT_AGREE_FIELDS 6
+/* then, in a group's first collective, the settings that must be alike (settings.c) */
+#define COHORT_CHECK_SETTINGS 6
+#define COHORT_SETTINGS_FIELDS 6
+#define COHORT_AGREE_FIELDS (COHORT_CHECK_SETTINGS + COHORT_SETTINGS_FIELDS)
 typedef struct {
     int64_t lo[COHORT_AGREE_FIELDS], hi[COHORT_AGREE_FIELDS];
 } cohort_coll_check_vals_t;
 
 typedef struct {
-    int active; /* the agreement is under way; the algorithm has not started */
+    int active;   /* the agreement is under way; the algorithm has not started */
+    int settings; /* it carries the must-match settings (the group's first collective) */
     int round, dist;
     uint32_t fp; /* the collective's fingerprint, set aside while the agreement runs */
     int64_t mine[COHORT_AGREE_FIELDS];
@@ -131,6 +138,9 @@ typedef struct {
      * at the start, not at post */
     uint64_t stream_mark;
     int stage_late;
+    /* The call's number on the group's shared segment, taken at post in posting order
+     * (shm_seg.h); 0: it does not run there. */
+    uint64_t seg_call;
     cohort_status_t mem_status; /* the first failure of a cohort_coll_mem_* call */
 } cohort_coll_base_t;
 
@@ -163,6 +173,11 @@ size_t cohort_coll_check_size(void);
 /* Start the agreement (the algorithm starts once it is over): it checks the arguments under
  * COHORT_CHECK=1, and carries this rank's vote when the request has a vote_algo. */
 cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *check);
+/* This rank's must-match settings, hashed, for the agreement (settings.c); a field's name
+ * ("COHORT_CMA") and this rank's value as text, for the message that names a difference. */
+void cohort_coll_settings(const cohort_context_t *ctx, int64_t vals[COHORT_SETTINGS_FIELDS]);
+const char *cohort_coll_settings_name(int f);
+void cohort_coll_settings_describe(const cohort_context_t *ctx, int f, char *buf, size_t len);
 /* COHORT_INPROGRESS, COHORT_OK (agreed: the algorithm may start; a vote's answer is in
  * acc.lo[COHORT_CHECK_DEVICE]), COHORT_ERR_MISMATCH on every member (logged, naming the
  * field), or a transfer's error. */

@@ -145,8 +145,9 @@ static cohort_status_t direct_start(cohort_request_t *req)
     s->mine.in = (uint64_t)(uintptr_t)in;
     s->phase = D_EXCHANGE;
     /* The group's segment carries descriptors and signals where it can: a few hundred
-     * nanoseconds a round, where messages cost microseconds. Alike on every member. */
-    s->on_shm = (cohort_coll_node_local(req->comm) & COHORT_NODE_SHM) && n <= COHORT_SHM_MAX_N;
+     * nanoseconds a round, where messages cost microseconds. Alike on every member: decided
+     * at post, which numbered the call there. */
+    s->on_shm = s->base.seg_call != 0;
     return s->on_shm
                ? cohort_shm_call_start(req, &s->call, (char *)(s->base.xfers + s->base.nxfers))
                : COHORT_OK;
@@ -588,7 +589,7 @@ static void direct_abandon(cohort_request_t *req, cohort_status_t status)
         .name = "direct", .description = "same node: " what_ " by single copy", .coll = coll_,     \
         .state_size = direct_state_size, .start = direct_start, .progress = direct_progress,       \
         .cleanup = direct_cleanup, .peers = direct_peers, .decline = decline_, .node = node_,      \
-        .describe = direct_describe, .abandon = direct_abandon, .ident = 1, knobs_                 \
+        .describe = direct_describe, .abandon = direct_abandon, .ident = 1, .segment = 1, knobs_    \
     }
 
 #define DIRECT_WRITES (COHORT_NODE_DIRECT | COHORT_NODE_SHM)

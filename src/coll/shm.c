@@ -175,7 +175,7 @@ static void shm_abandon(cohort_request_t *req, cohort_status_t status)
         .name = "shm", .description = "same node, small: through one shared segment, no message",  \
         .coll = coll_, .state_size = shm_state_size, .start = shm_start, .progress = shm_progress, \
         .decline = shm_decline, .node = COHORT_NODE_SHM, .describe = shm_describe,                 \
-        .abandon = shm_abandon, .ident = 1,                                                        \
+        .abandon = shm_abandon, .ident = 1, .segment = 1,                                          \
     }
 
 const cohort_coll_algo_t cohort_allreduce_shm = SHM_ALGO(COHORT_COLL_ALLREDUCE);

@@ -72,10 +72,8 @@ size_t cohort_shm_call_extra(int n)
            4 * (size_t)n * sizeof(cohort_xfer_t) + 64;
 }
 
-cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *c, char *p)
+cohort_status_t cohort_shm_group_make(cohort_comm_t *comm)
 {
-    cohort_comm_t *comm = req->comm;
-    cohort_coll_base_t *b = cohort_coll_base(req);
     shm_group_t *g = comm->node_shm;
 
     if (g == NULL) {
@@ -87,15 +85,33 @@ cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *
         comm->node_shm = g;
         comm->node_shm_free = shm_group_free;
     }
+    return COHORT_OK;
+}
+
+uint64_t cohort_shm_call_number(cohort_comm_t *comm)
+{
+    shm_group_t *g = comm->node_shm;
+
+    return ++g->calls;
+}
+
+cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *c, char *p)
+{
+    cohort_comm_t *comm = req->comm;
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    shm_group_t *g = comm->node_shm;
+
     c->descs = (cohort_shm_setup_desc_t *)p;
     p += (size_t)comm->size * sizeof(cohort_shm_setup_desc_t);
     c->oks = (uint8_t *)p;
     p += (size_t)comm->size;
     b->xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
     b->nxfers = 4 * comm->size;
-    c->s = ++g->calls;
+    /* The number taken at post: the first call makes the segment, whichever starts first
+     * here; a later one that starts before it waits in cohort_shm_call_begin. */
+    c->s = b->seg_call;
     c->wait_word = -1;
-    c->setup = g->state == SEG_NONE;
+    c->setup = c->s == 1;
     if (c->setup) {
         g->state = SEG_SETTING_UP;
     }
@@ -219,7 +235,8 @@ cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *
             return status;
         }
     }
-    if (g->state == SEG_SETTING_UP || (g->state == SEG_READY && g->finished != c->s - 1)) {
+    if (g->state == SEG_NONE || g->state == SEG_SETTING_UP ||
+        (g->state == SEG_READY && g->finished != c->s - 1)) {
         return cohort_shm_wait(req); /* an earlier call makes it, or runs */
     }
     if (g->state != SEG_READY) {

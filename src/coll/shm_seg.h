@@ -2,9 +2,10 @@
  * A group's shared segment, for members of one node (shm_seg.c): one slot per member, each a
  * few words other members wait on and two data buffers, used by call number % 2. Group rank 0
  * makes it (a memfd) at the group's first call that needs it, and the members reach it through
- * pidfd_getfd: two rounds of small messages, once per group. Calls on it are numbered in the
- * order they were posted (so not under COHORT_CHECK=1, whose agreement may start them out of
- * order) and run one at a time on each rank, in that order.
+ * pidfd_getfd: two rounds of small messages, once per group. Calls on it are numbered when
+ * they are posted (cohort_coll_post), not when they start: an agreement, a vote or the group's
+ * stream may start a later call first, and the members must still pair their calls in posting
+ * order. They run one at a time on each rank, in that order.
  */
 #ifndef COHORT_COLL_SHM_SEG_H
 #define COHORT_COLL_SHM_SEG_H
@@ -45,10 +46,14 @@ typedef struct {
     int wait_member;     /* ... for this member (-1: every member) */
 } cohort_shm_call_t;
 
+/* At post, for a call that runs on the segment: the group's record (COHORT_ERR_NO_MEMORY),
+ * then the call's number, in posting order, from 1. */
+cohort_status_t cohort_shm_group_make(cohort_comm_t *comm);
+uint64_t cohort_shm_call_number(cohort_comm_t *comm);
 /* Bytes cohort_shm_call_start lays out after the state (64-byte aligned xfers included). */
 size_t cohort_shm_call_extra(int n);
-/* Number the call (at post, in order), making the group's record at its first call; lays out
- * the setup's arrays and its 4n transfer slots at @a p, which become the request's xfers. */
+/* At the call's start: take the number it got at post (cohort_coll_base_t's seg_call); lays
+ * out the setup's arrays and its 4n transfer slots at @a p, which become the request's xfers. */
 cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *c, char *p);
 /* COHORT_OK once the segment is there and the previous call has ended here; COHORT_INPROGRESS
  * (polled, or waiting on the setup's messages); COHORT_ERR_UNSUPPORTED on every member alike

@@ -65,7 +65,7 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
     memset(c, 0, sizeof(*c));
     c->settings = b->seq == 0;
     if (c->settings) {
-        cohort_coll_settings(req->ctx, mine + COHORT_CHECK_SETTINGS);
+        cohort_coll_settings(req->ctx, req->comm->node_local > 0, mine + COHORT_CHECK_SETTINGS);
     }
     memcpy(c->acc.lo, mine, sizeof(mine));
     memcpy(c->acc.hi, mine, sizeof(mine));

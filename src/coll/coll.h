@@ -173,9 +173,11 @@ size_t cohort_coll_check_size(void);
 /* Start the agreement (the algorithm starts once it is over): it checks the arguments under
  * COHORT_CHECK=1, and carries this rank's vote when the request has a vote_algo. */
 cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *check);
-/* This rank's must-match settings, hashed, for the agreement (settings.c); a field's name
+/* This rank's must-match settings, hashed, for the agreement (settings.c), @a same_node: the
+ * group is on one node (all its members, as every member sees alike); a field's name
  * ("COHORT_CMA") and this rank's value as text, for the message that names a difference. */
-void cohort_coll_settings(const cohort_context_t *ctx, int64_t vals[COHORT_SETTINGS_FIELDS]);
+void cohort_coll_settings(const cohort_context_t *ctx, int same_node,
+                          int64_t vals[COHORT_SETTINGS_FIELDS]);
 const char *cohort_coll_settings_name(int f);
 void cohort_coll_settings_describe(const cohort_context_t *ctx, int f, char *buf, size_t len);
 /* COHORT_INPROGRESS, COHORT_OK (agreed: the algorithm may start; a vote's answer is in

@@ -43,7 +43,8 @@ static int cohort_settings_algo_order(const cohort_config_t *cfg, int order[])
     return n;
 }
 
-void cohort_coll_settings(const cohort_context_t *ctx, int64_t vals[COHORT_SETTINGS_FIELDS])
+void cohort_coll_settings(const cohort_context_t *ctx, int same_node,
+                          int64_t vals[COHORT_SETTINGS_FIELDS])
 {
     const cohort_config_t *cfg = &ctx->cfg;
     uint64_t algo = 0xcbf29ce484222325ull;
@@ -55,10 +56,13 @@ void cohort_coll_settings(const cohort_context_t *ctx, int64_t vals[COHORT_SETTI
         algo = cohort_settings_fnv(algo, cfg->algo[order[i]].value);
     }
     vals[0] = cfg->check;
-    /* What is in effect, not only what was asked: auto on a rank that may not read its peers'
-     * memory takes other algorithms as surely as off. */
-    vals[1] = (int64_t)cfg->cma | (int64_t)(ctx->cma_direct != 0) << 4 |
-              (int64_t)(ctx->fd_share != 0) << 5;
+    /* What is in effect, not only what was asked, in a group of one node: auto on a rank that
+     * may not read its peers' memory takes other algorithms as surely as off. Across nodes the
+     * kernels' policies may differ and change nothing. */
+    vals[1] = (int64_t)cfg->cma;
+    if (same_node) {
+        vals[1] |= (int64_t)(ctx->cma_direct != 0) << 4 | (int64_t)(ctx->fd_share != 0) << 5;
+    }
     vals[2] = cfg->cuda_off;
     vals[3] = cfg->cuda_ipc;
     vals[4] = (int64_t)cfg->cuda_ipc_min;

@@ -174,82 +174,10 @@ static cohort_status_t cohort_coll_validate(const cohort_comm_t *g, cohort_coll_
     return COHORT_OK;
 }
 
-/* After the agreement: a vote's answer (the same on every member) names the algorithm; the
- * other one's buffers are staged now, not at post, since CUDA IPC takes them as they are. */
-static cohort_status_t cohort_coll_vote_apply(cohort_request_t *req)
-{
-    cohort_coll_base_t *b = cohort_coll_base(req);
-
-    if (b->vote_algo == NULL) {
-        return COHORT_OK;
-    }
-    if (b->check->acc.lo[COHORT_CHECK_DEVICE] > 0) {
-        b->algo = b->vote_algo;
-    }
-    b->vote_algo = NULL;
-    return b->algo->device ? COHORT_OK : cohort_coll_stage_in(req, b->algo);
-}
-
-/* What starts once the buffers may be read (at post, or once the caller's stream is there):
- * the agreement, or the algorithm. */
-static cohort_status_t cohort_coll_begin(cohort_request_t *req)
-{
-    cohort_coll_base_t *b = cohort_coll_base(req);
-    cohort_status_t status = COHORT_OK;
-
-    if (b->stage_late) {
-        b->stage_late = 0;
-        status = cohort_coll_stage_in(req, b->algo);
-    }
-    if (status != COHORT_OK) {
-        return status;
-    }
-    return b->check != NULL ? cohort_coll_check_start(req, b->check) : b->algo->start(req);
-}
-
-/* Whether the caller's stream has got to where it was at post: the request is polled until
- * then (an event, which no completion announces). */
-static cohort_status_t cohort_coll_stream_wait(cohort_request_t *req)
-{
-    cohort_coll_base_t *b = cohort_coll_base(req);
-    cohort_status_t status = cohort_gpu_copy_test(req->ctx, b->stream_mark);
-
-    if (status == COHORT_INPROGRESS) {
-        cohort_request_poll(req);
-        return status;
-    }
-    b->stream_mark = 0;
-    return status == COHORT_OK ? cohort_coll_begin(req) : status;
-}
-
 static cohort_status_t cohort_coll_ops_progress(cohort_request_t *req)
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
-    cohort_status_t status = COHORT_OK;
-
-    if (b->stream_mark != 0) {
-        status = cohort_coll_stream_wait(req);
-    }
-    if (status != COHORT_OK) {
-        /* not started yet, or failed */
-    } else if (b->check != NULL && b->check->active) {
-        status = cohort_coll_check_progress(req, b->check);
-        if (status == COHORT_OK) {
-            status = cohort_coll_vote_apply(req);
-        }
-        if (status == COHORT_OK) {
-            status = b->algo->start(req);
-        }
-    }
-    if (status == COHORT_OK) {
-        status = b->algo->progress(req);
-    }
-    if (b->mem_status != COHORT_OK && (status == COHORT_OK || status == COHORT_INPROGRESS)) {
-        status = b->mem_status; /* a copy or reduction on the device failed (logged) */
-    }
-    if (status == COHORT_OK) {
-        status = cohort_coll_stage_out(req);
-    }
+    cohort_status_t status = cohort_coll_schedule_progress(req);
 
     /* A collective that fails has spent its number on this rank and maybe not on the others:
      * they are out of step, and the group says so from now on. A mismatch, or an error the
@@ -315,6 +243,8 @@ static void cohort_coll_ops_describe(const cohort_request_t *req, char *buf, siz
         used += (size_t)snprintf(buf + used, len - used,
                                  "; not started: waiting for the work on its CUDA stream "
                                  "(cohort_group_set_stream)");
+    } else if (cohort_coll_schedule_now(b) != NULL && used < len) {
+        used += (size_t)snprintf(buf + used, len - used, "; at %s", cohort_coll_schedule_now(b));
     }
     /* The receives first: the members not heard from are the ones to look at. */
     used = cohort_coll_describe_peers(req, 0, buf, len, used);
@@ -407,7 +337,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     cohort_coll_base_t *b;
     cohort_status_t status;
     size_t size;
-    int vote, agree, node, seg;
+    int vote, agree, node, seg, stage_late;
 
     if (req_p == NULL) {
         cohort_error(g->ctx, "cohort_i%s: req is NULL", cohort_coll_names[a.coll]);
@@ -465,8 +395,8 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     if (status == COHORT_OK && g->stream != NULL && cohort_gpu_get(g->ctx) != NULL) {
         status = cohort_gpu_stream_mark(g->ctx, g->stream, &b->stream_mark);
     }
-    b->stage_late = b->stream_mark != 0 && !algo->device && !vote;
-    if (status == COHORT_OK && !algo->device && !vote && !b->stage_late) {
+    stage_late = b->stream_mark != 0 && !algo->device && !vote;
+    if (status == COHORT_OK && !algo->device && !vote && !stage_late) {
         status = cohort_coll_stage_in(req, algo);
     }
     if (status != COHORT_OK) {
@@ -482,7 +412,8 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     b->fp = cohort_coll_fingerprint(&a);
     cohort_am_coll_posted(g, b->seq, b->fp);
     cohort_coll_announce(g, &a, algo);
-    status = b->stream_mark != 0 ? COHORT_OK : cohort_coll_begin(req);
+    cohort_coll_schedule(b, b->stream_mark != 0, stage_late, agree, vote);
+    status = cohort_coll_schedule_post(req);
     if (status != COHORT_OK) {
         cohort_request_cancel(req, status);
         cohort_comm_revoke(g, status, "a collective failed to start");

@@ -117,6 +117,15 @@ typedef struct {
     size_t rout;     /* bytes to write there; 0 once written */
 } cohort_coll_stage_t;
 
+/* One task of a collective's schedule (schedule.c): posted once, then progressed until it
+ * returns COHORT_OK (done) or an error; COHORT_INPROGRESS: called again. */
+typedef struct {
+    const char *name; /* what the call waits for while it runs (timeout messages) */
+    cohort_status_t (*post)(cohort_request_t *req);
+    cohort_status_t (*progress)(cohort_request_t *req);
+} cohort_coll_task_t;
+#define COHORT_COLL_TASKS_MAX 5
+
 /* Every algorithm's state begins with this. */
 typedef struct {
     const struct cohort_coll_algo *algo;
@@ -134,14 +143,15 @@ typedef struct {
      * its buffers are on the device (cuda_ipc.c); NULL once decided, or without a vote */
     const struct cohort_coll_algo *vote_algo;
     /* cohort_group_set_stream: the work of the caller's stream at post, which the collective
-     * waits for before it starts (0: none, or over); then stage_late: its buffers are staged
-     * at the start, not at post */
+     * waits for before it starts (0: none, or over); its buffers are staged after it */
     uint64_t stream_mark;
-    int stage_late;
     /* The call's number on the group's shared segment, taken at post in posting order
      * (shm_seg.h); 0: it does not run there. */
     uint64_t seg_call;
     cohort_status_t mem_status; /* the first failure of a cohort_coll_mem_* call */
+    /* The schedule (schedule.c): its tasks, the one running, whether that one is posted. */
+    const cohort_coll_task_t *tasks[COHORT_COLL_TASKS_MAX];
+    int ntasks, task, task_posted;
 } cohort_coll_base_t;
 
 static inline cohort_coll_base_t *cohort_coll_base(cohort_request_t *req)
@@ -173,6 +183,16 @@ size_t cohort_coll_check_size(void);
 /* Start the agreement (the algorithm starts once it is over): it checks the arguments under
  * COHORT_CHECK=1, and carries this rank's vote when the request has a vote_algo. */
 cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *check);
+/* The call's schedule (schedule.c), chosen at post once every number is taken: waiting for the
+ * group's stream (@a stream), staging after it (@a stage_late), the agreement (@a agree),
+ * staging after a vote (@a vote), the algorithm, staging out. _post posts the first task (at
+ * the call's post); _progress runs them in turn (the request's progress); _now names the one
+ * running, NULL when it is the algorithm or all are done. */
+void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int agree, int vote);
+cohort_status_t cohort_coll_schedule_post(cohort_request_t *req);
+cohort_status_t cohort_coll_schedule_progress(cohort_request_t *req);
+const char *cohort_coll_schedule_now(const cohort_coll_base_t *b);
+
 /* This rank's must-match settings, hashed, for the agreement (settings.c), @a same_node: the
  * group is on one node (all its members, as every member sees alike); a field's name
  * ("COHORT_CMA") and this rank's value as text, for the message that names a difference. */

@@ -1,0 +1,147 @@
+/*
+ * A collective as a short schedule of tasks (UCC's ucc_schedule_t is the model): wait for the
+ * group's stream, stage the buffers in late, the members' agreement (COHORT_CHECK, the CUDA IPC
+ * vote, a group's first-call settings), the algorithm, stage out. cohort_coll_post picks the
+ * tasks a call needs and takes every number the call uses (the group's sequence, the shared
+ * segment's call) before any task runs, so a task that waits never changes how the members
+ * pair their calls. Each task is posted once, then progressed until it is done; the next one
+ * is posted only then. The request's progress runs the schedule; nothing else knows its order.
+ */
+#include "coll/coll.h"
+#include "core/gpu.h"
+
+static cohort_status_t task_none(cohort_request_t *req)
+{
+    (void)req;
+    return COHORT_OK;
+}
+
+/* The caller's stream has got to where it was at post: polled until then (an event, which no
+ * completion announces). */
+static cohort_status_t stream_progress(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status = cohort_gpu_copy_test(req->ctx, b->stream_mark);
+
+    if (status == COHORT_INPROGRESS) {
+        cohort_request_poll(req);
+        return status;
+    }
+    b->stream_mark = 0;
+    return status;
+}
+
+/* Device buffers staged once they may be read: after the stream, or after a vote that chose
+ * the algorithm taking host buffers (CUDA IPC takes them as they are). */
+static cohort_status_t stage_in_post(cohort_request_t *req)
+{
+    const cohort_coll_algo_t *algo = cohort_coll_base(req)->algo;
+
+    return algo->device ? COHORT_OK : cohort_coll_stage_in(req, algo);
+}
+
+static cohort_status_t agree_post(cohort_request_t *req)
+{
+    return cohort_coll_check_start(req, cohort_coll_base(req)->check);
+}
+
+/* A vote's answer (the same on every member) names the algorithm. */
+static cohort_status_t agree_progress(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status = cohort_coll_check_progress(req, b->check);
+
+    if (status == COHORT_OK && b->vote_algo != NULL) {
+        if (b->check->acc.lo[COHORT_CHECK_DEVICE] > 0) {
+            b->algo = b->vote_algo;
+        }
+        b->vote_algo = NULL;
+    }
+    return status;
+}
+
+static cohort_status_t algo_post(cohort_request_t *req)
+{
+    return cohort_coll_base(req)->algo->start(req);
+}
+
+static cohort_status_t algo_progress(cohort_request_t *req)
+{
+    return cohort_coll_base(req)->algo->progress(req);
+}
+
+static const cohort_coll_task_t cohort_task_stream = {"waiting for its CUDA stream", task_none,
+                                                      stream_progress};
+static const cohort_coll_task_t cohort_task_stage_in = {"staging its device buffers in",
+                                                        stage_in_post, task_none};
+static const cohort_coll_task_t cohort_task_agree = {"the members' agreement", agree_post,
+                                                     agree_progress};
+static const cohort_coll_task_t cohort_task_algo = {"the algorithm", algo_post, algo_progress};
+static const cohort_coll_task_t cohort_task_stage_out = {"staging its result out", task_none,
+                                                         cohort_coll_stage_out};
+
+void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int agree, int vote)
+{
+    int n = 0;
+
+    if (stream) {
+        b->tasks[n++] = &cohort_task_stream;
+    }
+    if (stage_late) {
+        b->tasks[n++] = &cohort_task_stage_in;
+    }
+    if (agree) {
+        b->tasks[n++] = &cohort_task_agree;
+    }
+    if (vote) {
+        b->tasks[n++] = &cohort_task_stage_in;
+    }
+    b->tasks[n++] = &cohort_task_algo;
+    b->tasks[n++] = &cohort_task_stage_out;
+    b->ntasks = n;
+    b->task = 0;
+    b->task_posted = 0;
+}
+
+cohort_status_t cohort_coll_schedule_post(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+
+    b->task_posted = 1;
+    return b->tasks[0]->post(req);
+}
+
+cohort_status_t cohort_coll_schedule_progress(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status;
+
+    while (b->task < b->ntasks) {
+        const cohort_coll_task_t *t = b->tasks[b->task];
+        if (!b->task_posted) {
+            b->task_posted = 1;
+            status = t->post(req);
+            if (status != COHORT_OK) {
+                return status;
+            }
+        }
+        status = t->progress(req);
+        if (b->mem_status != COHORT_OK && (status == COHORT_OK || status == COHORT_INPROGRESS)) {
+            return b->mem_status; /* a copy or reduction on the device failed (logged) */
+        }
+        if (status != COHORT_OK) {
+            return status;
+        }
+        b->task++;
+        b->task_posted = 0;
+    }
+    return COHORT_OK;
+}
+
+const char *cohort_coll_schedule_now(const cohort_coll_base_t *b)
+{
+    if (b->task >= b->ntasks || b->tasks[b->task] == &cohort_task_algo) {
+        return NULL; /* the algorithm's own describe says more */
+    }
+    return b->tasks[b->task]->name;
+}

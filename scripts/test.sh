@@ -144,7 +144,8 @@ end
 # prterun for the launch tests (tests/launch/prrte.sh) is OpenPMIx and PRRTE built from source
 # into a cache, on a fresh machine minutes of CPU: started now, in the background at the lowest
 # priority (it gets what the build and the tests leave idle), in a session of its own (stopped
-# if the suite stops first). The launch phase waits for it, and fails if it failed.
+# if the suite stops first). The launch phase waits for it (back at priority 0 then), and fails
+# if it failed.
 prrte_pid=
 prrte_log=
 if [ "$(id -u)" = 0 ] && [ "${COHORT_LAUNCH_TESTS:-1}" != 0 ] &&
@@ -253,6 +254,9 @@ end
 begin "launchers and hosts"
 if [ -n "$prrte_pid" ]; then
     waited=$(date +%s)
+    # Nothing else of this suite runs now: the build back at the usual priority, or a busy
+    # machine (another copy of the suite) would starve it.
+    for p in $(pgrep -s "$prrte_pid"); do renice -n 0 -p "$p" >/dev/null 2>&1 || true; done
     rc=0
     wait "$prrte_pid" || rc=$?
     prrte_pid=

@@ -152,11 +152,12 @@ check_all() { # label
 # Every phase's packages in one apt-get run, first (one update, one dpkg pass; each phase and
 # script still installs what it needs when run alone): the build's (scripts/setup.sh), torch's
 # (configure builds the torch extension when libtorch is there, or its tests would have
-# nothing to test), the fuzzers' clang, and the launch tests' (as root, unless
+# nothing to test), the fuzzers' clang, procps (pgrep and pkill: the background builds,
+# tests/mpi/launch.sh), and the launch tests' (as root, unless
 # COHORT_LAUNCH_TESTS=0: tests/launch/*.sh).
 pkgs="gcc make autoconf automake libtool pkg-config libucx-dev ucx-utils libpmix-dev openmpi-bin
 libopenmpi-dev check python3 python3-numpy python3-torch libtorch-dev pybind11-dev python3-dev
-clang"
+clang procps"
 [ "$(id -u)" = 0 ] && [ "${COHORT_LAUNCH_TESTS:-1}" != 0 ] &&
     pkgs="$pkgs slurm-wlm munge iproute2 util-linux libevent-dev libhwloc-dev xz-utils"
 begin "packages"

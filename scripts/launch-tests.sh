@@ -5,8 +5,9 @@
 #   tests/launch/slurm.sh    srun --mpi=pmix on a one-node Slurm started by hand      (~2 min)
 #   tests/launch/linkcut.sh  2 hosts (network namespaces), a data link cut mid-run    (~1 min)
 #   tests/launch/prrte.sh    prterun (OpenPMIx 5.0.5 + PRRTE 3.0.8 built once into a cache
-#                            from Debian 13's openmpi source; ~3.5 min the first time;
-#                            here groups, wiring, p2p, layout and cohort_peers; the
+#                            from Debian 13's openmpi source; minutes the first time, which
+#                            scripts/test.sh starts in the background; then groups,
+#                            wiring, p2p, layout and cohort_peers; the
 #                            plugins rebuilt on OpenPMIx 5.0.5 and the group plugin with
 #                            them; the 4.2.2 client's group plugin refused)          (~0.5 min)
 #   tests/launch/hosts.sh        2 and 3 hosts, the programs, cohort_peers shm vs tcp: here the

@@ -6,13 +6,16 @@
 #                            one mpirun, tests/mpi/launch.sh), an application built against the
 #                            installed cohort with pkg-config alone, the Python tests, a build
 #                            with AddressSanitizer and UndefinedBehaviorSanitizer (its own build
-#                            directory) running the unit suites, every run of the engine's
+#                            directory, built in the background from the end of the first
+#                            build on) running the unit suites, every run of the engine's
 #                            lifetime, error and fault programs (SANITIZE_ALL_RUNS, Makefile.am)
 #                            and one run of every other test, fuzzing (scripts/fuzz.sh: the
 #                            stored corpus replayed, then a short fresh run), last the launcher
-#                            and multi-host tests (scripts/launch-tests.sh). A summary at the
-#                            end: each phase's wall time and the load, tests run, passed and
-#                            skipped, with the reasons.
+#                            and multi-host tests (scripts/launch-tests.sh; the OpenPMIx and
+#                            PRRTE its prrte.sh needs are built, when not in the cache, in the
+#                            background from the start). A summary at the end: each phase's
+#                            wall time and the load, tests run, passed and skipped, with the
+#                            reasons.
 #   scripts/test.sh --full   all that, with one mpirun per "run:" line (TEST_TOGETHER=0), every
 #                            run of every test under the sanitizers, 30 s of fresh fuzzing
 #                            per target, and every launcher run (COHORT_LAUNCH_FULL=1,
@@ -74,6 +77,12 @@ logged() { # file, command...
 }
 finish() {
     rc=$?
+    for p in $bg_pids; do
+        kill -0 "$p" 2>/dev/null || continue
+        # Its session, which holds what timeout moved to process groups of their own.
+        pkill -TERM -s "$p" 2>/dev/null
+        note "a background build (pid $p) stopped unfinished"
+    done
     [ -z "$phase" ] || end FAILED
     echo
     echo "== test.sh summary ($([ $full = 1 ] && echo full || echo quick) mode, $(nproc) cores)"
@@ -87,6 +96,25 @@ finish() {
     rm -f "$summary" "$summary.counts"
 }
 trap finish EXIT
+
+# Builds that later phases need, started early in the background at the lowest priority (they
+# get what the phases before leave idle) in a session of their own (stopped if the suite stops
+# first); the phase that needs one waits for it, back at priority 0 (nothing else of this suite
+# runs then, and another copy of the suite or any other load would starve it).
+bg_pids=
+bg_start() { # LOG COMMAND...: its pid in $bg_pid
+    log=$1
+    shift
+    setsid -w nice -n 19 "$@" >"$log" 2>&1 &
+    bg_pid=$!
+    bg_pids="$bg_pids $bg_pid"
+}
+bg_wait() { # PID: its status
+    for p in $(pgrep -s "$1"); do renice -n 0 -p "$p" >/dev/null 2>&1 || true; done
+    rc=0
+    wait "$1" || rc=$?
+    return $rc
+}
 
 # Packages only some phases need, installed when missing; one that cannot be installed fails
 # the suite (its tests would pass without testing anything).
@@ -124,11 +152,12 @@ check_all() { # label
 # Every phase's packages in one apt-get run, first (one update, one dpkg pass; each phase and
 # script still installs what it needs when run alone): the build's (scripts/setup.sh), torch's
 # (configure builds the torch extension when libtorch is there, or its tests would have
-# nothing to test), the fuzzers' clang, and the launch tests' (as root, unless
+# nothing to test), the fuzzers' clang, procps (pgrep and pkill: the background builds,
+# tests/mpi/launch.sh), and the launch tests' (as root, unless
 # COHORT_LAUNCH_TESTS=0: tests/launch/*.sh).
 pkgs="gcc make autoconf automake libtool pkg-config libucx-dev ucx-utils libpmix-dev openmpi-bin
 libopenmpi-dev check python3 python3-numpy python3-torch libtorch-dev pybind11-dev python3-dev
-clang"
+clang procps"
 [ "$(id -u)" = 0 ] && [ "${COHORT_LAUNCH_TESTS:-1}" != 0 ] &&
     pkgs="$pkgs slurm-wlm munge iproute2 util-linux libevent-dev libhwloc-dev xz-utils"
 begin "packages"
@@ -136,9 +165,46 @@ begin "packages"
 install_missing $pkgs
 end
 
+# prterun for the launch tests (tests/launch/prrte.sh) is OpenPMIx and PRRTE built from source
+# into a cache, on a fresh machine minutes of CPU: started now in the background (bg_start).
+# The launch phase waits for it, and fails if it failed.
+prrte_pid=
+prrte_log=
+if [ "$(id -u)" = 0 ] && [ "${COHORT_LAUNCH_TESTS:-1}" != 0 ] &&
+    [ ! -x "${COHL_PRRTE_CACHE:-/var/cache/cohl-prrte}/install/bin/prterun" ]; then
+    prrte_log=$(mktemp /tmp/cohort-prrte-build.XXXXXX)
+    prrte_t0=$(date +%s)
+    bg_start "$prrte_log" bash tests/launch/prrte.sh --build-only
+    prrte_pid=$bg_pid
+    echo "test.sh: building OpenPMIx and PRRTE in the background (pid $prrte_pid, log $prrte_log)"
+elif [ "$(id -u)" = 0 ] && [ "${COHORT_LAUNCH_TESTS:-1}" != 0 ]; then
+    note "prrte: OpenPMIx + PRRTE from the cache ${COHL_PRRTE_CACHE:-/var/cache/cohl-prrte}"
+fi
+
 begin "build (setup.sh, check-layers)"
 scripts/setup.sh --enable-werror
 scripts/check-layers.sh
+san=$(mktemp -d /tmp/cohort-san.XXXXXX)
+# The sanitizer build (ASan + UBSan), in a build directory of its own, configured from the
+# sources alone (autotools refuse a VPATH build from a tree configured in place): the files git
+# tracks or would track, and the generated configure and Makefile.in; nothing built is copied.
+# Copied now, before make check writes into the tree; configured and built in the background
+# (bg_start), waited for by the phase "sanitizers: build".
+mkdir "$san/src" "$san/build"
+{
+    git ls-files -co --exclude-standard
+    for f in configure Makefile.in aclocal.m4 config.h.in; do [ ! -f "$f" ] || echo "$f"; done
+    find build-aux m4 -type f
+} | tar -cf - -T - | tar -xf - -C "$san/src"
+# The CUDA kernels as compute_80 PTX only (the driver compiles it for any GPU from sm_80 on,
+# where there is one): the plain build has the three targets' machine code; this build is for
+# the host code under the sanitizers.
+san_t0=$(date +%s)
+# shellcheck disable=SC2016
+bg_start "$san/build.log" sh -c 'cd "$1/build" && "$1/src/configure" -q --enable-werror \
+    --enable-sanitizers --without-mpi NVCC_ARCH=--generate-code=arch=compute_80,code=compute_80 &&
+    make -j"$(nproc)" >/dev/null' sh "$san"
+san_pid=$bg_pid
 end
 
 begin "make check"
@@ -177,25 +243,10 @@ rm -rf "$dest"
 end
 
 begin "sanitizers: build (ASan + UBSan)"
-san=$(mktemp -d /tmp/cohort-san.XXXXXX)
-# A build directory of its own, configured from the sources alone (autotools refuse a VPATH
-# build from a tree configured in place): the files git tracks or would track, and the
-# generated configure and Makefile.in; nothing built is copied.
-mkdir "$san/src" "$san/build"
-{
-    git ls-files -co --exclude-standard
-    for f in configure Makefile.in aclocal.m4 config.h.in; do [ ! -f "$f" ] || echo "$f"; done
-    find build-aux m4 -type f
-} | tar -cf - -T - | tar -xf - -C "$san/src"
-(
-    cd "$san/build"
-    # The CUDA kernels as compute_80 PTX only (the driver compiles it for any GPU from sm_80
-    # on, where there is one): the plain build has the three targets' machine code; this
-    # build is for the host code under the sanitizers.
-    "$san/src/configure" -q --enable-werror --enable-sanitizers --without-mpi \
-        NVCC_ARCH=--generate-code=arch=compute_80,code=compute_80
-    make -j"$(nproc)" >/dev/null
-)
+rc=0
+bg_wait "$san_pid" || rc=$?
+note "sanitizers: built in the background in $(($(date +%s) - san_t0)) s"
+[ "$rc" = 0 ] || { tail -40 "$san/build.log"; echo "the sanitizer build failed (rc $rc)"; exit 1; }
 end
 
 begin "sanitizers: make check"
@@ -229,6 +280,22 @@ end
 # multi-host suite in full only with COHORT_LAUNCH_HOSTS=1. Needs root: SKIP without it
 # (COHORT_LAUNCH_TESTS=0 skips it all).
 begin "launchers and hosts"
+if [ -n "$prrte_pid" ]; then
+    waited=$(date +%s)
+    rc=0
+    bg_wait "$prrte_pid" || rc=$?
+    prrte_pid=
+    case $rc in
+    0) note "prrte: OpenPMIx + PRRTE built in the background in $(($(date +%s) - prrte_t0)) s (the launch phase waited $(($(date +%s) - waited)) s for it)" ;;
+    77) note "prrte: $(tail -1 "$prrte_log")" ;;
+    *)
+        tail -40 "$prrte_log"
+        note "prrte: building OpenPMIx/PRRTE in the background FAILED (rc $rc): $(tail -1 "$prrte_log")"
+        exit 1
+        ;;
+    esac
+    rm -f "$prrte_log"
+fi
 launch=$(mktemp)
 rc=0
 logged "$launch" scripts/launch-tests.sh || rc=$?

@@ -420,10 +420,8 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     if (status != COHORT_OK) {
         return status;
     }
-    ipc = cohort_coll_cuda_ipc_pick(g, &a, &vote);
-    algo = ipc != NULL && !vote
-               ? ipc
-               : cohort_coll_select(g->ctx, &a, g->size, cohort_coll_node_local(g));
+    algo = cohort_coll_pick(g, &a, &ipc);
+    vote = ipc != NULL;
     if (algo == NULL) {
         cohort_error(g->ctx, "cohort_%s: no algorithm available", cohort_coll_names[a.coll]);
         return COHORT_ERR_UNSUPPORTED;

@@ -337,7 +337,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     cohort_coll_base_t *b;
     cohort_status_t status;
     size_t size;
-    int vote, agree, node, seg, stage_late;
+    int vote, agree, seg, stage_late;
 
     if (req_p == NULL) {
         cohort_error(g->ctx, "cohort_i%s: req is NULL", cohort_coll_names[a.coll]);
@@ -351,21 +351,15 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     if (status != COHORT_OK) {
         return status;
     }
-    ipc = cohort_coll_cuda_ipc_pick(g, &a, &vote);
-    node = cohort_coll_node_local(g);
-    algo = ipc != NULL && !vote ? ipc : cohort_coll_select(g->ctx, &a, g->size, node);
-    /* A call on the group's shared segment takes its number there now (below), and one that
-     * votes may yet end on the other algorithm, leaving a number nobody uses: it runs off the
-     * segment. */
-    if (vote && algo != NULL && algo->segment && (node & COHORT_NODE_SHM)) {
-        node &= ~COHORT_NODE_SHM;
-        algo = cohort_coll_select(g->ctx, &a, g->size, node);
-    }
+    algo = cohort_coll_pick(g, &a, &ipc);
+    vote = ipc != NULL;
     if (algo == NULL) {
         cohort_error(g->ctx, "cohort_%s: no algorithm available", cohort_coll_names[a.coll]);
         return COHORT_ERR_UNSUPPORTED;
     }
-    seg = algo->segment && (node & COHORT_NODE_SHM) && g->size <= COHORT_SHM_MAX_N;
+    /* A call that votes runs off the segment (cohort_coll_pick). */
+    seg = algo->segment && !vote && (cohort_coll_node_local(g) & COHORT_NODE_SHM) &&
+          g->size <= COHORT_SHM_MAX_N;
     if (seg && cohort_shm_group_make(g) != COHORT_OK) {
         return cohort_coll_post_failed(g, COHORT_ERR_NO_MEMORY);
     }

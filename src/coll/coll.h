@@ -40,6 +40,11 @@ typedef struct {
  * members may share a segment (shm_seg.c), which shm.c runs on and which fences direct.c's
  * writes into the others' buffers. */
 #define COHORT_NODE_SHM 2
+/* Every member is on this node, whether or not single copy may be tried (CUDA IPC's need). */
+#define COHORT_NODE_SAME 4
+
+/* What an algorithm's usable() says of a case (select.c). */
+enum { COHORT_COLL_NO, COHORT_COLL_TAKE, COHORT_COLL_VOTE };
 
 typedef struct cohort_coll_algo {
     const char *name;
@@ -58,6 +63,13 @@ typedef struct cohort_coll_algo {
     /* Optional: nonzero when the algorithm cannot run this case; selection moves on to the
      * next rule that matches. */
     int (*decline)(const cohort_coll_args_t *args, int gsize);
+    /* Optional, for an algorithm that depends on settings and the machine (CUDA IPC):
+     * COHORT_COLL_NO (selection moves on; @a why, when set, says why, for a user's rule),
+     * COHORT_COLL_TAKE, or COHORT_COLL_VOTE: taken instead of what the following rules choose
+     * if every member votes so. @a forced: the rule is the user's (COHORT_ALGO_*). Settings and
+     * placement only, never this rank's buffers, so every member answers alike. */
+    int (*usable)(cohort_context_t *ctx, const cohort_coll_args_t *args, int gsize, int forced,
+                  const char **why);
     int nknobs;
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
     /* Nonzero: takes device buffers itself (cuda_ipc.c), so they are not staged. */
@@ -250,14 +262,6 @@ void cohort_coll_mem_reduce(cohort_request_t *req, void *dst, const void *a, con
                             size_t count);
 void cohort_coll_mem_finish(cohort_request_t *req, void *buf, size_t count, int nranks);
 
-/* The same-node CUDA IPC algorithm when every member shares this node and COHORT_CUDA_IPC is
- * on (*vote 0: take it), or auto on a node with a CUDA driver for a call of
- * COHORT_CUDA_IPC_MIN bytes or more (*vote 1: take it if every member votes so), else NULL
- * (cuda_ipc.c). Depends on settings, placement and the node only, never on this rank's
- * buffers, so every member picks alike. */
-const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a,
-                                                    int *vote);
-
 /* Validate, select an algorithm, post on a communicator. */
 cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *args,
                                  cohort_request_t **req);
@@ -267,9 +271,29 @@ cohort_status_t cohort_coll_run(cohort_comm_t *comm, const cohort_coll_args_t *a
 /* The value in effect of tuning parameter @a i of the request's algorithm. */
 size_t cohort_coll_knob(const cohort_request_t *req, int i);
 
-/* Algorithm table (select.c). @a node: the COHORT_NODE_* bits the group has. */
-const cohort_coll_algo_t *cohort_coll_select(const cohort_context_t *ctx,
-                                             const cohort_coll_args_t *args, int gsize, int node);
+/* Algorithm table (select.c). @a node: the COHORT_NODE_* bits the group has. *vote: an
+ * algorithm to take instead if every member votes that its buffers are on the device (CUDA IPC
+ * under COHORT_CUDA_IPC=auto), or NULL. */
+const cohort_coll_algo_t *cohort_coll_select(cohort_context_t *ctx, const cohort_coll_args_t *args,
+                                             int gsize, int node, const cohort_coll_algo_t **vote);
+/* The same for a call on @a g, with the group's placement; one that votes, as if the group
+ * had no shared segment (its number there is taken at post, and a vote may not use it). */
+const cohort_coll_algo_t *cohort_coll_pick(cohort_comm_t *g, const cohort_coll_args_t *args,
+                                           const cohort_coll_algo_t **vote);
+
+/* One rule of the selection (select.c): the case it matches and the algorithm it names. */
+typedef struct {
+    cohort_coll_type_t coll;
+    int min_n, max_n; /* group sizes, inclusive; 0: no bound */
+    int pow2;         /* -1 any size, 1 powers of two only, 0 the others only */
+    int total;        /* compare bytes x group size */
+    size_t lo, hi;    /* lo <= bytes < hi */
+    const cohort_coll_algo_t *algo;
+} cohort_coll_rule_t;
+
+/* The default rules of @a coll as parsed into @a ctx's selection (for tests); *n of them. */
+const cohort_coll_rule_t *cohort_coll_default_rules(const cohort_context_t *ctx,
+                                                    cohort_coll_type_t coll, int *n);
 /* The COHORT_NODE_* bits of @a g: whether every member shares this node and single copy may be
  * tried among them; placement and settings only, so every member answers alike (placement
  * asked once, then cached). */

@@ -488,39 +488,49 @@ static void ipc_cleanup(cohort_request_t *req)
     cohort_gpu_scratch_put(req->ctx, s->fb_in);
 }
 
-static const cohort_coll_algo_t cohort_coll_cuda_ipc = {
-    .name = "cuda_ipc",
-    .description = "same node: members read each other's device buffers through CUDA IPC",
-    .coll = COHORT_COLL_LAST, /* any collective but barrier */
-    .state_size = ipc_state_size,
-    .start = ipc_start,
-    .progress = ipc_progress,
-    .cleanup = ipc_cleanup,
-    .device = 1,
-    .ident = 1,
-};
-
-const cohort_coll_algo_t *cohort_coll_cuda_ipc_pick(cohort_comm_t *g, const cohort_coll_args_t *a,
-                                                    int *vote)
+/* Whether this row may run the call: by settings and the node only, never by this rank's
+ * buffers, so every member answers alike. COHORT_CUDA_IPC=on: taken wherever there is a device;
+ * auto: a vote from COHORT_CUDA_IPC_MIN bytes per member (from any size where the user's
+ * COHORT_ALGO_* names it) on a node with a CUDA driver: the driver, not a device, so that a rank
+ * shown none (CUDA_VISIBLE_DEVICES="") still votes (no), where one that skipped the vote would
+ * leave the others waiting for it. Every member on this node is the row's node bit. */
+static int ipc_usable(cohort_context_t *ctx, const cohort_coll_args_t *a, int gsize, int forced,
+                      const char **why)
 {
-    cohort_context_t *ctx = g->ctx;
     int auto_mode = ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_AUTO;
 
-    *vote = 0;
-    if (ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_OFF || a->count == 0 || g->size < 2 ||
-        g->size > COHORT_GPU_MULTI_MAX || a->coll == COHORT_COLL_BARRIER) {
-        return NULL;
+    if (ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_OFF) {
+        *why = "COHORT_CUDA_IPC=off";
+        return COHORT_COLL_NO;
     }
-    /* auto: the driver, not a device: a rank shown none (CUDA_VISIBLE_DEVICES="") still votes
-     * (no), where one that skipped the vote would leave the others waiting for it */
-    if (auto_mode ? a->count * a->esize < ctx->cfg.cuda_ipc_min || !cohort_gpu_driver(ctx)
-                  : cohort_gpu_get(ctx) == NULL) {
-        return NULL;
+    if (gsize > COHORT_GPU_MULTI_MAX) {
+        *why = "more members than it combines in one kernel";
+        return COHORT_COLL_NO;
     }
-    (void)cohort_coll_node_local(g); /* asks where the members are, once per group */
-    if (g->node_local <= 0) {
-        return NULL;
+    if (a->count == 0 || gsize < 2 ||
+        (auto_mode && !forced && a->count * a->esize < ctx->cfg.cuda_ipc_min)) {
+        return COHORT_COLL_NO;
     }
-    *vote = auto_mode;
-    return &cohort_coll_cuda_ipc;
+    if (auto_mode ? !cohort_gpu_driver(ctx) : cohort_gpu_get(ctx) == NULL) {
+        *why = auto_mode ? "no CUDA driver on this node" : "no CUDA device here";
+        return COHORT_COLL_NO;
+    }
+    return auto_mode ? COHORT_COLL_VOTE : COHORT_COLL_TAKE;
 }
+
+/* One row of the selection table per collective it serves (every one but barrier). */
+#define IPC_ROW(collective)                                                                        \
+    {                                                                                              \
+        .name = "cuda_ipc",                                                                        \
+        .description = "same node: members read each other's device buffers through CUDA IPC",     \
+        .coll = (collective), .state_size = ipc_state_size, .start = ipc_start,                    \
+        .progress = ipc_progress, .cleanup = ipc_cleanup, .usable = ipc_usable, .device = 1,       \
+        .node = COHORT_NODE_SAME, .ident = 1,                                                      \
+    }
+
+const cohort_coll_algo_t cohort_bcast_cuda_ipc = IPC_ROW(COHORT_COLL_BCAST);
+const cohort_coll_algo_t cohort_reduce_cuda_ipc = IPC_ROW(COHORT_COLL_REDUCE);
+const cohort_coll_algo_t cohort_allreduce_cuda_ipc = IPC_ROW(COHORT_COLL_ALLREDUCE);
+const cohort_coll_algo_t cohort_allgather_cuda_ipc = IPC_ROW(COHORT_COLL_ALLGATHER);
+const cohort_coll_algo_t cohort_reduce_scatter_cuda_ipc = IPC_ROW(COHORT_COLL_REDUCE_SCATTER);
+const cohort_coll_algo_t cohort_alltoall_cuda_ipc = IPC_ROW(COHORT_COLL_ALLTOALL);

@@ -38,6 +38,12 @@ extern const cohort_coll_algo_t cohort_allgather_shm;
 extern const cohort_coll_algo_t cohort_alltoall_shm;
 extern const cohort_coll_algo_t cohort_bcast_shm;
 extern const cohort_coll_algo_t cohort_barrier_shm;
+extern const cohort_coll_algo_t cohort_bcast_cuda_ipc;
+extern const cohort_coll_algo_t cohort_reduce_cuda_ipc;
+extern const cohort_coll_algo_t cohort_allreduce_cuda_ipc;
+extern const cohort_coll_algo_t cohort_allgather_cuda_ipc;
+extern const cohort_coll_algo_t cohort_reduce_scatter_cuda_ipc;
+extern const cohort_coll_algo_t cohort_alltoall_cuda_ipc;
 
 static const cohort_coll_algo_t *const cohort_algos[] = {
     &cohort_barrier_dissemination,
@@ -65,6 +71,12 @@ static const cohort_coll_algo_t *const cohort_algos[] = {
     &cohort_alltoall_shm,
     &cohort_bcast_shm,
     &cohort_barrier_shm,
+    &cohort_bcast_cuda_ipc,
+    &cohort_reduce_cuda_ipc,
+    &cohort_allreduce_cuda_ipc,
+    &cohort_allgather_cuda_ipc,
+    &cohort_reduce_scatter_cuda_ipc,
+    &cohort_alltoall_cuda_ipc,
     NULL,
 };
 
@@ -80,33 +92,37 @@ static const cohort_coll_algo_t *cohort_coll_find(cohort_coll_type_t coll, const
 
 /*
  * Selection is data: for each collective, rules in order, the first that matches the case and
- * whose algorithm does not decline it wins. A rule matches a group size range, optionally
- * power-of-two sizes only (or only others), and a byte range lo <= bytes < hi, where bytes is
- * count x dtype size as the call counts it (per rank for allgather/reduce_scatter, per pair for
- * alltoall) or, for "total" rules, that times the group size. COHORT_ALGO_<COLL> rules come
- * first; the defaults below catch every case they leave out.
+ * whose algorithm neither declines it nor is unusable here wins. A rule matches a group size
+ * range, optionally power-of-two sizes only (or only others), and a byte range lo <= bytes < hi,
+ * where bytes is count x dtype size as the call counts it (per rank for
+ * allgather/reduce_scatter, per pair for alltoall) or, for "total" rules, that times the group
+ * size. A rule whose algorithm asks for a vote (CUDA IPC under COHORT_CUDA_IPC=auto) is noted
+ * and passed by: the rules after it choose what runs if the members vote no. COHORT_ALGO_<COLL>
+ * rules come first; the defaults below, written in the same syntax and read by the same parser,
+ * catch every case they leave out.
+ *
+ * The syntax, one setting per collective: rules separated by commas, each "cond:...:name" with
+ * any of these conditions (none: every case):
+ *   lo-hi     bytes from lo to below hi: 0, 4096, 64k, 4m, 1g, inf, and 4k+1 for "past 4 KiB"
+ *   total     the byte range is of bytes x group size
+ *   n=A, n=A-B, n=A-inf   group sizes from A to B inclusive
+ *   pow2, notpow2         group sizes that are (are not) powers of two
  */
 #define KIB      ((size_t)1024)
 #define MIB      (KIB * KIB)
 #define ANY_SIZE SIZE_MAX
 
-typedef struct {
-    cohort_coll_type_t coll;
-    int min_n, max_n; /* group sizes, inclusive; 0: no bound */
-    int pow2;         /* -1 any size, 1 powers of two only, 0 the others only */
-    int total;        /* compare bytes x group size */
-    size_t lo, hi;    /* lo <= bytes < hi */
-    const cohort_coll_algo_t *algo;
-} cohort_coll_rule_t;
-
 #define COHORT_RULES_MAX 16
 
-#define COHORT_ALGOS_MAX 32
+#define COHORT_ALGOS_MAX 48
 
-/* What COHORT_ALGO_* said, per context. */
+/* What COHORT_ALGO_* said and the defaults, per context. */
 typedef struct {
     int nrules[COHORT_COLL_LAST];
     cohort_coll_rule_t rules[COHORT_COLL_LAST][COHORT_RULES_MAX];
+    int ndefaults[COHORT_COLL_LAST];
+    cohort_coll_rule_t defaults[COHORT_COLL_LAST][COHORT_RULES_MAX];
+    int told[COHORT_COLL_LAST]; /* a user's rule was unusable here, and the log said so */
     size_t knob[COHORT_ALGOS_MAX][COHORT_COLL_KNOBS_MAX];
 } cohort_coll_selection_t;
 
@@ -173,40 +189,23 @@ size_t cohort_coll_knob(const cohort_request_t *req, int i)
  * COHORT_CHECK=1 they are messages, ~3 us more a call, and only the reading ones (reduce_scatter,
  * alltoall) run: allreduce, allgather and bcast write into the others' buffers, fenced by the
  * segment's words. */
-static const cohort_coll_rule_t cohort_default_rules[] = {
-    {COHORT_COLL_BARRIER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_barrier_shm},
-    {COHORT_COLL_BCAST, 2, 2, -1, 0, 64 * KIB, ANY_SIZE, &cohort_bcast_direct},
-    {COHORT_COLL_BCAST, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_bcast_shm},
-    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 0, 64 * KIB, &cohort_allreduce_shm},
-    {COHORT_COLL_REDUCE, 0, 0, -1, 0, 0, 64 * KIB, &cohort_reduce_shm},
-    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_reduce_scatter_shm},
-    {COHORT_COLL_ALLGATHER, 2, 2, -1, 0, 0, 4 * KIB + 1, &cohort_allgather_shm},
-    {COHORT_COLL_ALLGATHER, 3, 0, -1, 0, 0, 16 * KIB + 1, &cohort_allgather_shm},
-    {COHORT_COLL_ALLTOALL, 2, 2, -1, 0, 0, 8 * KIB + 1, &cohort_alltoall_shm},
-    {COHORT_COLL_ALLTOALL, 3, 0, -1, 0, 0, ANY_SIZE, &cohort_alltoall_shm},
-    {COHORT_COLL_ALLTOALL, 0, 0, -1, 0, 16 * KIB, 256 * KIB + 1, &cohort_alltoall_direct},
-    {COHORT_COLL_BCAST, 0, 0, -1, 0, 64 * KIB, ANY_SIZE, &cohort_bcast_direct},
-    {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 4 * KIB + 1, ANY_SIZE, &cohort_allgather_direct},
-    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 64 * KIB, ANY_SIZE, &cohort_allreduce_direct},
-    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 16 * KIB, ANY_SIZE, &cohort_reduce_scatter_direct},
-    {COHORT_COLL_BARRIER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_barrier_dissemination},
-    {COHORT_COLL_BCAST, 17, 0, -1, 0, MIB, ANY_SIZE, &cohort_bcast_scatter_allgather},
-    {COHORT_COLL_BCAST, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_bcast_knomial},
-    {COHORT_COLL_ALLGATHER, 2, 2, -1, 0, 0, ANY_SIZE, &cohort_allgather_ring},
-    {COHORT_COLL_ALLGATHER, 0, 0, -1, 1, MIB, ANY_SIZE, &cohort_allgather_ring},
-    {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_allgather_bruck},
-    {COHORT_COLL_ALLTOALL, 5, 0, -1, 1, 0, 16 * KIB + 1, &cohort_alltoall_bruck},
-    {COHORT_COLL_ALLTOALL, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_alltoall_pairwise},
-    {COHORT_COLL_ALLREDUCE, 0, 4, -1, 0, 0, 128 * KIB + 1, &cohort_allreduce_recursive_doubling},
-    {COHORT_COLL_ALLREDUCE, 5, 0, -1, 0, 0, 8 * KIB + 1, &cohort_allreduce_recursive_doubling},
-    {COHORT_COLL_ALLREDUCE, 0, 0, 0, 0, 0, 512 * KIB + 1, &cohort_allreduce_recursive_doubling},
-    {COHORT_COLL_ALLREDUCE, 0, 0, 1, 0, 0, 4 * MIB, &cohort_allreduce_rabenseifner},
-    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_allreduce_ring},
-    {COHORT_COLL_REDUCE, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_reduce_knomial},
-    {COHORT_COLL_REDUCE_SCATTER, 0, 0, 1, 1, 0, MIB + 1, &cohort_reduce_scatter_recursive_halving},
-    {COHORT_COLL_REDUCE_SCATTER, 0, 0, 0, 1, 0, 16 * KIB + 1,
-     &cohort_reduce_scatter_recursive_halving},
-    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 0, ANY_SIZE, &cohort_reduce_scatter_ring},
+/* The first row of every collective but barrier is CUDA IPC, which takes itself out where
+ * the settings, the node or the call leave it out (cuda_ipc.c): it used to be asked before the
+ * table, and stays ahead of every other rule. "4k+1" bounds read "up to 4 KiB inclusive". */
+static const cohort_config_algo_t cohort_default_settings[] = {
+    {"BARRIER", "shm,dissemination"},
+    {"BCAST", "cuda_ipc,n=2:64k-inf:direct,shm,64k-inf:direct,n=17-inf:1m-inf:scatter_allgather,"
+              "knomial"},
+    {"REDUCE", "cuda_ipc,0-64k:shm,knomial"},
+    {"ALLREDUCE", "cuda_ipc,0-64k:shm,64k-inf:direct,n=1-4:0-128k+1:recursive_doubling,"
+                  "n=5-inf:0-8k+1:recursive_doubling,notpow2:0-512k+1:recursive_doubling,"
+                  "pow2:0-4m:rabenseifner,ring"},
+    {"ALLGATHER", "cuda_ipc,n=2:0-4k+1:shm,n=3-inf:0-16k+1:shm,4k+1-inf:direct,n=2:ring,"
+                  "total:1m-inf:ring,bruck"},
+    {"REDUCE_SCATTER", "cuda_ipc,shm,16k-inf:direct,pow2:total:0-1m+1:recursive_halving,"
+                       "notpow2:total:0-16k+1:recursive_halving,ring"},
+    {"ALLTOALL", "cuda_ipc,n=2:0-8k+1:shm,n=3-inf:shm,16k-256k+1:direct,"
+                 "n=5-inf:total:0-16k+1:bruck,pairwise"},
 };
 
 static int cohort_rule_matches(const cohort_coll_rule_t *r, const cohort_coll_args_t *a, int gsize)
@@ -224,36 +223,91 @@ static int cohort_rule_matches(const cohort_coll_rule_t *r, const cohort_coll_ar
            (bytes < r->hi || r->hi == ANY_SIZE);
 }
 
-static const cohort_coll_algo_t *cohort_rules_pick(const cohort_coll_rule_t *rules, int n,
-                                                   const cohort_coll_args_t *a, int gsize, int node)
+/* The first of @a n rules that picks an algorithm for this case; @a forced: they are the
+ * user's. A rule whose algorithm asks for a vote goes into *vote (the first such) and the search
+ * goes on. */
+static const cohort_coll_algo_t *cohort_rules_pick(cohort_context_t *ctx,
+                                                   const cohort_coll_rule_t *rules, int n,
+                                                   const cohort_coll_args_t *a, int gsize, int node,
+                                                   int forced, const cohort_coll_algo_t **vote)
 {
     for (int i = 0; i < n; i++) {
-        if (rules[i].coll == a->coll && cohort_rule_matches(&rules[i], a, gsize) &&
-            (rules[i].algo->node & ~node) == 0 &&
-            (rules[i].algo->decline == NULL || !rules[i].algo->decline(a, gsize))) {
-            return rules[i].algo;
+        const cohort_coll_algo_t *algo = rules[i].algo;
+        const char *why = NULL;
+        int use = COHORT_COLL_TAKE;
+
+        if (rules[i].coll != a->coll || !cohort_rule_matches(&rules[i], a, gsize) ||
+            (algo->node & ~node) != 0 || (algo->decline != NULL && algo->decline(a, gsize))) {
+            continue;
+        }
+        if (algo->usable != NULL) {
+            use = algo->usable(ctx, a, gsize, forced, &why);
+        }
+        if (use == COHORT_COLL_NO && forced && why != NULL) {
+            cohort_coll_selection_t *sel = ctx->coll;
+            /* a setting of the user's that cannot be followed here is said once, not per call */
+            cohort_log(cohort_ctx_log(ctx),
+                       sel->told[a->coll]++ ? COHORT_LOG_DEBUG : COHORT_LOG_WARN,
+                       "COHORT_ALGO_%s: %s is not usable here (%s); the next rule chooses",
+                       cohort_coll_env_names[a->coll], algo->name, why);
+        }
+        if (use == COHORT_COLL_VOTE && *vote == NULL) {
+            *vote = algo;
+        }
+        if (use == COHORT_COLL_TAKE) {
+            return algo;
         }
     }
     return NULL;
 }
 
-const cohort_coll_algo_t *cohort_coll_select(const cohort_context_t *ctx,
-                                             const cohort_coll_args_t *args, int gsize, int node)
+const cohort_coll_algo_t *cohort_coll_select(cohort_context_t *ctx, const cohort_coll_args_t *args,
+                                             int gsize, int node, const cohort_coll_algo_t **vote)
 {
     const cohort_coll_selection_t *sel = ctx->coll;
     const cohort_coll_algo_t *algo = NULL;
+    int c = (int)args->coll;
 
-    if (sel != NULL && args->coll < COHORT_COLL_LAST) {
-        algo =
-            cohort_rules_pick(sel->rules[args->coll], sel->nrules[args->coll], args, gsize, node);
+    *vote = NULL;
+    if (sel == NULL || c < 0 || c >= COHORT_COLL_LAST) {
+        return NULL;
     }
+    algo = cohort_rules_pick(ctx, sel->rules[c], sel->nrules[c], args, gsize, node, 1, vote);
     if (algo == NULL) {
         algo =
-            cohort_rules_pick(cohort_default_rules,
-                              (int)(sizeof(cohort_default_rules) / sizeof(cohort_default_rules[0])),
-                              args, gsize, node);
+            cohort_rules_pick(ctx, sel->defaults[c], sel->ndefaults[c], args, gsize, node, 0, vote);
     }
     return algo;
+}
+
+const cohort_coll_algo_t *cohort_coll_pick(cohort_comm_t *g, const cohort_coll_args_t *args,
+                                           const cohort_coll_algo_t **vote)
+{
+    int node = cohort_coll_node_local(g);
+
+    /* every member on this node, whether or not single copy may be tried (CUDA IPC's need) */
+    const cohort_coll_algo_t *algo, *again;
+
+    if (g->node_local > 0) {
+        node |= COHORT_NODE_SAME;
+    }
+    algo = cohort_coll_select(g->ctx, args, g->size, node, vote);
+    /* A call on the group's shared segment takes its number there at post (shm_seg.h), and one
+     * that votes may yet end on the other algorithm, leaving a number nobody uses: it is
+     * chosen as if the group had no segment. */
+    if (*vote != NULL && algo != NULL && algo->segment && (node & COHORT_NODE_SHM)) {
+        algo = cohort_coll_select(g->ctx, args, g->size, node & ~COHORT_NODE_SHM, &again);
+    }
+    return algo;
+}
+
+const cohort_coll_rule_t *cohort_coll_default_rules(const cohort_context_t *ctx,
+                                                    cohort_coll_type_t coll, int *n)
+{
+    const cohort_coll_selection_t *sel = ctx->coll;
+
+    *n = sel != NULL && coll < COHORT_COLL_LAST ? sel->ndefaults[coll] : 0;
+    return *n > 0 ? sel->defaults[coll] : NULL;
 }
 
 /* "64k", "1m", "0", "inf" -> bytes; -1 on a bad size. */
@@ -318,47 +372,127 @@ static int cohort_coll_names_list(int c, char *err, size_t errlen, size_t used)
     return (int)used;
 }
 
-/* "name" or "lo-hi:name[,lo-hi:name...]" into rules for collective c. */
-static cohort_status_t cohort_coll_parse_rules(cohort_coll_selection_t *sel, int c,
+/* A range's bound: a size, or "size+N" (4k+1: the first byte past 4 KiB); -1 when bad. */
+static int cohort_parse_bound(const char *s, size_t len, size_t *out)
+{
+    const char *plus = memchr(s, '+', len);
+    size_t add = 0;
+
+    if (plus == NULL) {
+        return cohort_parse_size(s, len, out);
+    }
+    if (cohort_parse_size(s, (size_t)(plus - s), out) != 0 || *out == ANY_SIZE ||
+        memchr(plus + 1, '+', len - (size_t)(plus + 1 - s)) != NULL ||
+        strspn(plus + 1, "0123456789") < len - (size_t)(plus + 1 - s) ||
+        cohort_parse_size(plus + 1, len - (size_t)(plus + 1 - s), &add) != 0 ||
+        add >= ANY_SIZE - *out) {
+        return -1;
+    }
+    *out += add;
+    return 0;
+}
+
+/* "A", "A-B" or "A-inf" (group sizes, inclusive) into @a r; -1 when bad. */
+static int cohort_parse_gsizes(const char *s, size_t len, cohort_coll_rule_t *r)
+{
+    const char *dash = memchr(s, '-', len);
+    size_t lo, hi;
+
+    if (cohort_parse_size(s, dash ? (size_t)(dash - s) : len, &lo) != 0 ||
+        strspn(s, "0123456789") < (dash ? (size_t)(dash - s) : len) || lo < 1 || lo > INT32_MAX) {
+        return -1;
+    }
+    hi = lo;
+    if (dash != NULL &&
+        (cohort_parse_size(dash + 1, len - (size_t)(dash + 1 - s), &hi) != 0 ||
+         (hi != ANY_SIZE && (hi > INT32_MAX || hi < lo ||
+                             strspn(dash + 1, "0123456789") < len - (size_t)(dash + 1 - s))))) {
+        return -1;
+    }
+    r->min_n = lo == 1 ? 0 : (int)lo; /* every group has a member: 1 is no bound */
+    r->max_n = hi == ANY_SIZE ? 0 : (int)hi;
+    return 0;
+}
+
+/* One condition of a rule (everything before its name) into @a r; -1 when bad. */
+static int cohort_parse_cond(const char *s, size_t len, cohort_coll_rule_t *r)
+{
+    const char *dash;
+
+#define COND_IS(word) (len == strlen(word) && memcmp(s, word, len) == 0)
+    if (COND_IS("pow2") || COND_IS("notpow2")) {
+        r->pow2 = COND_IS("pow2");
+        return 0;
+    }
+    if (COND_IS("total")) {
+        r->total = 1;
+        return 0;
+    }
+#undef COND_IS
+    if (len > 2 && memcmp(s, "n=", 2) == 0) {
+        return cohort_parse_gsizes(s + 2, len - 2, r);
+    }
+    dash = memchr(s, '-', len);
+    if (dash == NULL || cohort_parse_bound(s, (size_t)(dash - s), &r->lo) != 0 ||
+        cohort_parse_bound(dash + 1, len - (size_t)(dash + 1 - s), &r->hi) != 0 || r->lo >= r->hi) {
+        return -1;
+    }
+    return 0;
+}
+
+/* The rules of setting @a set (the syntax above) for collective c, appended to @a rules (*n of
+ * them so far). The user's settings and the defaults both come through here. */
+static cohort_status_t cohort_coll_parse_rules(cohort_coll_rule_t *rules, int *n, int c,
                                                const cohort_config_algo_t *set, char *err,
                                                size_t errlen)
 {
     const char *p = set->value;
 
     while (*p != '\0') {
-        const char *comma = strchr(p, ','), *colon, *dash, *name;
+        const char *comma = strchr(p, ','), *name = p, *colon;
         size_t len = comma ? (size_t)(comma - p) : strlen(p), namelen;
         cohort_coll_rule_t r = {(cohort_coll_type_t)c, 0, 0, -1, 0, 0, ANY_SIZE, NULL};
         char algo[COHORT_CONFIG_NAME_MAX];
 
-        colon = memchr(p, ':', len);
-        name = colon ? colon + 1 : p;
-        namelen = len - (size_t)(name - p);
-        if (colon != NULL) {
-            dash = memchr(p, '-', (size_t)(colon - p));
-            if (dash == NULL || cohort_parse_size(p, (size_t)(dash - p), &r.lo) != 0 ||
-                cohort_parse_size(dash + 1, (size_t)(colon - dash - 1), &r.hi) != 0 ||
-                r.lo >= r.hi) {
+        while ((colon = memchr(name, ':', len - (size_t)(name - p))) != NULL) {
+            if (cohort_parse_cond(name, (size_t)(colon - name), &r) != 0) {
                 snprintf(err, errlen,
-                         "COHORT_ALGO_%s=%s: bad size range in \"%.*s\"; expected lo-hi:name "
-                         "with sizes like 0, 64k, 4m, inf (under 2^64 bytes) and lo < hi",
-                         set->name, set->value, (int)len, p);
+                         "COHORT_ALGO_%s=%s: bad size range or condition \"%.*s\" in \"%.*s\"; "
+                         "expected cond:...:name with conditions lo-hi (sizes like 0, 64k, 4k+1, "
+                         "4m, inf, under 2^64 bytes, lo < hi), total, n=A-B (group sizes), pow2 "
+                         "or notpow2",
+                         set->name, set->value, (int)(colon - name), name, (int)len, p);
                 return COHORT_ERR_INVALID_ARG;
             }
+            name = colon + 1;
         }
+        namelen = len - (size_t)(name - p);
         snprintf(algo, sizeof(algo), "%.*s", (int)namelen, name);
         r.algo = cohort_coll_find((cohort_coll_type_t)c, algo);
-        if (r.algo == NULL || sel->nrules[c] == COHORT_RULES_MAX) {
+        if (r.algo == NULL || *n == COHORT_RULES_MAX) {
             int used =
                 snprintf(err, errlen, "COHORT_ALGO_%s=%s: %s \"%s\"; valid:", set->name, set->value,
                          r.algo == NULL ? "unknown algorithm" : "too many ranges at", algo);
             cohort_coll_names_list(c, err, errlen, (size_t)used);
             return COHORT_ERR_INVALID_ARG;
         }
-        sel->rules[c][sel->nrules[c]++] = r;
+        rules[(*n)++] = r;
         p += len + (comma ? 1 : 0);
     }
     return COHORT_OK;
+}
+
+/* The collective COHORT_ALGO_@a name is for; COHORT_COLL_LAST when none. */
+static int cohort_coll_by_env_name(const char *name)
+{
+    int c;
+
+    for (c = 0; c < COHORT_COLL_LAST; c++) {
+        if (strcmp(name, cohort_coll_env_names[c]) == 0) {
+            break;
+        }
+    }
+    return c;
 }
 
 /* A tuning parameter's setting: 1 when @a set named one (and it was good), 0 when it names
@@ -413,11 +547,7 @@ cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errl
         if (r > 0) {
             continue;
         }
-        for (c = 0; c < COHORT_COLL_LAST; c++) {
-            if (strcmp(set->name, cohort_coll_env_names[c]) == 0) {
-                break;
-            }
-        }
+        c = cohort_coll_by_env_name(set->name);
         if (c == COHORT_COLL_LAST) {
             snprintf(err, errlen,
                      "COHORT_ALGO_%s: unknown collective; expected COHORT_ALGO_ followed by "
@@ -426,8 +556,20 @@ cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errl
             free(sel);
             return COHORT_ERR_INVALID_ARG;
         }
-        if (cohort_coll_parse_rules(sel, c, set, err, errlen) != COHORT_OK) {
+        if (cohort_coll_parse_rules(sel->rules[c], &sel->nrules[c], c, set, err, errlen) !=
+            COHORT_OK) {
             free(sel);
+            return COHORT_ERR_INVALID_ARG;
+        }
+    }
+    for (size_t i = 0; i < sizeof(cohort_default_settings) / sizeof(cohort_default_settings[0]);
+         i++) {
+        const cohort_config_algo_t *set = &cohort_default_settings[i];
+        int c = cohort_coll_by_env_name(set->name);
+
+        if (c == COHORT_COLL_LAST || cohort_coll_parse_rules(sel->defaults[c], &sel->ndefaults[c],
+                                                             c, set, err, errlen) != COHORT_OK) {
+            free(sel); /* the defaults' own test (check_select) keeps this from happening */
             return COHORT_ERR_INVALID_ARG;
         }
     }

@@ -12,9 +12,13 @@
 # (COHORT_CUDA_PIPELINE_MIN=0: local copies and reductions on the "device", each transfer
 # staged on its own; a kernel handed host memory fails the run); and (FAKE_CHECK_PART=vote)
 # COHORT_CUDA_IPC=auto, the default: the matrix with calls from 64 KiB voting their way into IPC,
-# the vote with COHORT_CHECK=1, with a rank shown no device, at another threshold; and the
+# the vote with COHORT_CHECK=1, with a rank shown no device, at another threshold; the
 # message-based algorithms on device buffers below the vote's threshold, whose same-node
-# messages go through CUDA IPC (cma.c). Run by make check (built only with CUDA).
+# messages go through CUDA IPC (cma.c), a user's rule naming cuda_ipc from 1 MiB ahead of the
+# ring (COHORT_ALGO_ rules come before the defaults, so it keeps the vote); and every
+# collective forced to cuda_ipc (COHORT_ALGO_<COLL>=cuda_ipc: a vote at any size; the
+# defaults' threshold out of reach, so every IPC call is the forced rows'). Run by make check
+# (built only with CUDA).
 set -eu
 top=${TEST_SRCDIR:-.}
 build=$(pwd)
@@ -40,7 +44,8 @@ if [ "$FAKE_CHECK_PART" = vote ]; then
 4 CUDA_COLL_VOTE=1 COHORT_CHECK=1 $kernels
 3 CUDA_COLL_VOTE=1 FAKE_CUDA_NO_DEVICE_RANK=1 $kernels
 2 CUDA_COLL_VOTE=1 COHORT_CUDA_IPC_MIN=65536 $kernels
-3 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_BCAST=knomial COHORT_ALGO_REDUCE=knomial $kernels"
+3 COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=1m-inf:cuda_ipc,ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_BCAST=knomial COHORT_ALGO_REDUCE=knomial $kernels
+3 CUDA_COLL_EXPECT_IPC=1 COHORT_CUDA_IPC_MIN=1g CUDA_COLL_ONLY=bcast,reduce,allreduce,reduce_scatter,allgather,alltoall COHORT_ALGO_BCAST=cuda_ipc COHORT_ALGO_REDUCE=cuda_ipc COHORT_ALGO_ALLREDUCE=cuda_ipc COHORT_ALGO_ALLGATHER=cuda_ipc COHORT_ALGO_REDUCE_SCATTER=cuda_ipc COHORT_ALGO_ALLTOALL=cuda_ipc $kernels"
     exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"
 fi
 export TEST_RUNS="2 COHORT_CUDA_IPC=on $kernels

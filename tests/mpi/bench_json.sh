@@ -4,7 +4,8 @@
 # and to itself (busbw_frac_memcpy = busbw / the memcpy bound, ratio = MPI time / cohort time);
 # a --json file that cannot be opened is exit status 2 with a message, before any benchmarking.
 # A --tail run (every call timed) holds its statistics to order (p50 <= p99 <= p99.9 <= max),
-# its counts to the calls timed and those to -n, and its CSV columns to its JSON.
+# its counts to the calls timed and those to -n, and its CSV columns to its JSON. And
+# `cohort_bench algorithms` lists CUDA IPC's row for every collective but barrier.
 # Run by make check (through tests/mpi/launch.sh, which bounds it); SKIP (77) without mpirun or
 # python3.
 set -u
@@ -224,5 +225,14 @@ elif grep -q '^# memcpy bound' "$tmp/bad.txt"; then
     echo "bench_json: FAIL: --json /nonexistent/dir/x: benchmarked before failing"
     fail=1
 fi
+# The algorithm table lists CUDA IPC as a row of every collective it serves, so that
+# COHORT_ALGO_<COLL>=cuda_ipc names it like any other (no launch: the table is static).
+"$bench" algorithms >"$tmp/algos.txt" 2>&1 || fail=1
+for coll in bcast reduce allreduce allgather reduce_scatter alltoall; do
+    if ! grep -Eq "^[0-9]+ +$coll +cuda_ipc " "$tmp/algos.txt"; then
+        echo "bench_json: FAIL: cohort_bench algorithms lists no cuda_ipc row for $coll"
+        fail=1
+    fi
+done
 [ "$fail" = 0 ] && echo "bench_json: passed"
 exit "$fail"

@@ -12,6 +12,7 @@
 /* run: 6 COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_ALLTOALL_PAIRWISE_WINDOW=1 */
 /* run: 4 COHORT_ALGO_BCAST=direct COHORT_ALGO_ALLGATHER=direct COHORT_ALGO_ALLTOALL=direct */
 /* run: 3 COHORT_ALGO_BCAST=direct COHORT_ALGO_ALLGATHER=direct COHORT_ALGO_ALLTOALL=direct COHORT_ALGO_ALLGATHER_DIRECT_CHUNK=4k */
+/* run: 4 COHORT_ALGO_BCAST=cuda_ipc COHORT_ALGO_ALLGATHER=cuda_ipc COHORT_ALGO_ALLTOALL=cuda_ipc */
 /* run: singleton */
 /* runs: together */
 /* clang-format on */

@@ -13,6 +13,7 @@
 /* run: 4 COHORT_ALGO_ALLREDUCE=0-1k:recursive_doubling,1k-64k:ring,64k-inf:rabenseifner COHORT_ALGO_ALLREDUCE_RABENSEIFNER_MIN_SEGMENT=1k */
 /* run: 4 COHORT_ALGO_ALLREDUCE=direct COHORT_ALGO_REDUCE_SCATTER=direct */
 /* run: 3 COHORT_ALGO_ALLREDUCE=direct COHORT_ALGO_REDUCE_SCATTER=direct COHORT_ALGO_ALLREDUCE_DIRECT_CHUNK=4k */
+/* run: 4 COHORT_ALGO_ALLREDUCE=cuda_ipc COHORT_ALGO_REDUCE=cuda_ipc COHORT_ALGO_REDUCE_SCATTER=cuda_ipc COHORT_CUDA_IPC=on */
 /* run: singleton */
 /* runs: together */
 /* clang-format on */

@@ -829,6 +829,16 @@ int main(void)
     if (me == 0) {
         printf("cuda_coll: %d device cases matched the reference\n", cases);
     }
+    if (getenv("CUDA_COLL_EXPECT_IPC") != NULL) {
+        /* COHORT_ALGO_<COLL>=cuda_ipc (a row of the selection table): the calls went through it */
+        cohort_stats_t st;
+        CHECK_OK(cohort_stats(ctx, &st));
+        CHECK(st.cuda_ipc_calls > 0);
+        if (me == 0) {
+            printf("cuda_coll: %llu calls through CUDA IPC as COHORT_ALGO_ named it\n",
+                   (unsigned long long)st.cuda_ipc_calls);
+        }
+    }
     test_finish(ctx, "cuda_coll");
     return 0;
 }

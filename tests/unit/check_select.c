@@ -5,6 +5,7 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "core/context.h"
+#include "core/gpu.h"
 
 static cohort_context_t ctx;
 static char err[512];
@@ -22,9 +23,9 @@ static cohort_status_t setup_env(char **env)
     return st != COHORT_OK ? st : cohort_coll_config(&ctx, err, sizeof(err));
 }
 
-/* @a node_local: every member on one node, single copy possible (2: but not shm, as under
- * COHORT_CHECK=1). */
-static const char *pick_at(cohort_coll_type_t coll, size_t bytes, int gsize, int node_local)
+/* The algorithm for the case, and in *vote the one a vote would take instead (or NULL). */
+static const cohort_coll_algo_t *select_at(cohort_coll_type_t coll, size_t bytes, int gsize,
+                                           int node, const cohort_coll_algo_t **vote)
 {
     cohort_coll_args_t a;
 
@@ -32,11 +33,22 @@ static const char *pick_at(cohort_coll_type_t coll, size_t bytes, int gsize, int
     a.coll = coll;
     a.count = bytes;
     a.esize = 1;
-    return cohort_coll_select(&ctx, &a, gsize,
-                              node_local == 2 ? COHORT_NODE_DIRECT
-                              : node_local    ? COHORT_NODE_DIRECT | COHORT_NODE_SHM
-                                              : 0)
-        ->name;
+    return cohort_coll_select(&ctx, &a, gsize, node, vote);
+}
+
+/* @a node_local: every member on one node, single copy possible (2: but not shm, as under
+ * COHORT_CHECK=1). No vote in any of these cases. */
+static const char *pick_at(cohort_coll_type_t coll, size_t bytes, int gsize, int node_local)
+{
+    const cohort_coll_algo_t *vote = NULL, *algo;
+
+    algo = select_at(coll, bytes, gsize,
+                     node_local == 2 ? COHORT_NODE_DIRECT
+                     : node_local    ? COHORT_NODE_DIRECT | COHORT_NODE_SHM
+                                     : 0,
+                     &vote);
+    ck_assert_ptr_null(vote);
+    return algo->name;
 }
 
 static const char *pick(cohort_coll_type_t coll, size_t bytes, int gsize)
@@ -199,6 +211,7 @@ START_TEST(test_knobs)
             cohort_coll_base_t base;
         } r;
         cohort_coll_args_t a;
+        const cohort_coll_algo_t *vote;
 
         memset(&r, 0, sizeof(r));
         memset(&a, 0, sizeof(a));
@@ -207,11 +220,239 @@ START_TEST(test_knobs)
         a.esize = 1;
         r.req.ctx = &ctx;
         r.req.state = &r.base;
-        r.base.algo = cohort_coll_select(&ctx, &a, 8, 0);
+        r.base.algo = cohort_coll_select(&ctx, &a, 8, 0, &vote);
         ck_assert_str_eq(r.base.algo->name, "ring");
         ck_assert_uint_eq(cohort_coll_knob(&r.req, 0), 1u << 20);
         ck_assert_uint_eq(cohort_coll_knob(&r.req, 1), 8);
     }
+}
+END_TEST
+
+#define KIB ((size_t)1024)
+#define MIB (KIB * KIB)
+#define ANY SIZE_MAX
+
+/* The default rules as they stood in select.c as a C table, before they were written in the
+ * COHORT_ALGO_ syntax: what the text must parse back into, rule for rule (with CUDA IPC's row,
+ * which was asked before the table, first for every collective but barrier). */
+static const struct {
+    cohort_coll_type_t coll;
+    int min_n, max_n, pow2, total;
+    size_t lo, hi;
+    const char *name;
+} reference[] = {
+    {COHORT_COLL_BARRIER, 0, 0, -1, 0, 0, ANY, "shm"},
+    {COHORT_COLL_BARRIER, 0, 0, -1, 0, 0, ANY, "dissemination"},
+    {COHORT_COLL_BCAST, 0, 0, -1, 0, 0, ANY, "cuda_ipc"},
+    {COHORT_COLL_BCAST, 2, 2, -1, 0, 64 * KIB, ANY, "direct"},
+    {COHORT_COLL_BCAST, 0, 0, -1, 0, 0, ANY, "shm"},
+    {COHORT_COLL_BCAST, 0, 0, -1, 0, 64 * KIB, ANY, "direct"},
+    {COHORT_COLL_BCAST, 17, 0, -1, 0, MIB, ANY, "scatter_allgather"},
+    {COHORT_COLL_BCAST, 0, 0, -1, 0, 0, ANY, "knomial"},
+    {COHORT_COLL_REDUCE, 0, 0, -1, 0, 0, ANY, "cuda_ipc"},
+    {COHORT_COLL_REDUCE, 0, 0, -1, 0, 0, 64 * KIB, "shm"},
+    {COHORT_COLL_REDUCE, 0, 0, -1, 0, 0, ANY, "knomial"},
+    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 0, ANY, "cuda_ipc"},
+    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 0, 64 * KIB, "shm"},
+    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 64 * KIB, ANY, "direct"},
+    {COHORT_COLL_ALLREDUCE, 0, 4, -1, 0, 0, 128 * KIB + 1, "recursive_doubling"},
+    {COHORT_COLL_ALLREDUCE, 5, 0, -1, 0, 0, 8 * KIB + 1, "recursive_doubling"},
+    {COHORT_COLL_ALLREDUCE, 0, 0, 0, 0, 0, 512 * KIB + 1, "recursive_doubling"},
+    {COHORT_COLL_ALLREDUCE, 0, 0, 1, 0, 0, 4 * MIB, "rabenseifner"},
+    {COHORT_COLL_ALLREDUCE, 0, 0, -1, 0, 0, ANY, "ring"},
+    {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 0, ANY, "cuda_ipc"},
+    {COHORT_COLL_ALLGATHER, 2, 2, -1, 0, 0, 4 * KIB + 1, "shm"},
+    {COHORT_COLL_ALLGATHER, 3, 0, -1, 0, 0, 16 * KIB + 1, "shm"},
+    {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 4 * KIB + 1, ANY, "direct"},
+    {COHORT_COLL_ALLGATHER, 2, 2, -1, 0, 0, ANY, "ring"},
+    {COHORT_COLL_ALLGATHER, 0, 0, -1, 1, MIB, ANY, "ring"},
+    {COHORT_COLL_ALLGATHER, 0, 0, -1, 0, 0, ANY, "bruck"},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 0, ANY, "cuda_ipc"},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 0, ANY, "shm"},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 16 * KIB, ANY, "direct"},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, 1, 1, 0, MIB + 1, "recursive_halving"},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, 0, 1, 0, 16 * KIB + 1, "recursive_halving"},
+    {COHORT_COLL_REDUCE_SCATTER, 0, 0, -1, 0, 0, ANY, "ring"},
+    {COHORT_COLL_ALLTOALL, 0, 0, -1, 0, 0, ANY, "cuda_ipc"},
+    {COHORT_COLL_ALLTOALL, 2, 2, -1, 0, 0, 8 * KIB + 1, "shm"},
+    {COHORT_COLL_ALLTOALL, 3, 0, -1, 0, 0, ANY, "shm"},
+    {COHORT_COLL_ALLTOALL, 0, 0, -1, 0, 16 * KIB, 256 * KIB + 1, "direct"},
+    {COHORT_COLL_ALLTOALL, 5, 0, -1, 1, 0, 16 * KIB + 1, "bruck"},
+    {COHORT_COLL_ALLTOALL, 0, 0, -1, 0, 0, ANY, "pairwise"},
+};
+
+/* The defaults are text in the COHORT_ALGO_ syntax, read by the parser the environment goes
+ * through: every rule comes back as the table had it, in order. */
+START_TEST(test_default_rules_parse)
+{
+    char *env[] = {NULL};
+    size_t at = 0;
+
+    ck_assert_int_eq(setup_env(env), COHORT_OK);
+    for (int c = 0; c < COHORT_COLL_LAST; c++) {
+        int n;
+        const cohort_coll_rule_t *r = cohort_coll_default_rules(&ctx, (cohort_coll_type_t)c, &n);
+
+        ck_assert_int_gt(n, 0);
+        for (int i = 0; i < n; i++, at++) {
+            ck_assert_uint_lt(at, sizeof(reference) / sizeof(reference[0]));
+            ck_assert_int_eq(r[i].coll, reference[at].coll);
+            ck_assert_int_eq(r[i].algo->coll, reference[at].coll);
+            ck_assert_msg(
+                strcmp(r[i].algo->name, reference[at].name) == 0 &&
+                    r[i].min_n == reference[at].min_n && r[i].max_n == reference[at].max_n &&
+                    r[i].pow2 == reference[at].pow2 && r[i].total == reference[at].total &&
+                    r[i].lo == reference[at].lo && r[i].hi == reference[at].hi,
+                "rule %zu: %s n=%d-%d pow2 %d total %d %zu-%zu, expected %s", at, r[i].algo->name,
+                r[i].min_n, r[i].max_n, r[i].pow2, r[i].total, r[i].lo, r[i].hi,
+                reference[at].name);
+        }
+    }
+    ck_assert_uint_eq(at, sizeof(reference) / sizeof(reference[0]));
+}
+END_TEST
+
+/* The conditions the defaults need are the user's too. */
+START_TEST(test_rule_syntax)
+{
+    char *env[] = {"COHORT_ALGO_ALLREDUCE=n=3-5:notpow2:0-4k+1:ring,n=8:pow2:rabenseifner",
+                   "COHORT_ALGO_ALLGATHER=total:0-64k:ring,n=2-inf:bruck", NULL};
+
+    ck_assert_int_eq(setup_env(env), COHORT_OK);
+    ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 4096, 3), "ring");
+    ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 4096, 5), "ring");
+    ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 4097, 3), "recursive_doubling");
+    ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 4096, 4), "recursive_doubling");
+    ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 4096, 6), "recursive_doubling");
+    ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 1u << 30, 8), "rabenseifner");
+    ck_assert_str_eq(pick(COHORT_COLL_ALLREDUCE, 8, 16), "recursive_doubling");
+    /* 8 KiB per rank: 64 KiB in all on 8 ranks is past the range, 56 KiB on 7 is not */
+    ck_assert_str_eq(pick(COHORT_COLL_ALLGATHER, 8 * 1024, 7), "ring");
+    ck_assert_str_eq(pick(COHORT_COLL_ALLGATHER, 8 * 1024, 8), "bruck");
+}
+END_TEST
+
+START_TEST(test_bad_rule_syntax)
+{
+    static const char *const bad[] = {
+        "COHORT_ALGO_ALLREDUCE=n=0:ring",       "COHORT_ALGO_ALLREDUCE=n=5-3:ring",
+        "COHORT_ALGO_ALLREDUCE=n=4k:ring",      "COHORT_ALGO_ALLREDUCE=n=2-8k:ring",
+        "COHORT_ALGO_ALLREDUCE=n=:ring",        "COHORT_ALGO_ALLREDUCE=0-4k+:ring",
+        "COHORT_ALGO_ALLREDUCE=0-4k+1k:ring",   "COHORT_ALGO_ALLREDUCE=0-inf+1:ring",
+        "COHORT_ALGO_ALLREDUCE=pow:ring",       "COHORT_ALGO_ALLREDUCE=:ring",
+        "COHORT_ALGO_ALLREDUCE=4k+1-4k+1:ring",
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *env[] = {(char *)bad[i], NULL};
+        ck_assert_int_eq(setup_env(env), COHORT_ERR_INVALID_ARG);
+        ck_assert_msg(strstr(err, "bad size range or condition") != NULL, "'%s' gave '%s'", bad[i],
+                      err);
+    }
+}
+END_TEST
+
+/* This rank's module as selection sees it: loaded (a device, a driver) or tried and absent. */
+static void fake_gpu(int present)
+{
+    static const cohort_gpu_module_t mod;
+
+    ctx.gpu.state = present ? COHORT_GPU_READY : COHORT_GPU_NONE;
+    ctx.gpu.mod = present ? &mod : NULL;
+    ctx.gpu.driver = present;
+}
+
+#define ALL_HERE (COHORT_NODE_SAME | COHORT_NODE_DIRECT | COHORT_NODE_SHM)
+
+/* The case selects @a algo, and a vote for @a vote (NULL: none). */
+static void expect(cohort_coll_type_t coll, size_t bytes, int gsize, int node, const char *algo,
+                   const char *vote)
+{
+    const cohort_coll_algo_t *v = NULL, *a = select_at(coll, bytes, gsize, node, &v);
+
+    ck_assert_msg(strcmp(a->name, algo) == 0 &&
+                      (vote == NULL ? v == NULL : v != NULL && strcmp(v->name, vote) == 0),
+                  "%s of %zu bytes on %d (node %d): %s, vote %s; expected %s, vote %s",
+                  cohort_coll_names[coll], bytes, gsize, node, a->name, v ? v->name : "none", algo,
+                  vote ? vote : "none");
+    ck_assert(v == NULL || v->coll == coll);
+}
+
+/* CUDA IPC is a row of the table: listed, voted on from COHORT_CUDA_IPC_MIN under auto, taken
+ * under on, never under off; a user's COHORT_ALGO_ rule may name it (a vote from any size) or
+ * leave it out. */
+START_TEST(test_cuda_ipc_rows)
+{
+    char *def[] = {NULL};
+    char *on[] = {"COHORT_CUDA_IPC=on", NULL};
+    char *off[] = {"COHORT_CUDA_IPC=off", "COHORT_ALGO_ALLREDUCE=cuda_ipc", NULL};
+    char *forced[] = {"COHORT_ALGO_ALLREDUCE=cuda_ipc", NULL};
+    char *other[] = {"COHORT_ALGO_ALLREDUCE=ring", NULL};
+    char *ranged[] = {"COHORT_ALGO_ALLREDUCE=1m-inf:cuda_ipc,ring", NULL};
+    const cohort_coll_algo_t *vote;
+    int rows = 0;
+
+    for (int i = 0; i < cohort_algo_count(); i++) {
+        cohort_algo_info_t info;
+        ck_assert_int_eq(cohort_algo_info(i, &info), COHORT_OK);
+        if (strcmp(info.name, "cuda_ipc") == 0) {
+            ck_assert_str_ne(info.collective, "barrier");
+            rows++;
+        }
+    }
+    ck_assert_int_eq(rows, 6);
+
+    ck_assert_int_eq(setup_env(def), COHORT_OK);
+    fake_gpu(1);
+    for (int c = COHORT_COLL_BCAST; c < COHORT_COLL_LAST; c++) {
+        ck_assert_str_ne(select_at((cohort_coll_type_t)c, 1u << 20, 4, ALL_HERE, &vote)->name,
+                         "cuda_ipc");
+        ck_assert_ptr_nonnull(vote);
+        ck_assert_str_eq(vote->name, "cuda_ipc");
+        ck_assert_int_eq(vote->coll, c);
+    }
+    expect(COHORT_COLL_ALLREDUCE, 1u << 20, 4, ALL_HERE, "direct", "cuda_ipc");
+    expect(COHORT_COLL_ALLREDUCE, (1u << 20) - 1, 4, ALL_HERE, "direct", NULL);
+    expect(COHORT_COLL_BARRIER, 1u << 20, 4, ALL_HERE, "shm", NULL);
+    /* members on other nodes, a group of one, too many members, nothing to move */
+    expect(COHORT_COLL_ALLREDUCE, 1u << 20, 4, 0, "rabenseifner", NULL);
+    expect(COHORT_COLL_ALLREDUCE, 1u << 20, 1, ALL_HERE, "rabenseifner", NULL);
+    expect(COHORT_COLL_ALLREDUCE, 1u << 20, 1000, ALL_HERE, "ring", NULL);
+    expect(COHORT_COLL_ALLREDUCE, 0, 4, ALL_HERE, "recursive_doubling", NULL);
+    /* every member on this node without single copy (COHORT_CMA=off): still a vote */
+    expect(COHORT_COLL_ALLREDUCE, 1u << 20, 4, COHORT_NODE_SAME, "rabenseifner", "cuda_ipc");
+    fake_gpu(0);
+    expect(COHORT_COLL_ALLREDUCE, 1u << 20, 4, ALL_HERE, "direct", NULL);
+
+    ck_assert_int_eq(setup_env(on), COHORT_OK);
+    fake_gpu(1);
+    expect(COHORT_COLL_ALLREDUCE, 8, 2, ALL_HERE, "cuda_ipc", NULL);
+    expect(COHORT_COLL_ALLTOALL, 8, 3, ALL_HERE, "cuda_ipc", NULL);
+    expect(COHORT_COLL_BARRIER, 8, 3, ALL_HERE, "shm", NULL);
+    expect(COHORT_COLL_ALLREDUCE, 8, 2, 0, "recursive_doubling", NULL);
+    fake_gpu(0);
+    expect(COHORT_COLL_ALLREDUCE, 8, 2, ALL_HERE, "shm", NULL);
+
+    /* off wins over a user's rule, which passes to the next one */
+    ck_assert_int_eq(setup_env(off), COHORT_OK);
+    fake_gpu(1);
+    expect(COHORT_COLL_ALLREDUCE, 1u << 20, 4, ALL_HERE, "direct", NULL);
+
+    /* named by the user: a vote at any size, the defaults choosing what runs otherwise */
+    ck_assert_int_eq(setup_env(forced), COHORT_OK);
+    fake_gpu(1);
+    expect(COHORT_COLL_ALLREDUCE, 8, 4, ALL_HERE, "shm", "cuda_ipc");
+    fake_gpu(0);
+    expect(COHORT_COLL_ALLREDUCE, 8, 4, ALL_HERE, "shm", NULL);
+
+    /* a user's rule ahead of it leaves it out; after it, chooses what runs on a no */
+    ck_assert_int_eq(setup_env(other), COHORT_OK);
+    fake_gpu(1);
+    expect(COHORT_COLL_ALLREDUCE, 1u << 20, 4, ALL_HERE, "ring", NULL);
+    ck_assert_int_eq(setup_env(ranged), COHORT_OK);
+    fake_gpu(1);
+    expect(COHORT_COLL_ALLREDUCE, 1u << 20, 4, ALL_HERE, "ring", "cuda_ipc");
+    expect(COHORT_COLL_ALLREDUCE, 8, 4, ALL_HERE, "ring", NULL);
 }
 END_TEST
 
@@ -224,6 +465,10 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_overrides);
     tcase_add_test(tc, test_bad_overrides);
     tcase_add_test(tc, test_knobs);
+    tcase_add_test(tc, test_default_rules_parse);
+    tcase_add_test(tc, test_rule_syntax);
+    tcase_add_test(tc, test_bad_rule_syntax);
+    tcase_add_test(tc, test_cuda_ipc_rows);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -91,7 +91,9 @@ int main(int argc, char **argv)
         printf(
             "\nforce one with COHORT_ALGO_<COLLECTIVE>=<name>, e.g. COHORT_ALGO_ALLREDUCE=ring,\n"
             "or by size: COHORT_ALGO_ALLREDUCE=0-64k:recursive_doubling,64k-inf:ring (bytes =\n"
-            "count x dtype size as the call counts it; sizes not covered keep the defaults)\n");
+            "count x dtype size as the call counts it; sizes not covered keep the defaults);\n"
+            "a rule may also say total (bytes x group size), n=A-B, pow2 or notpow2:\n"
+            "COHORT_ALGO_ALLGATHER=n=2:0-4k+1:shm,total:1m-inf:ring\n");
         return 0;
     }
     if (strcmp(argv[1], "p2p") == 0 || strcmp(argv[1], "groups") == 0) {

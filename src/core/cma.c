@@ -9,8 +9,8 @@
 #include "core/cma.h"
 #include "core/comm.h"
 #include "core/log.h"
-#include "core/gpu.h"
-#include "core/ipc_cache.h"
+#include "mem/gpu.h"
+#include "mem/ipc_cache.h"
 #include "core/notify.h"
 
 /* An ACK to send from progress (never from inside a UCX callback), and the receive that

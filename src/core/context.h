@@ -8,11 +8,11 @@
 #include "cohort.h"
 #include "core/am_header.h"
 #include "core/config.h"
-#include "core/gpu.h"
+#include "mem/gpu.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "core/map.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "pmix_plugins/plugin.h"
 
 #define COHORT_CTX_MAGIC 0xc0c0a11eu

@@ -4,7 +4,9 @@
 #   1. nothing in src/core includes from coll/, group/ or api/;
 #   2. the tools include no internal header, only <cohort.h> and system headers;
 #   3. the functions libcohort.so exports are exactly the functions cohort.h declares;
-#   4. only pmix_plugins/ includes PMIx headers.
+#   4. only pmix_plugins/ includes PMIx headers;
+#   5. src/mem (GPU module, memory pools, IPC mappings) includes nothing of proto/, coll/, group/
+#      or api/: memory sits under the protocols and the layers above.
 set -eu
 cd "$(dirname "$0")/.."
 lib=${COHORT_LIB:-.libs/libcohort.so}
@@ -17,6 +19,14 @@ if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(\.\./)*(coll|group|a
     src/core/*.c src/core/*.h >"$tmp/core" 2>/dev/null; then
     echo "check-layers: src/core includes from coll/, group/ or api/:"
     sed 's/^/  /' "$tmp/core"
+    fail=1
+fi
+
+# 5. Memory knows no protocol and no layer above the engine.
+if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(\.\./)*(proto|coll|group|api)/' \
+    src/mem/*.c src/mem/*.h >"$tmp/mem" 2>/dev/null; then
+    echo "check-layers: src/mem includes from proto/, coll/, group/ or api/:"
+    sed 's/^/  /' "$tmp/mem"
     fail=1
 fi
 

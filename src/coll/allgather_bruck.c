@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "core/comm.h"
 
 typedef enum { AG_BRUCK_POST, AG_BRUCK_SEND, AG_BRUCK_WAIT } ag_bruck_phase_t;

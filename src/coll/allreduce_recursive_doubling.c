@@ -10,7 +10,7 @@
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "core/comm.h"
 
 typedef enum {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "coll/pattern/ring_pipeline.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "core/comm.h"
 
 /* The segment and window are tuning parameters (cohort_bench algorithms); the state has room

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "core/comm.h"
 
 typedef enum { A2A_BRUCK_POST, A2A_BRUCK_SEND, A2A_BRUCK_WAIT } a2a_bruck_phase_t;

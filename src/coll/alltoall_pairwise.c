@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "core/comm.h"
 
 /* No phase enum: the whole state is a sliding window, (done, posted], which a switch would

@@ -7,7 +7,7 @@
 #include "core/context.h"
 #include "core/log.h"
 #include "core/endpoint.h"
-#include "core/gpu.h"
+#include "mem/gpu.h"
 #include "reduce/reduce.h"
 
 cohort_status_t cohort_coll_send(cohort_request_t *req, cohort_xfer_t *x, int peer, int step,

@@ -7,8 +7,8 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "core/context.h"
-#include "core/gpu.h"
-#include "core/scratch.h"
+#include "mem/gpu.h"
+#include "mem/scratch.h"
 #include "reduce/reduce.h"
 
 static int cohort_coll_mem_dev(cohort_request_t *req)

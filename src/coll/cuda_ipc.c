@@ -30,7 +30,7 @@
 #include "coll/coll_reduce.h"
 #include "core/context.h"
 #include "core/endpoint.h"
-#include "core/gpu.h"
+#include "mem/gpu.h"
 #include "core/log.h"
 
 typedef enum { IPC_EXCHANGE, IPC_AGREE, IPC_COMBINE, IPC_SYNC, IPC_FALLBACK } ipc_phase_t;

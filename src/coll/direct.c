@@ -35,7 +35,7 @@
 #include "core/cma.h"
 #include "core/endpoint.h"
 #include "core/log.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "core/time.h"
 
 typedef enum { D_EXCHANGE, D_DESCS, D_READ, D_SYNC } direct_phase_t;

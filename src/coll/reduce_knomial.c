@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "coll/pattern/knomial.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "core/comm.h"
 
 #define KN_RADIX     4

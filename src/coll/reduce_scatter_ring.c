@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
 #include "coll/pattern/ring_pipeline.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "core/comm.h"
 
 /* The segment and window are tuning parameters; the state has room for the largest window. */

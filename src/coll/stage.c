@@ -11,7 +11,7 @@
  */
 #include "coll/coll.h"
 #include "core/context.h"
-#include "core/gpu.h"
+#include "mem/gpu.h"
 
 /* Bytes of the send buffer, of the receive buffer read as input, and of the receive buffer
  * written, for this rank. */

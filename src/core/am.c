@@ -8,13 +8,12 @@
  * Nothing is copied twice: an unexpected eager message keeps UCX's own buffer
  * (UCP_AM_FLAG_PERSISTENT_DATA), and a rendezvous fetch starts inside the callback.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
-#include "core/cma.h"
 #include "core/endpoint.h"
 #include "core/log.h"
-#include "core/notify.h"
 #include "core/time.h"
 
 struct cohort_orphans {
@@ -44,7 +43,9 @@ static void cohort_msg_free(cohort_context_t *ctx, cohort_msg_t *m)
 /* @a m will never be read here: a single-copy sender waiting on it hears so. */
 static void cohort_msg_unread(cohort_context_t *ctx, const cohort_msg_t *m)
 {
-    cohort_cma_dropped(ctx, &m->hdr, m->desc == NULL ? m->data : NULL, m->len);
+    if ((m->hdr.flags & COHORT_HDR_CMA) && ctx->am_offer != NULL) {
+        ctx->am_offer->unread(ctx, &m->hdr, m->desc == NULL ? m->data : NULL, m->len);
+    }
 }
 
 static int cohort_xfer_matches(const cohort_xfer_t *x, const cohort_am_hdr_t *h)
@@ -101,7 +102,12 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
             m->desc = NULL; /* a descriptor is 32 bytes: never rendezvous from cohort */
             ucp_am_data_release(ctx->worker, desc);
         }
-        cohort_cma_read(ctx, x, m);
+        if (ctx->am_offer == NULL) {
+            ctx->stat_rejected++; /* nobody here offers memory: it cannot be one of ours */
+            cohort_xfer_mismatch(x);
+            return;
+        }
+        ctx->am_offer->read(ctx, x, m);
         return;
     }
     if (m->len > x->len) {
@@ -262,8 +268,8 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
         }
         return 0;
     }
-    if (m->hdr.kind == COHORT_MSG_REVOKE) {
-        cohort_notify_recv(c, &m->hdr);
+    if (c->ctx->am_kinds[m->hdr.kind] != NULL && c->ctx->am_kinds[m->hdr.kind]->member != NULL) {
+        c->ctx->am_kinds[m->hdr.kind]->member(c, &m->hdr);
         if (!lent) {
             cohort_msg_free(c->ctx, m);
         }
@@ -351,8 +357,10 @@ cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
     return COHORT_OK;
 }
 
-static void cohort_am_bye(cohort_context_t *ctx, int world_rank)
+static void cohort_am_bye(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len,
+                          int rndv)
 {
+    int world_rank = h->wsrc;
     cohort_peer_t *peer;
 
     if (world_rank < 0 || world_rank >= ctx->size ||
@@ -440,11 +448,14 @@ static ucs_status_t cohort_am_recv_cb(void *arg, const void *header, size_t head
     cohort_msg_t m;
     int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
     int persistent = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0;
+    const cohort_am_kind_t *kind;
     int kept;
 
     memset(&m, 0, sizeof(m));
     if (cohort_am_hdr_decode(header, header_length, &m.hdr) != 0 || m.hdr.wsrc >= ctx->size ||
-        ((m.hdr.kind == COHORT_MSG_REVOKE || m.hdr.kind == COHORT_MSG_CMA_ACK) && length != 0)) {
+        m.hdr.kind >= COHORT_AM_KINDS ||
+        (ctx->am_kinds[m.hdr.kind] != NULL && ctx->am_kinds[m.hdr.kind]->header_only &&
+         length != 0)) {
         ctx->stat_rejected++;
         const uint8_t *b = header;
         cohort_error(ctx,
@@ -454,18 +465,13 @@ static ucs_status_t cohort_am_recv_cb(void *arg, const void *header, size_t head
                      length);
         return UCS_OK; /* for a rendezvous message, UCX releases the descriptor */
     }
-    if (m.hdr.kind == COHORT_MSG_BYE) {
-        cohort_am_bye(ctx, m.hdr.wsrc);
-        return UCS_OK;
+    if (m.hdr.kind != COHORT_MSG_BYE) {
+        cohort_am_heard(ctx, m.hdr.wsrc);
     }
-    cohort_am_heard(ctx, m.hdr.wsrc);
-    if (m.hdr.kind == COHORT_MSG_CMA_ACK) {
-        cohort_cma_ack(ctx, &m.hdr);
-        return UCS_OK;
-    }
-    if (m.hdr.kind == COHORT_MSG_CMA_DATA) {
+    kind = ctx->am_kinds[m.hdr.kind];
+    if (kind != NULL && kind->ctl != NULL) {
         /* A fetch that starts consumes UCX's descriptor; otherwise UCX releases it. */
-        cohort_cma_data(ctx, &m.hdr, data, length, rndv);
+        kind->ctl(ctx, &m.hdr, data, length, rndv);
         return UCS_OK;
     }
     m.len = length;
@@ -483,6 +489,35 @@ static ucs_status_t cohort_am_recv_cb(void *arg, const void *header, size_t head
         return UCS_OK;
     }
     return kept ? UCS_INPROGRESS : UCS_OK;
+}
+
+void cohort_am_kind_set(cohort_context_t *ctx, uint8_t kind, const cohort_am_kind_t *handler)
+{
+    assert(kind < COHORT_AM_KINDS && ctx->am_kinds[kind] == NULL);
+    ctx->am_kinds[kind] = handler;
+}
+
+void cohort_am_offer_set(cohort_context_t *ctx, const cohort_am_offer_t *offer)
+{
+    assert(ctx->am_offer == NULL);
+    ctx->am_offer = offer;
+}
+
+static const cohort_am_kind_t cohort_am_bye_kind = {.header_only = 0, .ctl = cohort_am_bye};
+
+static void cohort_am_peer_failed(cohort_peer_t *peer, cohort_status_t status, const char *why,
+                                  int tell)
+{
+    cohort_am_fail_peer(peer->ctx, peer->rank, status, why);
+}
+
+static const cohort_peer_observer_t cohort_am_observer = {.name = "receives",
+                                                          .failed = cohort_am_peer_failed};
+
+void cohort_am_init(cohort_context_t *ctx)
+{
+    cohort_am_kind_set(ctx, COHORT_MSG_BYE, &cohort_am_bye_kind);
+    cohort_peer_observe(ctx, &cohort_am_observer);
 }
 
 cohort_status_t cohort_am_register(cohort_context_t *ctx)
@@ -592,36 +627,5 @@ void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t 
                 cohort_xfer_finish(x, status);
             }
         }
-    }
-}
-
-static void cohort_am_bye_done(void *ucx_req, ucs_status_t ucs, void *user_data)
-{
-    cohort_peer_t *peer = user_data;
-
-    peer->inflight--;
-    ucp_request_free(ucx_req);
-}
-
-void cohort_am_send_bye(cohort_context_t *ctx, cohort_peer_t *peer)
-{
-    uint8_t *hdr_buf = ctx->bye_hdr;
-    cohort_am_hdr_t hdr;
-    ucp_request_param_t param;
-    void *r;
-
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.kind = COHORT_MSG_BYE;
-    hdr.src = ctx->rank;
-    hdr.wsrc = ctx->rank;
-    /* Every goodbye carries the same header: one copy, which UCX may read later. */
-    cohort_am_hdr_encode(&hdr, hdr_buf);
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send = cohort_am_bye_done;
-    param.user_data = peer;
-    r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, hdr_buf, COHORT_AM_HDR_BYTES, NULL, 0, &param);
-    if (UCS_PTR_IS_PTR(r)) {
-        peer->inflight++;
     }
 }

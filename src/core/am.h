@@ -6,7 +6,7 @@
 #include "core/context.h"
 #include "core/request.h"
 
-typedef struct cohort_msg {
+struct cohort_msg {
     cohort_list_t link;
     cohort_am_hdr_t hdr;
     void *data; /* eager payload: UCX's persistent copy (ucx_data) or ours */
@@ -14,10 +14,19 @@ typedef struct cohort_msg {
     void *desc;    /* rendezvous: UCX data descriptor, fetched when matched */
     int ucx_data;  /* data belongs to UCX: give it back with ucp_am_data_release */
     size_t charge; /* what it counts against COHORT_ORPHAN_LIMIT while an orphan */
-} cohort_msg_t;
+};
 
+/* The UCX handler of cohort's messages (at worker creation). */
 cohort_status_t cohort_am_register(cohort_context_t *ctx);
+/* Matching's own handlers: goodbyes, and receives that wait on a peer that failed. */
+void cohort_am_init(cohort_context_t *ctx);
+/* A layer's handler for message kind @a kind (one per kind), and the protocol that reads
+ * descriptor payloads (one), registered at context creation; @a handler stays valid. */
+void cohort_am_kind_set(cohort_context_t *ctx, uint8_t kind, const cohort_am_kind_t *handler);
+void cohort_am_offer_set(cohort_context_t *ctx, const cohort_am_offer_t *offer);
 
+/* Transfers' own observer of peers (sends waiting for an endpoint), at context creation. */
+void cohort_xfer_init(cohort_context_t *ctx);
 /* Post one transfer that belongs to @a req; peers are comm ranks. P2P sends number
  * themselves. A send to a peer not wired yet waits for it inside progress. On error nothing is
  * posted and nothing is logged twice: the caller reports. */
@@ -87,7 +96,5 @@ void cohort_am_orphans_cleanup(cohort_context_t *ctx);
 /* A peer failed or left: fail the receives that wait on it and can no longer match. */
 void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t status,
                          const char *why);
-/* Finalize: tell a wired peer we leave (nothing of ours follows). */
-void cohort_am_send_bye(cohort_context_t *ctx, cohort_peer_t *peer);
 
 #endif

@@ -9,8 +9,8 @@
 #include "core/cma.h"
 #include "core/comm.h"
 #include "core/log.h"
-#include "core/gpu.h"
-#include "core/ipc_cache.h"
+#include "mem/gpu.h"
+#include "mem/ipc_cache.h"
 #include "core/notify.h"
 
 /* An ACK to send from progress (never from inside a UCX callback), and the receive that
@@ -49,10 +49,40 @@ static int cohort_cma_fd_share_probe(void)
     return fd >= 0;
 }
 
+static void cohort_cma_ack_msg(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data,
+                               size_t len, int rndv)
+{
+    cohort_cma_ack(ctx, h);
+}
+
+static void cohort_cma_data_msg(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data,
+                                size_t len, int rndv)
+{
+    (void)cohort_cma_data(ctx, h, data, len, rndv);
+}
+
+static void cohort_cma_peer_failed(cohort_peer_t *peer, cohort_status_t status, const char *why,
+                                   int tell)
+{
+    cohort_cma_fail_peer(peer->ctx, peer->rank, status);
+}
+
+static const cohort_am_kind_t cohort_cma_ack_kind = {.header_only = 1, .ctl = cohort_cma_ack_msg};
+static const cohort_am_kind_t cohort_cma_data_kind = {.ctl = cohort_cma_data_msg};
+static const cohort_am_offer_t cohort_cma_offer_ops = {.read = cohort_cma_read,
+                                                       .unread = cohort_cma_dropped};
+static const cohort_peer_observer_t cohort_cma_observer = {.name = "single copy",
+                                                           .failed = cohort_cma_peer_failed};
+
 void cohort_cma_init(cohort_context_t *ctx)
 {
     FILE *f;
     int scope = 0;
+
+    cohort_am_kind_set(ctx, COHORT_MSG_CMA_ACK, &cohort_cma_ack_kind);
+    cohort_am_kind_set(ctx, COHORT_MSG_CMA_DATA, &cohort_cma_data_kind);
+    cohort_am_offer_set(ctx, &cohort_cma_offer_ops);
+    cohort_peer_observe(ctx, &cohort_cma_observer);
 
     ctx->cma_usable = ctx->cfg.cma != COHORT_CMA_OFF;
     ctx->cma_direct = ctx->cma_usable;

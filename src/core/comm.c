@@ -4,6 +4,7 @@
 #include <string.h>
 #include "core/am.h"
 #include "core/comm.h"
+#include "core/endpoint.h"
 #include "core/log.h"
 #include "core/notify.h"
 
@@ -203,6 +204,22 @@ void cohort_comm_peer_failed(cohort_context_t *ctx, int world_rank, int tell, co
             cohort_comm_revoke_local(c, COHORT_ERR_PEER_FAILED, what);
         }
     }
+}
+
+static void cohort_comm_peer_observed(cohort_peer_t *peer, cohort_status_t status, const char *why,
+                                      int tell)
+{
+    if (peer->rank != peer->ctx->rank) {
+        cohort_comm_peer_failed(peer->ctx, peer->rank, tell, why);
+    }
+}
+
+static const cohort_peer_observer_t cohort_comm_observer = {.name = "communicators",
+                                                            .failed = cohort_comm_peer_observed};
+
+void cohort_comm_init(cohort_context_t *ctx)
+{
+    cohort_peer_observe(ctx, &cohort_comm_observer);
 }
 
 /* The first-use step is over: the sends it held go on to their peers. */

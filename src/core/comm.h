@@ -77,6 +77,8 @@ int cohort_comm_revoke_local(cohort_comm_t *comm, cohort_status_t status, const 
 /* World rank @a world_rank failed: revoke every communicator that contains it
  * (COHORT_ERR_PEER_FAILED), telling their members when @a tell (this rank saw it first-hand);
  * communicators without it are not touched. */
+/* Communicators hear of peer failures (cohort_peer_observe), at context creation. */
+void cohort_comm_init(cohort_context_t *ctx);
 void cohort_comm_peer_failed(cohort_context_t *ctx, int world_rank, int tell, const char *why);
 /* 1 when world rank @a world_rank is a member. */
 int cohort_comm_contains(const cohort_comm_t *comm, int world_rank);

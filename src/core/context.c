@@ -419,7 +419,14 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     ctx->singleton = job.singleton;
     ctx->log.rank = ctx->rank;
 
+    /* The layers register their message kinds and peer observers; a peer's failure reaches
+     * them in this order (sends waiting for it, control messages, receives, single copy,
+     * communicators). */
+    cohort_xfer_init(ctx);
+    cohort_notify_init(ctx);
+    cohort_am_init(ctx);
     cohort_cma_init(ctx);
+    cohort_comm_init(ctx);
     status = cohort_context_ucx_init(ctx);
     if (status != COHORT_OK) {
         goto err_plugin;

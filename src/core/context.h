@@ -8,16 +8,52 @@
 #include "cohort.h"
 #include "core/am_header.h"
 #include "core/config.h"
-#include "core/gpu.h"
+#include "mem/gpu.h"
 #include "core/list.h"
 #include "core/log.h"
 #include "core/map.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "pmix_plugins/plugin.h"
 
 #define COHORT_CTX_MAGIC 0xc0c0a11eu
 
 typedef struct cohort_orphans cohort_orphans_t;
+typedef struct cohort_comm cohort_comm_t;
+typedef struct cohort_peer cohort_peer_t;
+typedef struct cohort_xfer cohort_xfer_t;
+typedef struct cohort_msg cohort_msg_t;
+
+/* What the layers below the engine's matching hand up, through handlers they register at
+ * context creation (never a call up by name). A message kind that is not matched (goodbyes,
+ * revocations, single-copy answers) goes to its kind's entry (cohort_am_kind_set). */
+typedef struct {
+    int header_only; /* a message of it with data is malformed (dropped) */
+    /* From any sender: @a data is lent (with @a rndv, UCX's rendezvous descriptor, which a
+     * fetch started here consumes). */
+    void (*ctl)(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len, int rndv);
+    /* For a communicator that exists here, from one of its members (checked first). */
+    void (*member)(cohort_comm_t *c, const cohort_am_hdr_t *h);
+} cohort_am_kind_t;
+
+/* A matched message whose payload is a descriptor of the sender's memory, not its data
+ * (COHORT_HDR_CMA), and one dropped unread: the protocol that offered it (cohort_am_offer_set). */
+typedef struct {
+    void (*read)(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m);
+    void (*unread)(cohort_context_t *ctx, const cohort_am_hdr_t *h, const void *data, size_t len);
+} cohort_am_offer_t;
+
+/* Who hears that a peer failed or was wired (cohort_peer_observe), in the order registered. */
+typedef struct {
+    const char *name;
+    /* @a tell: seen here (its communicators are revoked and their members told), not on
+     * another member's word. */
+    void (*failed)(cohort_peer_t *peer, cohort_status_t status, const char *why, int tell);
+    void (*wired)(cohort_peer_t *peer);  /* optional: its endpoint is usable */
+    void (*forget)(cohort_peer_t *peer); /* optional: its entry is freed (context destruction) */
+} cohort_peer_observer_t;
+
+#define COHORT_AM_KINDS       8
+#define COHORT_PEER_OBSERVERS 8
 
 struct cohort_context {
     uint32_t magic;
@@ -43,6 +79,10 @@ struct cohort_context {
     /* Peers this rank has dealt with (world rank + 1 -> cohort_peer_t*), never one per rank of
      * the world: a rank knows its own groups' peers only. */
     cohort_map_t peers;
+    const cohort_am_kind_t *am_kinds[COHORT_AM_KINDS]; /* cohort_msg_kind_t -> its handler */
+    const cohort_am_offer_t *am_offer;                 /* COHORT_HDR_CMA payloads */
+    const cohort_peer_observer_t *peer_obs[COHORT_PEER_OBSERVERS];
+    int npeer_obs;
     cohort_list_t peer_list;  /* every cohort_peer_t */
     cohort_list_t looking_up; /* peers whose address lookup is in flight */
     cohort_list_t to_close;   /* failed peers whose endpoint is still open */

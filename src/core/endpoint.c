@@ -3,14 +3,12 @@
  * plugin's nonblocking lookup, tested on every progress pass; sends to it wait on its pending
  * list meanwhile. Memory grows with the peers this rank deals with, never with the world.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/am.h"
-#include "core/cma.h"
 #include "core/endpoint.h"
 #include "core/log.h"
-#include "core/notify.h"
 #include "core/progress.h"
 #include "core/time.h"
 
@@ -95,7 +93,6 @@ static void cohort_peer_fail_as(cohort_peer_t *peer, cohort_status_t status, con
                                 int tell)
 {
     cohort_context_t *ctx = peer->ctx;
-    cohort_list_t *pos, *tmp;
 
     if (status == COHORT_OK || status == COHORT_INPROGRESS) {
         status = COHORT_ERR_PEER_FAILED;
@@ -107,7 +104,6 @@ static void cohort_peer_fail_as(cohort_peer_t *peer, cohort_status_t status, con
         ctx->stat_failed++;
     }
     peer->state = COHORT_PEER_FAILED;
-    cohort_ctl_drop(peer);
     if (peer->ep != NULL && cohort_list_empty(&peer->close_link) && peer->rank != ctx->rank) {
         /* Its resources go at the next progress pass: a rebuilt job must not keep one
          * endpoint per rank that ever died. */
@@ -116,19 +112,16 @@ static void cohort_peer_fail_as(cohort_peer_t *peer, cohort_status_t status, con
     peer->error = status;
     /* Quiet when nothing waited on the peer; the transfers that fail say so. */
     cohort_debug(ctx, "peer %d failed: %s", peer->rank, why);
-    cohort_list_for_each(pos, tmp, &peer->pending)
-    {
-        cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
-        cohort_list_del(&x->link);
-        x->waiting = 0;
-        cohort_error(ctx, "send to world rank %d failed: %s", peer->rank, why);
-        cohort_xfer_finish(x, status);
+    /* What waits on it, in the order its layers registered (cohort_context_create). */
+    for (int i = 0; i < ctx->npeer_obs; i++) {
+        ctx->peer_obs[i]->failed(peer, status, why, tell);
     }
-    cohort_am_fail_peer(ctx, peer->rank, status, why);
-    cohort_cma_fail_peer(ctx, peer->rank, status);
-    if (peer->rank != ctx->rank) {
-        cohort_comm_peer_failed(ctx, peer->rank, tell, why);
-    }
+}
+
+void cohort_peer_observe(cohort_context_t *ctx, const cohort_peer_observer_t *obs)
+{
+    assert(ctx->npeer_obs < COHORT_PEER_OBSERVERS);
+    ctx->peer_obs[ctx->npeer_obs++] = obs;
 }
 
 void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why)
@@ -172,13 +165,13 @@ static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr
 /* The endpoint exists: what waited on it goes out, in the order it was posted. */
 static void cohort_peer_flush(cohort_peer_t *peer)
 {
-    while (!cohort_list_empty(&peer->pending) && peer->state == COHORT_PEER_WIRED) {
-        cohort_xfer_t *x = cohort_container_of(peer->pending.next, cohort_xfer_t, link);
-        cohort_list_del(&x->link);
-        x->waiting = 0;
-        cohort_xfer_issue(x, peer);
+    cohort_context_t *ctx = peer->ctx;
+
+    for (int i = 0; i < ctx->npeer_obs && peer->state == COHORT_PEER_WIRED; i++) {
+        if (ctx->peer_obs[i]->wired != NULL) {
+            ctx->peer_obs[i]->wired(peer);
+        }
     }
-    cohort_ctl_flush(peer);
 }
 
 void cohort_peer_want(cohort_peer_t *peer)
@@ -397,6 +390,38 @@ static void cohort_endpoint_wait_closing(cohort_context_t *ctx, double start)
     }
 }
 
+static void cohort_peer_bye_done(void *ucx_req, ucs_status_t ucs, void *user_data)
+{
+    cohort_peer_t *peer = user_data;
+
+    peer->inflight--;
+    ucp_request_free(ucx_req);
+}
+
+/* Finalize: tell a wired peer we leave (nothing of ours follows). */
+static void cohort_peer_send_bye(cohort_context_t *ctx, cohort_peer_t *peer)
+{
+    uint8_t *hdr_buf = ctx->bye_hdr;
+    cohort_am_hdr_t hdr;
+    ucp_request_param_t param;
+    void *r;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.kind = COHORT_MSG_BYE;
+    hdr.src = ctx->rank;
+    hdr.wsrc = ctx->rank;
+    /* Every goodbye carries the same header: one copy, which UCX may read later. */
+    cohort_am_hdr_encode(&hdr, hdr_buf);
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = cohort_peer_bye_done;
+    param.user_data = peer;
+    r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, hdr_buf, COHORT_AM_HDR_BYTES, NULL, 0, &param);
+    if (UCS_PTR_IS_PTR(r)) {
+        peer->inflight++;
+    }
+}
+
 void cohort_endpoint_close_all(cohort_context_t *ctx)
 {
     cohort_list_t *pos, *tmp;
@@ -418,7 +443,7 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
         if (peer->ep != NULL) {
             n++;
             if (peer->state == COHORT_PEER_WIRED && peer->rank != ctx->rank) {
-                cohort_am_send_bye(ctx, peer);
+                cohort_peer_send_bye(ctx, peer);
             }
         }
     }
@@ -470,7 +495,11 @@ void cohort_peer_table_cleanup(cohort_context_t *ctx)
     {
         cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
         cohort_list_del(&peer->all_link);
-        cohort_ctl_drop(peer);
+        for (int i = 0; i < ctx->npeer_obs; i++) {
+            if (ctx->peer_obs[i]->forget != NULL) {
+                ctx->peer_obs[i]->forget(peer);
+            }
+        }
         free(peer);
     }
     cohort_map_cleanup(&ctx->peers);

@@ -42,6 +42,9 @@ struct cohort_peer {
     cohort_list_t all_link;
 };
 
+/* @a obs hears of every peer failure (and wiring) from now on, after those registered
+ * before; it stays valid for the context's life. */
+void cohort_peer_observe(cohort_context_t *ctx, const cohort_peer_observer_t *obs);
 /* The entry for world rank @a rank, made (NONE) when first named; NULL when out of memory. */
 cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank);
 /* Whether @a peer shares this rank's node: job-level data of the local PMIx server (no message

@@ -332,3 +332,23 @@ void cohort_notify_cleanup(cohort_context_t *ctx)
         }
     }
 }
+
+static const cohort_am_kind_t cohort_notify_kind = {.header_only = 1,
+                                                    .member = cohort_notify_recv};
+
+static void cohort_ctl_peer_failed(cohort_peer_t *peer, cohort_status_t status, const char *why,
+                                   int tell)
+{
+    cohort_ctl_drop(peer);
+}
+
+static const cohort_peer_observer_t cohort_ctl_observer = {.name = "control messages",
+                                                           .failed = cohort_ctl_peer_failed,
+                                                           .wired = cohort_ctl_flush,
+                                                           .forget = cohort_ctl_drop};
+
+void cohort_notify_init(cohort_context_t *ctx)
+{
+    cohort_am_kind_set(ctx, COHORT_MSG_REVOKE, &cohort_notify_kind);
+    cohort_peer_observe(ctx, &cohort_ctl_observer);
+}

@@ -15,6 +15,8 @@
 
 #include "core/comm.h"
 
+/* REVOKE messages and the control-message queues of peers, at context creation. */
+void cohort_notify_init(cohort_context_t *ctx);
 /* @a c was just revoked here: tell the other members (rooted here), at the next progress. */
 void cohort_notify_revoke(cohort_comm_t *c);
 /* @a c is being destroyed: the notices queued for it go out now, or nobody would tell the

@@ -122,7 +122,7 @@ static void cohort_xfer_ucx_sent(void *ucx_req, ucs_status_t ucs, void *user_dat
     cohort_xfer_ucx_complete(ucx_req, ucs, user_data);
 }
 
-static void cohort_xfer_init(cohort_request_t *req, cohort_xfer_t *x, int is_send, int peer,
+static void cohort_xfer_setup(cohort_request_t *req, cohort_xfer_t *x, int is_send, int peer,
                              uint8_t kind, uint32_t seq, int32_t tag, uint32_t fp, void *buf,
                              size_t len)
 {
@@ -223,7 +223,7 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     cohort_am_hdr_t hdr;
     cohort_status_t status;
 
-    cohort_xfer_init(req, x, 1, peer, kind, seq, tag, fp, (void *)buf, len);
+    cohort_xfer_setup(req, x, 1, peer, kind, seq, tag, fp, (void *)buf, len);
     status = cohort_comm_use(c);
     if (status != COHORT_OK) {
         return status;
@@ -279,7 +279,7 @@ cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
     cohort_comm_t *c = req->comm;
     cohort_status_t status;
 
-    cohort_xfer_init(req, x, 0, peer, kind, seq, tag, fp, buf, len);
+    cohort_xfer_setup(req, x, 0, peer, kind, seq, tag, fp, buf, len);
     status = cohort_comm_use(c);
     if (status == COHORT_OK) {
         status = cohort_xfer_stage(x);
@@ -319,4 +319,38 @@ void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status)
         x->waiting = 0;
     }
     cohort_xfer_finish(x, status);
+}
+
+/* A peer's endpoint is usable: the sends that waited on it go out, in the order posted. */
+static void cohort_xfer_peer_wired(cohort_peer_t *peer)
+{
+    while (!cohort_list_empty(&peer->pending) && peer->state == COHORT_PEER_WIRED) {
+        cohort_xfer_t *x = cohort_container_of(peer->pending.next, cohort_xfer_t, link);
+        cohort_list_del(&x->link);
+        x->waiting = 0;
+        cohort_xfer_issue(x, peer);
+    }
+}
+
+static void cohort_xfer_peer_failed(cohort_peer_t *peer, cohort_status_t status, const char *why,
+                                    int tell)
+{
+    cohort_list_t *pos, *tmp;
+
+    cohort_list_for_each(pos, tmp, &peer->pending)
+    {
+        cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
+        cohort_list_del(&x->link);
+        x->waiting = 0;
+        cohort_error(peer->ctx, "send to world rank %d failed: %s", peer->rank, why);
+        cohort_xfer_finish(x, status);
+    }
+}
+
+static const cohort_peer_observer_t cohort_xfer_observer = {
+    .name = "sends", .failed = cohort_xfer_peer_failed, .wired = cohort_xfer_peer_wired};
+
+void cohort_xfer_init(cohort_context_t *ctx)
+{
+    cohort_peer_observe(ctx, &cohort_xfer_observer);
 }

@@ -16,7 +16,7 @@
 #include <string.h>
 #include "core/am.h"
 #include "core/cma.h"
-#include "core/gpu.h"
+#include "mem/gpu.h"
 #include "core/log.h"
 
 /* The transfer waits in ctx->copying for its copy (x->link is free: a send is not queued
@@ -32,19 +32,17 @@ static void cohort_xfer_copy_wait(cohort_xfer_t *x)
 static cohort_status_t cohort_xfer_bounce(cohort_xfer_t *x, int async)
 {
     cohort_context_t *ctx = x->req->ctx;
-    void *bounce = cohort_gpu_bounce_get(ctx, x->len);
-    cohort_status_t status = COHORT_OK;
+    void *bounce = NULL;
+    cohort_status_t status;
 
-    if (bounce == NULL) {
-        return COHORT_ERR_NO_MEMORY;
-    }
     if (x->is_send) {
-        status = async ? cohort_gpu_copy_start(ctx, bounce, x->buf, x->len, COHORT_GPU_LANE_TO_HOST,
-                                               &x->stage_copy)
-                       : cohort_gpu_copy(ctx, bounce, x->buf, x->len);
+        status = cohort_gpu_bounce_fill(ctx, x->buf, x->len, async ? &x->stage_copy : NULL,
+                                        &bounce);
+    } else {
+        bounce = cohort_gpu_bounce_get(ctx, x->len);
+        status = bounce != NULL ? COHORT_OK : COHORT_ERR_NO_MEMORY;
     }
     if (status != COHORT_OK) {
-        cohort_gpu_bounce_put(ctx, bounce);
         return status;
     }
     ctx->stat_stage_xfers++;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/context.h"
-#include "core/gpu.h"
+#include "mem/gpu.h"
 #include "core/guard.h"
 #include "core/handle.h"
 #include "core/log.h"

@@ -1,7 +1,7 @@
 /*
  * The interface of the CUDA module (src/reduce/cuda/, built as cohort_cuda.so only when
  * configure found the toolkit). libcohort never links the CUDA runtime: it dlopens the module
- * the first time a call needs it (src/core/gpu.c) and sees only this table, so a program built
+ * the first time a call needs it (src/mem/gpu.c) and sees only this table, so a program built
  * on a machine with CUDA starts on one without a driver, and a build without CUDA has no CUDA
  * symbol at all. Plain C types only: no CUDA header is needed to include this.
  */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/context.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 
 static cohort_context_t ctx;
 

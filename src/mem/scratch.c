@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include "core/context.h"
 #include "core/log.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 
 /* Each buffer carries its capacity just before the address handed out. */
 #define COHORT_SCRATCH_HEADER 64

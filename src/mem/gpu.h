@@ -4,12 +4,12 @@
  * — when the library was built without CUDA, COHORT_CUDA=off, the module does not load, or
  * there is no driver or device. Nothing here names a CUDA type.
  */
-#ifndef COHORT_CORE_GPU_H
-#define COHORT_CORE_GPU_H
+#ifndef COHORT_MEM_GPU_H
+#define COHORT_MEM_GPU_H
 
-#include "core/ipc_cache.h"
+#include "mem/ipc_cache.h"
 #include "core/request.h"
-#include "core/scratch.h"
+#include "mem/scratch.h"
 #include "reduce/gpu_module.h"
 
 #define COHORT_GPU_DEV_SCRATCH 4
@@ -84,6 +84,11 @@ void cohort_gpu_scratch_put(cohort_context_t *ctx, void *buf);
 /* A page-locked buffer of at least @a bytes for one transfer, or NULL (logged). */
 void *cohort_gpu_bounce_get(cohort_context_t *ctx, size_t bytes);
 void cohort_gpu_bounce_put(cohort_context_t *ctx, void *buf);
+/* A bounce (*@a bounce) holding the @a bytes of device memory at @a src: copied asynchronously
+ * with @a ticket (its ticket there, 0 when over already), at once without. On failure the bounce
+ * goes back: COHORT_ERR_NO_MEMORY or COHORT_ERR_CUDA (logged). */
+cohort_status_t cohort_gpu_bounce_fill(cohort_context_t *ctx, const void *src, size_t bytes,
+                                       uint64_t *ticket, void **bounce);
 /* At context destruction: the pinned cache, the IPC mappings, the device scratch. The module stays
  * loaded (see gpu.c). */
 void cohort_gpu_cleanup(cohort_context_t *ctx);

@@ -1,8 +1,8 @@
 /* The cache of peers' device allocations mapped through CUDA IPC: see ipc_cache.h. */
 #include <stdlib.h>
 #include "core/context.h"
-#include "core/gpu.h"
-#include "core/ipc_cache.h"
+#include "mem/gpu.h"
+#include "mem/ipc_cache.h"
 #include "core/log.h"
 
 static void cohort_ipc_close(cohort_context_t *ctx, int i)

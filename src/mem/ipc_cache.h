@@ -14,8 +14,8 @@
  * does so before they close it, which CUDA calls undefined; the driver keeps the memory until
  * the last mapping goes. COHORT_CUDA_IPC_CACHE=0 opens and closes per call instead.
  */
-#ifndef COHORT_CORE_IPC_CACHE_H
-#define COHORT_CORE_IPC_CACHE_H
+#ifndef COHORT_MEM_IPC_CACHE_H
+#define COHORT_MEM_IPC_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
  * is posted only then. The request's progress runs the schedule; nothing else knows its order.
  */
 #include "coll/coll.h"
-#include "core/gpu.h"
+#include "mem/gpu.h"
 
 static cohort_status_t task_none(cohort_request_t *req)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "core/context.h"
-#include "core/gpu.h"
+#include "mem/gpu.h"
 
 static cohort_context_t ctx;
 static char err[512];

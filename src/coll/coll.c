@@ -239,12 +239,8 @@ static void cohort_coll_ops_describe(const cohort_request_t *req, char *buf, siz
         cohort_coll_names[b->args.coll], b->algo->name, b->vote_algo != NULL ? " or " : "",
         b->vote_algo != NULL ? b->vote_algo->name : "", b->seq, g ? g->label : "?",
         (unsigned long long)(g ? g->id : 0), b->step);
-    if (b->stream_mark != 0 && used < len) {
-        used += (size_t)snprintf(buf + used, len - used,
-                                 "; not started: waiting for the work on its CUDA stream "
-                                 "(cohort_group_set_stream)");
-    } else if (cohort_coll_schedule_now(b) != NULL && used < len) {
-        used += (size_t)snprintf(buf + used, len - used, "; at %s", cohort_coll_schedule_now(b));
+    if (cohort_coll_schedule_now(b) != NULL && used < len) {
+        used += (size_t)snprintf(buf + used, len - used, "; %s", cohort_coll_schedule_now(b));
     }
     /* The receives first: the members not heard from are the ones to look at. */
     used = cohort_coll_describe_peers(req, 0, buf, len, used);

@@ -70,14 +70,15 @@ static cohort_status_t algo_progress(cohort_request_t *req)
     return cohort_coll_base(req)->algo->progress(req);
 }
 
-static const cohort_coll_task_t cohort_task_stream = {"waiting for its CUDA stream", task_none,
-                                                      stream_progress};
-static const cohort_coll_task_t cohort_task_stage_in = {"staging its device buffers in",
+static const cohort_coll_task_t cohort_task_stream = {
+    "not started: waiting for the work on its CUDA stream (cohort_group_set_stream)", task_none,
+    stream_progress};
+static const cohort_coll_task_t cohort_task_stage_in = {"at staging its device buffers in",
                                                         stage_in_post, task_none};
-static const cohort_coll_task_t cohort_task_agree = {"the members' agreement", agree_post,
+static const cohort_coll_task_t cohort_task_agree = {"at the members' agreement", agree_post,
                                                      agree_progress};
-static const cohort_coll_task_t cohort_task_algo = {"the algorithm", algo_post, algo_progress};
-static const cohort_coll_task_t cohort_task_stage_out = {"staging its result out", task_none,
+static const cohort_coll_task_t cohort_task_algo = {"at the algorithm", algo_post, algo_progress};
+static const cohort_coll_task_t cohort_task_stage_out = {"at staging its result out", task_none,
                                                          cohort_coll_stage_out};
 
 void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int agree, int vote)

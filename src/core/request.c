@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
+#include "core/cma.h"
 #include "core/comm.h"
 #include "core/endpoint.h"
 #include "core/guard.h"
@@ -398,6 +399,40 @@ void cohort_request_free(cohort_request_t *handle)
     cohort_request_leave(ctx);
 }
 
+static int cohort_within(const void *p, size_t n, const void *lo, size_t cap)
+{
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)lo;
+
+    return lo != NULL && a >= b && a - b <= cap && n <= cap - (a - b);
+}
+
+/* Whether what UCX still reads or writes for @a x lies in the request's own block (the
+ * agreement's vectors, a single-copy descriptor): the block outlives the user's free until UCX
+ * lets go (cohort_request_release), so nothing of the caller's is touched after it. */
+static int cohort_request_ucx_in_block(const cohort_request_t *req, const cohort_xfer_t *x)
+{
+    int desc = x->is_send && x->cma_state == COHORT_CMA_SENT;
+    const void *p = desc ? (const void *)x->cma_desc : x->buf;
+    size_t n = desc ? sizeof(x->cma_desc) : x->len;
+
+    return cohort_within(p, n, req, sizeof(cohort_req_block_t)) ||
+           cohort_within(p, n, req->big, req->big_cap);
+}
+
+/* Whether every UCX operation still pointing into @a req works on its block alone. */
+static int cohort_request_ucx_inside(const cohort_request_t *req)
+{
+    const cohort_list_t *pos;
+
+    for (pos = req->xfers.next; pos != &req->xfers; pos = pos->next) {
+        const cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
+        if (x->ucx_req != NULL && !cohort_request_ucx_in_block(req, x)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 void cohort_request_free_internal(cohort_request_t *req)
 {
     cohort_context_t *ctx;
@@ -439,7 +474,10 @@ void cohort_request_free_internal(cohort_request_t *req)
                               "must stay as it is until that peer calls cohort or dies");
         }
     }
-    if (req->inflight > 0) {
+    /* What UCX still does inside the block alone (a late member's agreement message) is left
+     * to finish on its own: no wait, and no force close, which a live peer would read as this
+     * rank's death. */
+    if (req->inflight > 0 && !cohort_request_ucx_inside(req)) {
         /* Its group revoked, or it waited COHORT_TIMEOUT already: no peer will take what it
          * still sends. Not so for a mismatch: the members are alive and drop what they get
          * (a rendezvous send then ends), and a force close would fail every other group on
@@ -457,7 +495,8 @@ void cohort_request_free_internal(cohort_request_t *req)
         cohort_list_for_each(pos, tmp, &req->xfers)
         {
             cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
-            if (x->ucx_req != NULL && x->is_send && x->ucx_peer != NULL) {
+            if (x->ucx_req != NULL && x->is_send && x->ucx_peer != NULL &&
+                !cohort_request_ucx_in_block(req, x)) {
                 cohort_peer_force_close(x->ucx_peer, "a request freed with a send in flight",
                                         after_close);
             }

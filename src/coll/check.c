@@ -52,9 +52,7 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
     const cohort_coll_args_t *a = &b->args;
-    int has_op = a->coll == COHORT_COLL_REDUCE || a->coll == COHORT_COLL_ALLREDUCE ||
-                 a->coll == COHORT_COLL_REDUCE_SCATTER;
-    int has_root = a->coll == COHORT_COLL_BCAST || a->coll == COHORT_COLL_REDUCE;
+    int has_op = cohort_coll_has_op(a->coll), has_root = cohort_coll_has_root(a->coll);
     int64_t mine[COHORT_AGREE_FIELDS] = {a->coll,
                                          a->coll == COHORT_COLL_BARRIER ? -1 : (int64_t)a->dt,
                                          has_op ? (int64_t)a->op : -1,
@@ -63,7 +61,7 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
                                          b->vote_algo != NULL && cohort_coll_stage_all_device(req)};
 
     memset(c, 0, sizeof(*c));
-    c->settings = b->seq == 0;
+    c->settings = cohort_coll_carries_settings(b->seq);
     if (c->settings) {
         cohort_coll_settings(req->ctx, req->comm->node_local > 0, mine + COHORT_CHECK_SETTINGS);
     }

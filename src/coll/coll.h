@@ -191,6 +191,22 @@ cohort_status_t cohort_coll_xfers_status(const cohort_xfer_t *xs, int n);
 int cohort_coll_peers_ring(const cohort_coll_args_t *a, int n, int me, int *out, int max);
 int cohort_coll_peers_dist(int n, int me, int sign, int *out, int max);
 
+/* The arguments (coll_args.c): COHORT_OK, or INVALID_ARG/UNSUPPORTED with the reason logged;
+ * fills a->esize. Whether the collective has an op or a root; the fingerprint members compare. */
+cohort_status_t cohort_coll_validate(const cohort_comm_t *g, cohort_coll_args_t *a);
+int cohort_coll_has_op(cohort_coll_type_t c);
+int cohort_coll_has_root(cohort_coll_type_t c);
+uint32_t cohort_coll_fingerprint(const cohort_coll_args_t *a);
+/* A collective as a request of the engine (coll_ops.c). */
+extern const cohort_request_ops_t cohort_coll_ops;
+
+/* Whether the group's collective number @a seq is the one whose agreement carries the settings
+ * every member must share (settings.c): the group's first. */
+static inline int cohort_coll_carries_settings(uint32_t seq)
+{
+    return seq == 0;
+}
+
 size_t cohort_coll_check_size(void);
 /* Start the agreement (the algorithm starts once it is over): it checks the arguments under
  * COHORT_CHECK=1, and carries this rank's vote when the request has a vote_algo. */

@@ -90,12 +90,23 @@ static void group_calls_refused(cohort_group_t *g)
     cohort_request_t *r = NULL;
     int v = 1, out = 0;
 
+    const char *text;
+
+    /* Each refusal names the call it came from, blocking or not (a table per collective). */
+    test_capture_begin();
     CHECK_STATUS(cohort_barrier(g), COHORT_ERR_INVALID_ARG);
     CHECK_STATUS(cohort_allreduce(g, &v, &out, 1, COHORT_INT32, COHORT_SUM),
                  COHORT_ERR_INVALID_ARG);
     CHECK_STATUS(cohort_iallreduce(g, &v, &out, 1, COHORT_INT32, COHORT_SUM, &r),
                  COHORT_ERR_INVALID_ARG);
     CHECK_STATUS(cohort_bcast(g, &v, 1, COHORT_INT32, 0), COHORT_ERR_INVALID_ARG);
+    CHECK_STATUS(cohort_ialltoall(g, &v, &out, 1, COHORT_INT32, &r), COHORT_ERR_INVALID_ARG);
+    text = test_capture_end();
+    CHECK(strstr(text, "cohort_barrier: group") != NULL);
+    CHECK(strstr(text, "cohort_allreduce: group") != NULL);
+    CHECK(strstr(text, "cohort_iallreduce: group") != NULL);
+    CHECK(strstr(text, "cohort_bcast: group") != NULL);
+    CHECK(strstr(text, "cohort_ialltoall: group") != NULL);
     CHECK_STATUS(cohort_send(g, &v, 1, COHORT_INT32, 0, 1), COHORT_ERR_INVALID_ARG);
     CHECK_STATUS(cohort_irecv(g, &out, 1, COHORT_INT32, 0, 1, &r), COHORT_ERR_INVALID_ARG);
     CHECK_STATUS(cohort_group_abort(g), COHORT_ERR_INVALID_ARG);

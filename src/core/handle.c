@@ -1,10 +1,14 @@
 /*
  * The handle table (handle.h). Slots are in blocks that never move, so a lookup reads a block
- * pointer and a slot; a mutex orders lookups against retirement, since contexts may live on
- * different threads. The table is the one process-wide structure besides the set of live
- * contexts: it says nothing about how any context works.
+ * pointer and a slot. Every call of the API looks up its handles, so a lookup takes no lock:
+ * a slot's tag (generation and kind) is read before and after its object, and a lookup that
+ * saw the tag change under it (a retirement or a reuse on another thread) reads the handle as
+ * freed. Making and retiring handles, rarer, take a mutex, which orders them and keeps the
+ * free list. The table is the one process-wide structure besides the set of live contexts: it
+ * says nothing about how any context works.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include "core/handle.h"
 #include "core/log.h"
@@ -14,7 +18,10 @@
 #define COHORT_HANDLE_TOP    (UINT64_C(1) << 63)
 
 typedef struct {
-    void *obj;     /* NULL: free */
+    _Atomic(void *) obj; /* NULL: free */
+    /* What lookups read: gen << 32 | kind, kind 0 while free. Written (under the lock) after
+     * obj when a handle is made, before obj when one is retired. */
+    _Atomic uint64_t tag;
     uint32_t gen;  /* 31 bits, never 0 */
     uint32_t kind; /* cohort_handle_kind_t, or 0 while free */
     uint32_t next; /* free list: index + 1 of the next free slot, 0 at the end */
@@ -22,7 +29,8 @@ typedef struct {
 
 static pthread_mutex_t cohort_handle_lock = PTHREAD_MUTEX_INITIALIZER;
 static cohort_handle_slot_t *cohort_handle_blocks[COHORT_HANDLE_BLOCKS];
-static uint32_t cohort_handle_used; /* slots ever handed out */
+/* Slots ever handed out; raised (release) only once its slot's block is in place. */
+static _Atomic uint32_t cohort_handle_used;
 static uint32_t cohort_handle_head, cohort_handle_tail; /* free list, index + 1; 0: empty */
 static pthread_once_t cohort_handle_once = PTHREAD_ONCE_INIT;
 
@@ -55,6 +63,11 @@ static uintptr_t cohort_handle_encode(uint32_t index, const cohort_handle_slot_t
                        s->kind);
 }
 
+static uint64_t cohort_handle_tag(const cohort_handle_slot_t *s)
+{
+    return (uint64_t)s->gen << 32 | s->kind;
+}
+
 uintptr_t cohort_handle_new(cohort_handle_kind_t kind, void *obj)
 {
     cohort_handle_slot_t *s;
@@ -73,7 +86,7 @@ uintptr_t cohort_handle_new(cohort_handle_kind_t kind, void *obj)
             cohort_handle_tail = 0;
         }
     } else {
-        index = cohort_handle_used;
+        index = atomic_load_explicit(&cohort_handle_used, memory_order_relaxed);
         if (index / COHORT_HANDLE_BLOCK >= COHORT_HANDLE_BLOCKS) {
             goto out;
         }
@@ -84,26 +97,30 @@ uintptr_t cohort_handle_new(cohort_handle_kind_t kind, void *obj)
                 goto out;
             }
         }
-        cohort_handle_used++;
         s = cohort_handle_slot(index);
         s->gen = 1;
+        atomic_store_explicit(&s->tag, cohort_handle_tag(s), memory_order_relaxed);
+        atomic_store_explicit(&cohort_handle_used, index + 1, memory_order_release);
     }
-    s->obj = obj;
+    atomic_store_explicit(&s->obj, obj, memory_order_relaxed);
     s->kind = (uint32_t)kind;
     s->next = 0;
+    /* release: a lookup that sees the new tag sees obj */
+    atomic_store_explicit(&s->tag, cohort_handle_tag(s), memory_order_release);
     h = cohort_handle_encode(index, s);
 out:
     pthread_mutex_unlock(&cohort_handle_lock);
     return h;
 }
 
-/* The slot @a h names, or NULL; the lock is held. */
+/* The slot @a h names, or NULL; without the lock, only for a slot whose block is in place. */
 static cohort_handle_slot_t *cohort_handle_find(uintptr_t h, uint32_t *index_p)
 {
     uint64_t v = (uint64_t)h;
     uint32_t index = (uint32_t)(v >> 4) & 0x0fffffffu;
 
-    if ((v & COHORT_HANDLE_TOP) == 0 || index >= cohort_handle_used) {
+    if ((v & COHORT_HANDLE_TOP) == 0 ||
+        index >= atomic_load_explicit(&cohort_handle_used, memory_order_acquire)) {
         return NULL;
     }
     *index_p = index;
@@ -114,22 +131,30 @@ void *cohort_handle_get(const void *handle, cohort_handle_kind_t kind, const cha
 {
     uintptr_t h = (uintptr_t)handle;
     cohort_handle_slot_t *s;
-    uint32_t index, gen = (uint32_t)((uint64_t)h >> 32) & 0x7fffffffu;
-    void *obj = NULL;
+    uint32_t index, gen = (uint32_t)((uint64_t)h >> 32) & 0x7fffffffu, sgen, skind;
+    uint64_t before, after;
+    void *obj;
 
-    pthread_mutex_lock(&cohort_handle_lock);
     s = cohort_handle_find(h, &index);
-    if (s == NULL || gen == 0 || gen > s->gen || (h & 0xf) == 0 || (h & 0xf) > 3) {
+    if (s == NULL) {
         *why = "never made by cohort";
-    } else if (gen != s->gen || s->obj == NULL) {
+        return NULL;
+    }
+    before = atomic_load_explicit(&s->tag, memory_order_acquire);
+    obj = atomic_load_explicit(&s->obj, memory_order_acquire);
+    after = atomic_load_explicit(&s->tag, memory_order_acquire);
+    sgen = (uint32_t)(before >> 32);
+    skind = (uint32_t)(before & 0xf);
+    if (gen == 0 || gen > sgen || (h & 0xf) == 0 || (h & 0xf) > 3) {
+        *why = "never made by cohort";
+    } else if (gen != sgen || skind == 0 || obj == NULL || after != before) {
         *why = "freed, or its context finalized";
-    } else if ((h & 0xf) != kind || s->kind != kind) {
+    } else if ((h & 0xf) != kind || skind != kind) {
         *why = "a handle of another kind";
     } else {
-        obj = s->obj;
+        return obj;
     }
-    pthread_mutex_unlock(&cohort_handle_lock);
-    return obj;
+    return NULL;
 }
 
 void *cohort_handle_lookup(const void *handle, cohort_handle_kind_t kind, const char *what)
@@ -159,10 +184,12 @@ void cohort_handle_retire(uintptr_t h)
     }
     pthread_mutex_lock(&cohort_handle_lock);
     s = cohort_handle_find(h, &index);
-    if (s != NULL && s->obj != NULL && cohort_handle_encode(index, s) == h) {
-        s->obj = NULL;
+    if (s != NULL && s->kind != 0 && cohort_handle_encode(index, s) == h) {
         s->kind = 0;
         s->gen = s->gen == 0x7fffffffu ? 1 : s->gen + 1;
+        /* the tag first: a lookup that read the old one before and reads this after fails */
+        atomic_store_explicit(&s->tag, cohort_handle_tag(s), memory_order_release);
+        atomic_store_explicit(&s->obj, NULL, memory_order_release);
         s->next = 0;
         if (cohort_handle_tail != 0) {
             cohort_handle_slot(cohort_handle_tail - 1)->next = index + 1;

@@ -7,6 +7,12 @@
 #   4. only pmix_plugins/ includes PMIx headers;
 #   5. src/mem (GPU module, memory pools, IPC mappings) includes nothing of proto/, coll/, group/
 #      or api/: memory sits under the protocols and the layers above.
+#   6. src/proto (one file per protocol behind one table) includes nothing of coll/, group/ or
+#      api/ and no CUDA header (device calls go through the GPU module in src/mem);
+#   7. the engine reaches the protocols through the table only: src/core includes no header of
+#      src/proto but proto.h (the table's calls) and state.h (a transfer's protocol state), and
+#      the symbols src/core's objects take from src/proto's are the table's calls alone
+#      (cohort_proto_<verb>), never a protocol by name.
 set -eu
 cd "$(dirname "$0")/.."
 lib=${COHORT_LIB:-.libs/libcohort.so}
@@ -28,6 +34,42 @@ if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(\.\./)*(proto|coll|g
     echo "check-layers: src/mem includes from proto/, coll/, group/ or api/:"
     sed 's/^/  /' "$tmp/mem"
     fail=1
+fi
+
+# 6. A protocol knows no layer above the engine and no CUDA.
+if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]((\.\./)*(coll|group|api)/|cuda[a-z_]*\.h)' \
+    src/proto/*.c src/proto/*.h >"$tmp/proto" 2>/dev/null; then
+    echo "check-layers: src/proto includes from coll/, group/, api/ or CUDA:"
+    sed 's/^/  /' "$tmp/proto"
+    fail=1
+fi
+
+# 7. The engine calls protocols through the table: headers...
+grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(\.\./)*proto/' src/core/*.c src/core/*.h |
+    grep -vE '"(\.\./)*proto/(proto|state)\.h"' >"$tmp/core_proto" || true
+if [ -s "$tmp/core_proto" ]; then
+    echo "check-layers: src/core includes a protocol's header (only proto/proto.h, proto/state.h):"
+    sed 's/^/  /' "$tmp/core_proto"
+    fail=1
+fi
+# ...and symbols, in the built objects (libtool's PIC ones where there are).
+core_o=$(ls src/core/.libs/*.o 2>/dev/null || ls src/core/*.o 2>/dev/null || true)
+proto_o=$(ls src/proto/.libs/*.o 2>/dev/null || ls src/proto/*.o 2>/dev/null || true)
+if [ -n "$core_o" ] && [ -n "$proto_o" ]; then
+    nm --defined-only $proto_o | awk 'NF == 3 && $2 ~ /[TDRB]/ { print $3 }' | sort -u \
+        >"$tmp/proto_defs"
+    nm -u $core_o | awk '{ print $NF }' | sort -u >"$tmp/core_undef"
+    comm -12 "$tmp/proto_defs" "$tmp/core_undef" |
+        grep -vE '^cohort_proto_(init|cleanup|claim|start|progress|sent|cancel|finish|payload|describe)$' \
+            >"$tmp/core_calls" || true
+    if [ -s "$tmp/core_calls" ]; then
+        echo "check-layers: src/core names a protocol (not through src/proto/proto.h's table):"
+        sed 's/^/  /' "$tmp/core_calls"
+        fail=1
+    fi
+else
+    echo "check-layers: no objects in src/core or src/proto (build first)"
+    exit 1
 fi
 
 # 2. The tools use the public API only: any quoted include must be a tool's own header.

@@ -1,5 +1,6 @@
 /* Point-to-point within a group: one transfer per request. */
 #include <stdio.h>
+#include <string.h>
 #include "core/am.h"
 #include "core/context.h"
 #include "core/guard.h"
@@ -7,6 +8,7 @@
 #include "core/progress.h"
 #include "core/time.h"
 #include "group/group.h"
+#include "proto/proto.h"
 #include "core/dtype.h"
 
 static void cohort_p2p_describe(const cohort_request_t *req, char *buf, size_t len)
@@ -14,12 +16,20 @@ static void cohort_p2p_describe(const cohort_request_t *req, char *buf, size_t l
     const cohort_comm_t *c = req->comm;
 
     int peer = req->xfer.peer;
+    char how[160] = "";
 
-    snprintf(buf, len, "%s group rank %d (world %d) tag %d, %zu bytes, on group '%s' 0x%016llx%s",
+    if (req->xfer.proto != NULL) {
+        /* what its protocol waits for (a single copy's reader, say) */
+        how[0] = ' ';
+        how[1] = '(';
+        cohort_proto_describe(&req->xfer, how + 2, sizeof(how) - 3);
+        strcat(how, ")");
+    }
+    snprintf(buf, len, "%s group rank %d (world %d) tag %d, %zu bytes, on group '%s' 0x%016llx%s%s",
              req->xfer.is_send ? "send to" : "receive from", peer,
              c && peer >= 0 ? cohort_comm_world_rank(c, peer) : -1, req->xfer.tag, req->xfer.len,
              c ? c->label : "?", (unsigned long long)(c ? c->id : 0),
-             req->xfer.is_send ? "" : ": not yet heard from it");
+             req->xfer.is_send || req->xfer.proto != NULL ? "" : ": not yet heard from it", how);
 }
 
 /* Done when its one transfer is: no progress step of its own. */

@@ -32,7 +32,7 @@
 #include <unistd.h>
 #include "coll/coll_reduce.h"
 #include "coll/shm_seg.h"
-#include "core/cma.h"
+#include "proto/cma.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "mem/scratch.h"

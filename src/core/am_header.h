@@ -21,7 +21,7 @@ typedef enum {
 } cohort_msg_kind_t;
 
 /* Header flags. */
-#define COHORT_HDR_CMA 0x1u /* the payload is a cohort_cma_desc_t, not the data (cma.h) */
+#define COHORT_HDR_CMA 0x1u /* the payload is a cohort_sc_desc_t, not the data (proto/single_copy.h) */
 
 typedef struct {
     uint64_t gid;  /* group id, the same on every member */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
-#include "core/cma.h"
+#include "proto/proto.h"
 #include "core/comm.h"
 #include "core/context.h"
 #include "core/endpoint.h"
@@ -425,7 +425,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_xfer_init(ctx);
     cohort_notify_init(ctx);
     cohort_am_init(ctx);
-    cohort_cma_init(ctx);
+    cohort_proto_init(ctx);
     cohort_comm_init(ctx);
     status = cohort_context_ucx_init(ctx);
     if (status != COHORT_OK) {
@@ -486,7 +486,7 @@ cohort_status_t cohort_context_destroy(cohort_context_t *ctx)
     /* The worker goes first: once it is destroyed UCX can no longer complete into a request. */
     cohort_context_ucx_cleanup(ctx);
     cohort_notify_cleanup(ctx);
-    cohort_cma_cleanup(ctx);
+    cohort_proto_cleanup(ctx);
     cohort_request_pool_cleanup(ctx);
     cohort_scratch_cleanup(ctx);
     cohort_gpu_cleanup(ctx);

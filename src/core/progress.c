@@ -3,7 +3,7 @@
 #include <time.h>
 #include "core/comm.h"
 #include "core/am.h"
-#include "core/cma.h"
+#include "proto/proto.h"
 #include "core/endpoint.h"
 #include "core/notify.h"
 #include "core/progress.h"
@@ -28,9 +28,7 @@ int cohort_progress(cohort_context_t *ctx)
         n += cohort_comm_progress(ctx);
     }
     n += cohort_notify_progress(ctx);
-    if (!cohort_list_empty(&ctx->cma_acks) || !cohort_list_empty(&ctx->cma_resend)) {
-        n += cohort_cma_progress(ctx);
-    }
+    n += cohort_proto_progress(ctx);
     if (!cohort_list_empty(&ctx->copying)) {
         n += cohort_xfer_stage_progress(ctx);
     }

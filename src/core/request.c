@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
-#include "core/cma.h"
+#include "proto/proto.h"
 #include "core/comm.h"
 #include "core/endpoint.h"
 #include "core/guard.h"
@@ -411,9 +411,8 @@ static int cohort_within(const void *p, size_t n, const void *lo, size_t cap)
  * lets go (cohort_request_release), so nothing of the caller's is touched after it. */
 static int cohort_request_ucx_in_block(const cohort_request_t *req, const cohort_xfer_t *x)
 {
-    int desc = x->is_send && x->cma_state == COHORT_CMA_SENT;
-    const void *p = desc ? (const void *)x->cma_desc : x->buf;
-    size_t n = desc ? sizeof(x->cma_desc) : x->len;
+    size_t n;
+    const void *p = cohort_proto_payload(x, &n);
 
     return cohort_within(p, n, req, sizeof(cohort_req_block_t)) ||
            cohort_within(p, n, req->big, req->big_cap);

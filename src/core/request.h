@@ -10,6 +10,7 @@
 #include "cohort.h"
 #include "core/am_header.h"
 #include "core/list.h"
+#include "proto/state.h"
 
 typedef struct cohort_comm cohort_comm_t;
 typedef struct cohort_peer cohort_peer_t;
@@ -23,30 +24,29 @@ typedef struct cohort_xfer {
     cohort_list_t req_link; /* in req->xfers while posted or in UCX's hands */
     cohort_request_t *req;  /* owner; NULL for a slot never posted */
     int is_send;
-    int peer;         /* group rank */
-    uint8_t kind;     /* cohort_msg_kind_t */
-    uint8_t mem_type; /* cohort_mem_type_t of buf */
-    uint8_t posted;   /* recv: in comm->posted */
-    uint8_t waiting;  /* send: queued until the communicator or the peer is ready */
-    int done;
+    int peer;              /* group rank */
+    uint8_t kind;          /* cohort_msg_kind_t */
+    uint8_t mem_type;      /* cohort_mem_type_t of buf */
+    uint8_t posted;        /* recv: in comm->posted */
+    uint8_t waiting;       /* send: queued until the communicator or the peer is ready */
+    uint8_t stage_drained; /* recv: its staged copy to the device was started (xfer_stage.c) */
+    uint8_t done;
     uint32_t seq;
     int32_t tag;
     uint32_t fp;
-    int cma_reader; /* single-copy send: the world rank that reads it (its group may be gone) */
+    cohort_status_t status;
     void *buf;
     size_t len; /* send: bytes; recv: capacity */
     size_t received;
     double since; /* recv: when it was posted (COHORT_WATCH_S) */
-    cohort_status_t status;
-    uint8_t cma_state;       /* cma.h: where it is in a single-copy transfer */
-    uint64_t cma_token;      /* its key in the context's single-copy map */
-    uint8_t cma_desc[144];   /* send: the cohort_cma_desc_t (or _ipc_desc_t) UCX sends instead */
-    uint8_t ipc_offer;       /* send: device data offered through CUDA IPC, not staged (cma.h) */
-    uint8_t cma_cancel;      /* send: cancelled (x->status) while its reader may read it */
+    /* The protocol that carries it (src/proto/proto.h): a send's, chosen when its peer is
+     * wired (or claimed at post); a receive's, what its matched message said. NULL: none yet,
+     * or a plain message received. */
+    const struct cohort_proto *proto;
+    cohort_proto_state_t ps; /* that protocol's own state (proto/state.h) */
     void *stage;             /* device data through page-locked memory (xfer_stage.c): the bounce */
     void *stage_user;        /* the caller's device buffer behind it */
     uint64_t stage_copy;     /* the staging copy in flight (its ticket), 0: none */
-    uint8_t stage_drained;   /* recv: its copy to the device was started */
     void *ucx_req;           /* UCX request while in flight */
     cohort_peer_t *ucx_peer; /* whose endpoint that request uses */
     uint8_t hdr[COHORT_AM_HDR_BYTES]; /* send: the encoded header UCX may still read */

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
-#include "core/cma.h"
 #include "core/endpoint.h"
 #include "core/log.h"
+#include "proto/proto.h"
 
 void cohort_xfer_ucx_param(cohort_xfer_t *x, ucp_request_param_t *param)
 {
@@ -27,7 +27,7 @@ int cohort_xfer_ucx_started(cohort_xfer_t *x, void *r)
         return 0;
     }
     if (r == NULL) {
-        if (x->cma_state != COHORT_CMA_SENT) {
+        if (!cohort_proto_sent(x)) {
             cohort_xfer_finish(x, COHORT_OK); /* a single copy ends with the receiver's ACK */
         }
         return 0;
@@ -51,9 +51,7 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
     if (x->done) {
         return;
     }
-    if (x->cma_state != COHORT_CMA_NONE) {
-        cohort_cma_forget(x);
-    }
+    cohort_proto_finish(x);
     x->done = 1;
     x->status = status;
     if (x->is_send && x->kind == COHORT_MSG_P2P && status != COHORT_OK && req->comm != NULL) {
@@ -99,7 +97,7 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
                      (unsigned long long)(req->comm ? req->comm->id : 0), ucs_status_string(ucs));
     }
     req->inflight--;
-    if (ucs == UCS_OK && x->cma_state == COHORT_CMA_SENT) {
+    if (ucs == UCS_OK && cohort_proto_sent(x)) {
         /* The descriptor went out; the receiver's ACK finishes the send. */
         if (req->user_freed && req->inflight == 0) {
             cohort_request_release(req);
@@ -115,11 +113,6 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
     if (req->user_freed && req->inflight == 0) {
         cohort_request_release(req);
     }
-}
-
-static void cohort_xfer_ucx_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
-{
-    cohort_xfer_ucx_complete(ucx_req, ucs, user_data);
 }
 
 static void cohort_xfer_setup(cohort_request_t *req, cohort_xfer_t *x, int is_send, int peer,
@@ -142,40 +135,7 @@ static void cohort_xfer_setup(cohort_request_t *req, cohort_xfer_t *x, int is_se
 
 void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer)
 {
-    cohort_request_t *req = x->req;
-    cohort_context_t *ctx = req->ctx;
-    ucp_request_param_t param;
-    size_t desc = x->hdr[1] == x->kind ? cohort_cma_offer(x, peer) : 0;
-    void *r;
-
-    if (x->ipc_offer && desc == 0) {
-        /* device data neither offered through CUDA IPC nor staged (logged) */
-        cohort_xfer_finish(x, COHORT_ERR_CUDA);
-        return;
-    }
-    cohort_xfer_ucx_param(x, &param);
-    param.cb.send = cohort_xfer_ucx_sent;
-    if (desc > 0) {
-        param.memory_type = UCS_MEMORY_TYPE_HOST;
-        r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->cma_desc, desc,
-                            &param);
-    } else {
-        r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), x->buf, x->len, &param);
-    }
-    ctx->stat_msgs++;
-    if (UCS_PTR_IS_ERR(r)) {
-        cohort_error(ctx, "send of %zu bytes to rank %d of group 0x%016llx failed: %s", x->len,
-                     x->peer, (unsigned long long)(req->comm ? req->comm->id : 0),
-                     ucs_status_string(UCS_PTR_STATUS(r)));
-    }
-    if (cohort_xfer_ucx_started(x, r)) {
-        x->ucx_peer = peer;
-        peer->inflight++;
-    } else if (UCS_PTR_IS_ERR(r) &&
-               cohort_ucs_status(UCS_PTR_STATUS(r)) == COHORT_ERR_PEER_FAILED &&
-               peer->state == COHORT_PEER_WIRED) {
-        cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, ucs_status_string(UCS_PTR_STATUS(r)));
-    }
+    cohort_proto_start(x, peer); /* the protocol that carries it (src/proto) */
 }
 
 void cohort_xfer_route(cohort_xfer_t *x)
@@ -298,19 +258,8 @@ void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status)
     if (x->done) {
         return;
     }
-    if (x->cma_state == COHORT_CMA_SENT) {
-        /* Its descriptor is out: a process on this node may be reading the buffer now. It ends
-         * when that reader answers (read, or dropped unread: the revocation that comes with a
-         * cancel tells it) or dies, not before (cma.h). */
-        if (!x->cma_cancel) {
-            x->cma_cancel = 1;
-            x->status = status;
-            /* its number is spent, and the revocation is what tells the reader to drop it */
-            if (x->req->comm != NULL) {
-                cohort_comm_revoke(x->req->comm, status, "a single-copy send was cancelled");
-            }
-        }
-        return;
+    if (cohort_proto_cancel(x, status)) {
+        return; /* its protocol holds it until another process answers */
     }
     if (x->posted || x->waiting) {
         /* A receive leaves matching; a send not handed to UCX yet is dropped. */

@@ -15,9 +15,9 @@
  */
 #include <string.h>
 #include "core/am.h"
-#include "core/cma.h"
 #include "mem/gpu.h"
 #include "core/log.h"
+#include "proto/proto.h"
 
 /* The transfer waits in ctx->copying for its copy (x->link is free: a send is not queued
  * anywhere else yet, a receive has left matching). */
@@ -64,21 +64,15 @@ cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
     if (ctx->ucx_mem_cuda) {
         return COHORT_OK;
     }
-    if (x->is_send && cohort_cma_ipc_wanted(x)) {
-        x->ipc_offer = 1; /* the peer copies it out through CUDA IPC (cma.c) */
-        return COHORT_OK;
+    if (cohort_proto_claim(x)) {
+        return COHORT_OK; /* a protocol carries it as it is (CUDA IPC: the peer copies it out) */
     }
     return cohort_xfer_bounce(x, 1);
 }
 
 cohort_status_t cohort_xfer_stage_now(cohort_xfer_t *x)
 {
-    cohort_status_t status = cohort_xfer_bounce(x, 0);
-
-    if (status == COHORT_OK) {
-        x->ipc_offer = 0;
-    }
-    return status;
+    return cohort_xfer_bounce(x, 0);
 }
 
 int cohort_xfer_stage_pending(cohort_xfer_t *x)

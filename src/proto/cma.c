@@ -1,0 +1,206 @@
+/*
+ * Single copy of host memory between ranks of one node, over the kernel's cross-memory attach
+ * (process_vm_readv), behind the single-copy handshake (single_copy.h). UCX 1.13 drops its cma
+ * lane under the PEER error mode cohort needs (DESIGN.md), so a large same-node message would
+ * be copied twice, into and out of the shared segment. Where the kernel refuses (EPERM,
+ * ENOSYS), single copy is off for this context from then on.
+ */
+#define _GNU_SOURCE /* process_vm_readv */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "core/log.h"
+#include "mem/gpu.h"
+#include "proto/cma.h"
+#include "proto/msg.h"
+#include "proto/protos.h"
+#include "proto/single_copy.h"
+
+/* Whether the kernel has pidfd_getfd (5.6): taking a peer's file descriptor, which the kernel
+ * allows where it allows reading the peer. Asked of this process itself. */
+static int cohort_cma_fd_share_probe(void)
+{
+    int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0), fd = -1;
+
+    if (pfd >= 0) {
+        fd = (int)syscall(SYS_pidfd_getfd, pfd, pfd, 0);
+        close(pfd);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return fd >= 0;
+}
+
+/* Whether single copy may be tried here (COHORT_CMA, the kernel's ptrace scope); the
+ * handshake's kinds and queues, which CUDA IPC shares. */
+static void cohort_cma_init(cohort_context_t *ctx)
+{
+    FILE *f;
+    int scope = 0;
+
+    cohort_sc_init(ctx);
+    ctx->cma_usable = ctx->cfg.cma != COHORT_CMA_OFF;
+    ctx->cma_direct = ctx->cma_usable;
+    ctx->fd_share = cohort_cma_fd_share_probe();
+    if (ctx->cfg.cma != COHORT_CMA_AUTO) {
+        return;
+    }
+    /* Yama's scope 1 and up lets a process read only its descendants: not its peers. */
+    f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%d", &scope) == 1 && scope > 0) {
+            ctx->cma_usable = 0;
+            ctx->cma_direct = 0;
+            cohort_info(ctx, "single copy off: kernel.yama.ptrace_scope is %d", scope);
+        }
+        fclose(f);
+    }
+}
+
+/* One side of a single copy: read the peer's memory into ours, or write ours into its. */
+static cohort_status_t cohort_cma_rw(cohort_context_t *ctx, int world_rank, int32_t pid,
+                                     void *local_buf, uint64_t addr, size_t len, int write,
+                                     const char **why)
+{
+    size_t done = 0;
+
+    if (cohort_fault(ctx, COHORT_FAULT_CMA)) {
+        *why = "COHORT_FAULT";
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    while (done < len) {
+        struct iovec local = {(char *)local_buf + done, len - done};
+        struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
+        ssize_t n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+                          : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EPERM || errno == ENOSYS || errno == EACCES)) {
+            *why = strerror(errno);
+            return COHORT_ERR_UNSUPPORTED;
+        }
+        /* Gone (ESRCH), or its buffer went away under us (EFAULT: it gave up on this send). */
+        cohort_error(ctx, "single-copy %s of %zu bytes %s world rank %d failed: %s",
+                     write ? "write" : "read", len, write ? "to" : "from", world_rank,
+                     n < 0 ? strerror(errno) : "no data");
+        if (n < 0 && errno == ESRCH) {
+            cohort_peer_t *peer = cohort_peer_get(ctx, world_rank);
+            if (peer != NULL && peer->state != COHORT_PEER_FAILED) {
+                cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, "its process is gone");
+            }
+            return COHORT_ERR_PEER_FAILED;
+        }
+        return COHORT_ERR_UCX;
+    }
+    ctx->stat_cma++;
+    ctx->stat_cma_bytes += len;
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t pid, void *dst,
+                                uint64_t addr, size_t len, const char **why)
+{
+    return cohort_cma_rw(ctx, world_rank, pid, dst, addr, len, 0, why);
+}
+
+cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t pid, const void *src,
+                                uint64_t addr, size_t len, const char **why)
+{
+    return cohort_cma_rw(ctx, world_rank, pid, (void *)src, addr, len, 1, why);
+}
+
+/* The pull into a receive whose buffer is device memory that UCX takes (so not staged): through
+ * a page-locked buffer, since process_vm_readv writes host memory only. */
+static cohort_status_t cohort_cma_pull_device(cohort_context_t *ctx, int world_rank, int pid,
+                                              cohort_xfer_t *x, uint64_t addr, size_t len,
+                                              const char **why)
+{
+    void *tmp = cohort_gpu_pinned_get(ctx, len);
+    cohort_status_t status;
+
+    if (tmp == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    status = cohort_cma_pull(ctx, world_rank, pid, tmp, addr, len, why);
+    if (status == COHORT_OK) {
+        status = cohort_gpu_copy(ctx, x->buf, tmp, len);
+    }
+    cohort_gpu_pinned_put(ctx, tmp);
+    return status;
+}
+
+cohort_status_t cohort_cma_read_into(cohort_context_t *ctx, int world_rank, cohort_xfer_t *x,
+                                     const cohort_sc_desc_t *d, const char **why)
+{
+    return x->mem_type == COHORT_MEM_CUDA
+               ? cohort_cma_pull_device(ctx, world_rank, d->pid, x, d->addr, d->len, why)
+               : cohort_cma_pull(ctx, world_rank, d->pid, x->buf, d->addr, d->len, why);
+}
+
+/* The kernel would not let us read the sender: the data is asked for, and single copy is off
+ * here from now on. */
+void cohort_cma_refused(cohort_context_t *ctx, int world_rank, const char *why)
+{
+    if (ctx->cma_usable) {
+        cohort_warn(ctx,
+                    "single-copy transfers refused by the kernel (%s): large same-node messages "
+                    "go through UCX's shared memory from now on",
+                    why);
+        ctx->cma_usable = 0;
+    }
+}
+
+/* A host send of COHORT_CMA_MIN bytes or more, of a point-to-point or collective message (not
+ * a resend of refused data), to another rank of this node that has not refused it. */
+static int cohort_cma_select(cohort_xfer_t *x, cohort_peer_t *peer)
+{
+    cohort_context_t *ctx = peer->ctx;
+
+    return x->hdr[1] == x->kind && ctx->cfg.cma != COHORT_CMA_OFF && ctx->cma_usable &&
+           !peer->cma_off && x->mem_type == COHORT_MEM_HOST && x->len >= ctx->cfg.cma_min &&
+           peer->rank != ctx->rank && (x->kind == COHORT_MSG_P2P || x->kind == COHORT_MSG_COLL) &&
+           cohort_peer_same_node(peer);
+}
+
+static void cohort_cma_start(cohort_xfer_t *x, cohort_peer_t *peer)
+{
+    size_t n = cohort_sc_offer(x, peer, COHORT_SC_CMA_MAGIC, sizeof(cohort_sc_desc_t));
+
+    if (n == 0) {
+        x->proto = &cohort_proto_msg; /* not registered: the data goes as a message */
+        cohort_proto_msg.start(x, peer);
+        return;
+    }
+    cohort_proto_msg_send(x, peer, x->ps.sc.desc, n, 1);
+}
+
+static void cohort_cma_abort(cohort_context_t *ctx, int world_rank, cohort_status_t status)
+{
+    cohort_sc_fail_peer(ctx, &cohort_proto_cma, world_rank, status);
+}
+
+/* The handshake's progress is here for both single-copy rows (one queue of answers). */
+const cohort_proto_t cohort_proto_cma = {
+    .name = "cma",
+    .select = cohort_cma_select,
+    .start = cohort_cma_start,
+    .progress = cohort_sc_progress,
+    .sent = cohort_sc_sent,
+    .cancel = cohort_sc_cancel,
+    .finish = cohort_sc_forget,
+    .abort = cohort_cma_abort,
+    .payload = cohort_sc_payload,
+    .describe = cohort_sc_describe,
+    .init = cohort_cma_init,
+    .cleanup = cohort_sc_cleanup,
+};

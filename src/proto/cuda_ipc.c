@@ -1,0 +1,135 @@
+/*
+ * CUDA IPC point-to-point: a send of device memory to a peer on this node (COHORT_CUDA_IPC not
+ * off, COHORT_CMA_MIN bytes or more) is not staged; its descriptor carries the buffer's IPC
+ * handle, and the receiver maps it (the IPC mapping cache, src/mem) and copies straight into
+ * the receive buffer, device or host: one copy instead of three (to the sender's bounce,
+ * across, to the device). A receiver that cannot map it (no device, GPUs without peer access)
+ * answers "send it": the sender stages the data then and sends it, and stops offering that
+ * peer device memory. The handshake is the single-copy one (single_copy.h); the device calls
+ * go through the GPU module (src/mem), never CUDA itself.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "core/log.h"
+#include "mem/gpu.h"
+#include "mem/ipc_cache.h"
+#include "proto/msg.h"
+#include "proto/protos.h"
+#include "proto/single_copy.h"
+
+/* At post: device memory (not managed memory, which cannot be exported) of a point-to-point or
+ * collective send to another rank of this node that has not refused it, COHORT_CMA_MIN bytes
+ * or more, is carried as it is. */
+static int cohort_cuda_ipc_claim(cohort_xfer_t *x)
+{
+    cohort_context_t *ctx = x->req->ctx;
+    cohort_peer_t *peer;
+
+    if (!x->is_send || ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_OFF || x->len < ctx->cfg.cma_min ||
+        (x->kind != COHORT_MSG_P2P && x->kind != COHORT_MSG_COLL) ||
+        ctx->gpu.mod->ptr_kind(x->buf, NULL) != COHORT_GPU_PTR_DEVICE) {
+        return 0;
+    }
+    peer = cohort_peer_get(ctx, cohort_sc_world(x));
+    if (peer == NULL || peer->rank == ctx->rank || peer->ipc_off || !cohort_peer_same_node(peer)) {
+        return 0;
+    }
+    x->proto = &cohort_proto_cuda_ipc;
+    return 1;
+}
+
+/* A claimed send, its handle taken now. Device memory the peer cannot take (it refused since),
+ * or that cannot be exported, is staged after all and declined (a row below carries the
+ * bounce; a failed staging leaves device data no row takes: the send fails). */
+static int cohort_cuda_ipc_select(cohort_xfer_t *x, cohort_peer_t *peer)
+{
+    cohort_context_t *ctx = peer->ctx;
+    cohort_gpu_ipc_t ipc;
+
+    if (x->proto != &cohort_proto_cuda_ipc || x->hdr[1] != x->kind) {
+        return 0;
+    }
+    memset(&ipc, 0, sizeof(ipc));
+    if (peer->ipc_off || ctx->gpu.mod->ipc_get(x->buf, &ipc) != COHORT_OK) {
+        if (cohort_xfer_stage_now(x) == COHORT_OK) {
+            x->proto = NULL;
+        }
+        return 0;
+    }
+    memcpy(x->ps.sc.desc + offsetof(cohort_sc_ipc_desc_t, ipc), &ipc, sizeof(ipc));
+    return 1;
+}
+
+static void cohort_cuda_ipc_start(cohort_xfer_t *x, cohort_peer_t *peer)
+{
+    size_t n = cohort_sc_offer(x, peer, COHORT_SC_IPC_MAGIC, sizeof(cohort_sc_ipc_desc_t));
+
+    if (n > 0) {
+        cohort_proto_msg_send(x, peer, x->ps.sc.desc, n, 1);
+    } else if (cohort_xfer_stage_now(x) == COHORT_OK) {
+        x->proto = &cohort_proto_msg; /* not registered: staged, as a message */
+        cohort_proto_msg.start(x, peer);
+    } else {
+        cohort_xfer_finish(x, COHORT_ERR_CUDA);
+    }
+}
+
+/* The pull of a sender's device memory, through CUDA IPC (the mapping cache), straight into
+ * the receive's own buffer: the caller's device buffer behind a staged receive (whose bounce
+ * then has nothing to give the device), or its host or device buffer. COHORT_ERR_UNSUPPORTED
+ * (@a why) when it cannot be mapped here. */
+cohort_status_t cohort_cuda_ipc_read_into(cohort_context_t *ctx, int world_rank, cohort_xfer_t *x,
+                                          const cohort_sc_ipc_desc_t *d, const char **why)
+{
+    void *dst = x->stage != NULL ? x->stage_user : x->buf, *base = NULL;
+    cohort_status_t status;
+
+    if (cohort_gpu_get(ctx) == NULL) {
+        *why = ctx->gpu.why;
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    status = cohort_ipc_map(ctx, world_rank, &d->ipc, &base);
+    if (status != COHORT_OK) {
+        *why = status == COHORT_ERR_CUDA ? ctx->gpu.mod->last_error() : "out of memory";
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    status = cohort_gpu_copy(ctx, dst, (char *)base + d->ipc.offset, d->base.len);
+    cohort_ipc_unmap(ctx, base);
+    if (status == COHORT_OK) {
+        x->stage_drained = x->stage != NULL;
+        ctx->stat_cma++;
+        ctx->stat_cma_bytes += d->base.len;
+    }
+    return status;
+}
+
+/* Its device memory could not be mapped here: the data is asked for, and the sender stops
+ * offering us device memory. */
+void cohort_cuda_ipc_refused(cohort_context_t *ctx, int world_rank, const char *why)
+{
+    int first = ctx->gpu.ipc_warned++ == 0;
+
+    cohort_log(cohort_ctx_log(ctx), first ? COHORT_LOG_WARN : COHORT_LOG_DEBUG,
+               "cannot map world rank %d's device memory (CUDA IPC: %s): its messages come "
+               "staged through host memory instead%s",
+               world_rank, why, first ? " (said once; COHORT_LOG=debug for each)" : "");
+}
+
+static void cohort_cuda_ipc_abort(cohort_context_t *ctx, int world_rank, cohort_status_t status)
+{
+    cohort_sc_fail_peer(ctx, &cohort_proto_cuda_ipc, world_rank, status);
+}
+
+/* Its handshake's progress, init and cleanup are CMA's row (one queue for both). */
+const cohort_proto_t cohort_proto_cuda_ipc = {
+    .name = "cuda_ipc",
+    .claim = cohort_cuda_ipc_claim,
+    .select = cohort_cuda_ipc_select,
+    .start = cohort_cuda_ipc_start,
+    .sent = cohort_sc_sent,
+    .cancel = cohort_sc_cancel,
+    .finish = cohort_sc_forget,
+    .abort = cohort_cuda_ipc_abort,
+    .payload = cohort_sc_payload,
+    .describe = cohort_sc_describe,
+};

@@ -1,0 +1,73 @@
+/*
+ * The UCX message protocol: the caller's bytes go in one active message, eager or rendezvous
+ * as UCX decides by size (the receiver fetches a rendezvous message with ucp_am_recv_data_nbx
+ * once matched, core/am.c). It carries anything UCX takes: host memory, and device memory
+ * where UCX has a CUDA transport. It is also how the single-copy protocols send their
+ * descriptors (cohort_proto_msg_send).
+ */
+#include <stdio.h>
+#include "core/am.h"
+#include "core/endpoint.h"
+#include "core/log.h"
+#include "proto/msg.h"
+#include "proto/protos.h"
+
+static void cohort_proto_msg_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
+{
+    cohort_xfer_ucx_complete(ucx_req, ucs, user_data);
+}
+
+void cohort_proto_msg_send(cohort_xfer_t *x, cohort_peer_t *peer, const void *data, size_t len,
+                           int host)
+{
+    cohort_request_t *req = x->req;
+    cohort_context_t *ctx = req->ctx;
+    ucp_request_param_t param;
+    void *r;
+
+    cohort_xfer_ucx_param(x, &param);
+    param.cb.send = cohort_proto_msg_sent;
+    if (host) {
+        param.memory_type = UCS_MEMORY_TYPE_HOST;
+    }
+    r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), data, len, &param);
+    ctx->stat_msgs++;
+    if (UCS_PTR_IS_ERR(r)) {
+        cohort_error(ctx, "send of %zu bytes to rank %d of group 0x%016llx failed: %s", x->len,
+                     x->peer, (unsigned long long)(req->comm ? req->comm->id : 0),
+                     ucs_status_string(UCS_PTR_STATUS(r)));
+    }
+    if (cohort_xfer_ucx_started(x, r)) {
+        x->ucx_peer = peer;
+        peer->inflight++;
+    } else if (UCS_PTR_IS_ERR(r) &&
+               cohort_ucs_status(UCS_PTR_STATUS(r)) == COHORT_ERR_PEER_FAILED &&
+               peer->state == COHORT_PEER_WIRED) {
+        cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, ucs_status_string(UCS_PTR_STATUS(r)));
+    }
+}
+
+/* Anything UCX takes: not device memory where UCX has no CUDA transport (staged, or claimed
+ * by a protocol that could not carry it after all). */
+static int cohort_proto_msg_select(cohort_xfer_t *x, cohort_peer_t *peer)
+{
+    return x->mem_type == COHORT_MEM_HOST || x->req->ctx->ucx_mem_cuda;
+}
+
+static void cohort_proto_msg_start(cohort_xfer_t *x, cohort_peer_t *peer)
+{
+    x->proto = &cohort_proto_msg;
+    cohort_proto_msg_send(x, peer, x->buf, x->len, 0);
+}
+
+static void cohort_proto_msg_describe(const cohort_xfer_t *x, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", x->ucx_req != NULL ? "a message UCX is sending" : "a message");
+}
+
+const cohort_proto_t cohort_proto_msg = {
+    .name = "message",
+    .select = cohort_proto_msg_select,
+    .start = cohort_proto_msg_start,
+    .describe = cohort_proto_msg_describe,
+};

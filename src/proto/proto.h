@@ -1,0 +1,75 @@
+/*
+ * The protocol contract: every way a transfer's bytes cross to another process is one table
+ * (cohort_proto_t) in its own file of src/proto/, the way a UCX request points at its
+ * ucp_proto_t. A send points at the protocol that carries it (x->proto, chosen when its peer
+ * is wired: the first row of the table whose select takes it); a receive points at the one
+ * its matched message says (NULL: a plain message). The engine calls protocols only through
+ * this header (scripts/check-layers.sh), and protocols hear of peer failures and control
+ * messages through the handlers the engine registers (cohort_peer_observe, cohort_am_kind_set).
+ *
+ * Staging (core/xfer_stage.c) is not a row: it changes where a transfer's bytes are (a
+ * page-locked bounce instead of the device buffer) and any protocol then carries the bounce,
+ * the peer's single copy out of it included. A protocol that can carry device memory as it is
+ * claims the transfer at post (claim), before the engine stages it.
+ */
+#ifndef COHORT_PROTO_H
+#define COHORT_PROTO_H
+
+#include <stddef.h>
+#include "cohort.h"
+
+typedef struct cohort_context cohort_context_t;
+typedef struct cohort_peer cohort_peer_t;
+typedef struct cohort_xfer cohort_xfer_t;
+
+typedef struct cohort_proto {
+    const char *name;
+    /* Optional, at post of a send of device memory UCX cannot take: 1 when this protocol
+     * carries it as it is (the engine does not stage it); it then points x->proto here. */
+    int (*claim)(cohort_xfer_t *x);
+    /* Whether it carries send @a x to @a peer (wired, on this rank's say so). May change how
+     * @a x holds its data (a claimed device send staged after all) and decline. */
+    int (*select)(cohort_xfer_t *x, cohort_peer_t *peer);
+    /* Hand send @a x to @a peer. Ends with the transfer in UCX's hands, waiting for an
+     * answer, or finished (cohort_xfer_finish); may hand it to another row (a fallback). */
+    void (*start)(cohort_xfer_t *x, cohort_peer_t *peer);
+    /* Optional: what the protocol queued for the context (answers, resends). @return how
+     * many moved. */
+    int (*progress)(cohort_context_t *ctx);
+    /* Optional: UCX finished sending @a x without error: 1 when the transfer is not over
+     * (its reader answers), 0 to finish it. */
+    int (*sent)(cohort_xfer_t *x);
+    /* Optional: cancel @a x (not done): 1 when the protocol holds it until an answer (the
+     * status kept), 0 to let the engine stop and finish it now. */
+    int (*cancel)(cohort_xfer_t *x, cohort_status_t status);
+    /* Optional: @a x is finishing: forget what the protocol keeps for it. */
+    void (*finish)(cohort_xfer_t *x);
+    /* Optional: world rank @a world_rank failed: fail what this protocol holds for it. */
+    void (*abort)(cohort_context_t *ctx, int world_rank, cohort_status_t status);
+    /* Optional: what UCX reads for send @a x while it is in flight, when not x->buf. */
+    const void *(*payload)(const cohort_xfer_t *x, size_t *len);
+    /* Say where @a x is (timeout messages). */
+    void (*describe)(const cohort_xfer_t *x, char *buf, size_t len);
+    /* Optional: once per context, at creation and at destruction. */
+    void (*init)(cohort_context_t *ctx);
+    void (*cleanup)(cohort_context_t *ctx);
+} cohort_proto_t;
+
+/* Context creation: every protocol's init, and one peer observer for their aborts. */
+void cohort_proto_init(cohort_context_t *ctx);
+void cohort_proto_cleanup(cohort_context_t *ctx);
+/* At post of a device send UCX cannot take: whether a protocol carries it unstaged. */
+int cohort_proto_claim(cohort_xfer_t *x);
+/* Send @a x to wired @a peer through the first protocol that selects it; none does (device
+ * data neither claimed nor staged): finished with COHORT_ERR_CUDA. */
+void cohort_proto_start(cohort_xfer_t *x, cohort_peer_t *peer);
+/* Every protocol's progress. @return how many things moved. */
+int cohort_proto_progress(cohort_context_t *ctx);
+/* The hooks of @a x's protocol, for the engine (no protocol: the plain answer). */
+int cohort_proto_sent(cohort_xfer_t *x);
+int cohort_proto_cancel(cohort_xfer_t *x, cohort_status_t status);
+void cohort_proto_finish(cohort_xfer_t *x);
+const void *cohort_proto_payload(const cohort_xfer_t *x, size_t *len);
+void cohort_proto_describe(const cohort_xfer_t *x, char *buf, size_t len);
+
+#endif

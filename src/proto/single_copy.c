@@ -1,0 +1,470 @@
+/* The single-copy handshake both single-copy protocols use (single_copy.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/notify.h"
+#include "proto/protos.h"
+#include "proto/single_copy.h"
+
+/* An ACK to send from progress (never from inside a UCX callback), and the receive that
+ * finishes when UCX has sent it (NULL when none waits on it). In ctx->cma_acks until handed to
+ * a wired endpoint, then in ctx->cma_acks_sent until UCX is done with it. */
+typedef struct {
+    cohort_list_t link;
+    int world_rank;
+    cohort_am_hdr_t hdr;
+    cohort_xfer_t *x;
+} cohort_sc_ack_t;
+
+_Static_assert(sizeof(cohort_sc_ipc_desc_t) <= sizeof(((cohort_proto_sc_state_t *)0)->desc),
+               "cohort_proto_sc_state_t.desc holds an IPC descriptor");
+
+int cohort_sc_world(const cohort_xfer_t *x)
+{
+    /* An offered send held for its reader outlives its group (cohort_group_free), so it names
+     * its reader itself; before the offer (CUDA IPC's claim, at post) the reader is not set
+     * yet, and the group is there. */
+    return x->is_send && x->ps.sc.state == COHORT_SC_SENT
+               ? x->ps.sc.reader
+               : cohort_comm_world_rank(x->req->comm, x->peer);
+}
+
+size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, size_t len)
+{
+    cohort_context_t *ctx = peer->ctx;
+    cohort_sc_desc_t d;
+
+    if (cohort_map_put(&ctx->cma_sends, ctx->cma_next, x) != COHORT_OK) {
+        return 0;
+    }
+    memset(&d, 0, sizeof(d));
+    d.magic = magic;
+    d.pid = (int32_t)getpid();
+    d.addr = (uint64_t)(uintptr_t)x->buf;
+    d.len = x->len;
+    d.token = ctx->cma_next++;
+    memcpy(x->ps.sc.desc, &d, sizeof(d));
+    x->ps.sc.token = d.token;
+    x->ps.sc.state = COHORT_SC_SENT;
+    x->ps.sc.reader = peer->rank;
+    x->req->readers++;
+    x->hdr[2] |= COHORT_HDR_CMA;
+    return len;
+}
+
+/* Send @a x is no longer offered: its reader answered, or the data goes another way. */
+static void cohort_sc_unsent(cohort_xfer_t *x)
+{
+    cohort_map_del(&x->req->ctx->cma_sends, x->ps.sc.token);
+    x->ps.sc.token = 0;
+    x->ps.sc.state = COHORT_SC_NONE;
+    x->req->readers--;
+}
+
+static cohort_sc_ack_t *cohort_sc_answer_to(cohort_context_t *ctx, int world_rank, uint64_t token,
+                                            cohort_status_t status, uint32_t rtoken)
+{
+    cohort_sc_ack_t *a = calloc(1, sizeof(*a));
+
+    if (a == NULL) {
+        /* The sender then waits on us until its peer or its timeout fails it. */
+        cohort_error(ctx, "out of memory answering a single-copy transfer from world rank %d",
+                     world_rank);
+        return NULL;
+    }
+    a->world_rank = world_rank;
+    a->hdr.kind = COHORT_MSG_CMA_ACK;
+    a->hdr.gid = token;
+    a->hdr.fp = (uint32_t)status;
+    a->hdr.seq = rtoken;
+    a->hdr.src = ctx->rank;
+    a->hdr.wsrc = ctx->rank;
+    a->hdr.tag = -1;
+    cohort_list_push(&ctx->cma_acks, &a->link);
+    return a;
+}
+
+static cohort_sc_ack_t *cohort_sc_answer(cohort_context_t *ctx, const cohort_msg_t *m,
+                                         uint64_t token, cohort_status_t status, uint32_t rtoken)
+{
+    return cohort_sc_answer_to(ctx, m->hdr.wsrc, token, status, rtoken);
+}
+
+/* A message of @a h with @a len bytes of @a data is dropped unread (its group revoked or freed
+ * here, an orphan over the limit): when it is a single-copy descriptor, its sender is told it
+ * will not be read, so that it can give its buffer back. */
+static void cohort_sc_dropped(cohort_context_t *ctx, const cohort_am_hdr_t *h, const void *data,
+                              size_t len)
+{
+    cohort_sc_desc_t d;
+
+    if (!(h->flags & COHORT_HDR_CMA) || data == NULL ||
+        (len != sizeof(d) && len != sizeof(cohort_sc_ipc_desc_t))) {
+        return;
+    }
+    memcpy(&d, data, sizeof(d));
+    if (d.magic == COHORT_SC_CMA_MAGIC || d.magic == COHORT_SC_IPC_MAGIC) {
+        /* Its sender holds the buffer until a reader answers: this one never will read it. */
+        cohort_sc_answer_to(ctx, h->wsrc, d.token, COHORT_ERR_REVOKED, 0);
+    }
+}
+
+/* This rank cannot copy the sender's data (the row said why): ask for the data instead. */
+static void cohort_sc_refused(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m,
+                              uint64_t token)
+{
+    uint32_t rtoken = ctx->cma_rnext++;
+
+    if (rtoken == 0 || cohort_map_put(&ctx->cma_recvs, rtoken, x) != COHORT_OK) {
+        cohort_xfer_finish(x, COHORT_ERR_NO_MEMORY);
+        cohort_sc_answer(ctx, m, token, COHORT_ERR_NO_MEMORY, 0);
+        return;
+    }
+    x->ps.sc.token = rtoken;
+    x->ps.sc.state = COHORT_SC_WANT_DATA;
+    cohort_sc_answer(ctx, m, token, COHORT_ERR_UNSUPPORTED, rtoken);
+}
+
+/* Receive @a x matched the descriptor message @a m: copy the data, or ask for it. */
+static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m)
+{
+    cohort_sc_ack_t *a;
+    cohort_sc_ipc_desc_t full;
+    cohort_sc_desc_t d;
+    cohort_status_t status;
+    const char *why = NULL;
+    int ipc = m->len == sizeof(full);
+
+    if (m->desc != NULL || (m->len != sizeof(d) && !ipc)) {
+        ctx->stat_rejected++;
+        cohort_error(ctx, "a single-copy descriptor of %zu bytes from world rank %d dropped",
+                     m->len, m->hdr.wsrc);
+        cohort_xfer_mismatch(x);
+        return;
+    }
+    memcpy(&full, m->data, m->len);
+    d = full.base;
+    if (d.magic != (ipc ? COHORT_SC_IPC_MAGIC : COHORT_SC_CMA_MAGIC) || d.len > x->len) {
+        cohort_error(ctx,
+                     "group 0x%016llx: %llu bytes offered by world rank %d (tag/step %d) for a "
+                     "receive of %zu bytes",
+                     (unsigned long long)m->hdr.gid, (unsigned long long)d.len, m->hdr.wsrc,
+                     m->hdr.tag, x->len);
+        cohort_xfer_mismatch(x);
+        /* The sender finishes; the revocation tells it what went wrong. */
+        cohort_sc_answer(ctx, m, d.token, COHORT_OK, 0);
+        return;
+    }
+    x->proto = ipc ? &cohort_proto_cuda_ipc : &cohort_proto_cma;
+    status = ipc ? cohort_cuda_ipc_read_into(ctx, m->hdr.wsrc, x, &full, &why)
+                 : cohort_cma_read_into(ctx, m->hdr.wsrc, x, &d, &why);
+    if (status == COHORT_ERR_UNSUPPORTED) {
+        if (ipc) {
+            cohort_cuda_ipc_refused(ctx, m->hdr.wsrc, why);
+        } else {
+            cohort_cma_refused(ctx, m->hdr.wsrc, why);
+        }
+        cohort_sc_refused(ctx, x, m, d.token);
+        return;
+    }
+    if (status != COHORT_OK) {
+        cohort_xfer_finish(x, status);
+        if (status != COHORT_ERR_PEER_FAILED) {
+            cohort_sc_answer(ctx, m, d.token, status, 0);
+        }
+        return;
+    }
+    x->received = d.len;
+    a = cohort_sc_answer(ctx, m, d.token, COHORT_OK, 0);
+    if (a == NULL) {
+        cohort_xfer_finish(x, COHORT_OK);
+        return;
+    }
+    a->x = x;
+    x->ps.sc.state = COHORT_SC_ACKING;
+}
+
+/* An ACK arrived (sender side). An answer for a send cancelled meanwhile finishes it now. */
+static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
+{
+    cohort_xfer_t *x = cohort_map_get(&ctx->cma_sends, h->gid);
+    cohort_status_t status = (cohort_status_t)(int32_t)h->fp;
+    cohort_request_t *req;
+
+    if (x == NULL || x->ps.sc.state != COHORT_SC_SENT || cohort_sc_world(x) != h->wsrc) {
+        ctx->orphans_dropped++; /* for a send given up on meanwhile */
+        return;
+    }
+    req = x->req;
+    if (x->ps.sc.cancel) {
+        /* cancelled while it could be read: now it is over, whatever the reader did */
+        cohort_xfer_finish(x, x->status);
+    } else if (status == COHORT_ERR_UNSUPPORTED && h->seq != 0) {
+        cohort_peer_t *peer = cohort_peer_get(ctx, h->wsrc);
+        int ipc = x->proto == &cohort_proto_cuda_ipc;
+        if (peer != NULL && ipc) {
+            peer->ipc_off = 1;
+        } else if (peer != NULL) {
+            peer->cma_off = 1;
+        }
+        if (ipc) {
+            /* it could not map our device memory: the data goes staged */
+            cohort_status_t staged = cohort_xfer_stage_now(x);
+            if (staged != COHORT_OK) {
+                cohort_sc_unsent(x);
+                cohort_xfer_finish(x, staged);
+                return;
+            }
+        }
+        /* The data follows to the receive it matched, named by the receiver's token. */
+        cohort_sc_unsent(x);
+        x->ps.sc.state = COHORT_SC_RESEND;
+        x->hdr[1] = COHORT_MSG_CMA_DATA;
+        x->hdr[2] = 0;
+        for (int i = 0; i < 8; i++) {
+            x->hdr[8 + i] = (uint8_t)((uint64_t)h->seq >> (8 * i));
+        }
+        cohort_list_push(&ctx->cma_resend, &x->link);
+        return;
+    } else {
+        cohort_xfer_finish(x, status);
+    }
+    if (req->user_freed && req->inflight == 0 && req->readers == 0) {
+        cohort_request_release(req); /* freed while its reader had not answered */
+    }
+}
+
+/* The data a refused single copy asked for arrived (receiver side). @a data is eager data or,
+ * with @a rndv, UCX's descriptor (then fetched). */
+static void cohort_sc_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len,
+                           int rndv)
+{
+    cohort_xfer_t *x = cohort_map_get(&ctx->cma_recvs, h->gid);
+
+    if (x == NULL || x->ps.sc.state != COHORT_SC_WANT_DATA || cohort_sc_world(x) != h->wsrc ||
+        len > x->len) {
+        ctx->orphans_dropped++; /* for a receive given up on meanwhile */
+        return;
+    }
+    cohort_map_del(&ctx->cma_recvs, x->ps.sc.token);
+    x->ps.sc.token = 0;
+    x->ps.sc.state = COHORT_SC_NONE;
+    x->received = len;
+    if (rndv) {
+        cohort_rndv_start(ctx, x, data);
+        return;
+    }
+    cohort_xfer_finish(x, cohort_xfer_fill(ctx, x, data, len));
+}
+
+void cohort_sc_forget(cohort_xfer_t *x)
+{
+    cohort_context_t *ctx = x->req->ctx;
+
+    if (x->ps.sc.state == COHORT_SC_SENT) {
+        cohort_sc_unsent(x);
+    } else if (x->ps.sc.state == COHORT_SC_WANT_DATA) {
+        cohort_map_del(&ctx->cma_recvs, x->ps.sc.token);
+    } else if (x->ps.sc.state == COHORT_SC_RESEND) {
+        cohort_list_del(&x->link);
+    } else if (x->ps.sc.state == COHORT_SC_ACKING) {
+        cohort_list_t *pos, *tmp;
+        cohort_list_t *lists[] = {&ctx->cma_acks, &ctx->cma_acks_sent};
+        /* Given up on (cancelled, freed): its ACK still goes, the sender waits for it. */
+        for (int i = 0; i < 2; i++) {
+            cohort_list_for_each(pos, tmp, lists[i])
+            {
+                cohort_sc_ack_t *a = cohort_container_of(pos, cohort_sc_ack_t, link);
+                if (a->x == x) {
+                    a->x = NULL;
+                }
+            }
+        }
+    }
+    x->ps.sc.state = COHORT_SC_NONE;
+    x->ps.sc.token = 0;
+}
+
+int cohort_sc_sent(cohort_xfer_t *x)
+{
+    return x->ps.sc.state == COHORT_SC_SENT; /* the receiver's ACK finishes it */
+}
+
+int cohort_sc_cancel(cohort_xfer_t *x, cohort_status_t status)
+{
+    if (x->ps.sc.state != COHORT_SC_SENT) {
+        return 0;
+    }
+    /* Its descriptor is out: a process on this node may be reading the buffer now. It ends
+     * when that reader answers (read, or dropped unread: the revocation that comes with a
+     * cancel tells it) or dies, not before. */
+    if (!x->ps.sc.cancel) {
+        x->ps.sc.cancel = 1;
+        x->status = status;
+        /* its number is spent, and the revocation is what tells the reader to drop it */
+        if (x->req->comm != NULL) {
+            cohort_comm_revoke(x->req->comm, status, "a single-copy send was cancelled");
+        }
+    }
+    return 1;
+}
+
+const void *cohort_sc_payload(const cohort_xfer_t *x, size_t *len)
+{
+    if (!x->is_send || x->ps.sc.state != COHORT_SC_SENT) {
+        return NULL;
+    }
+    *len = sizeof(x->ps.sc.desc);
+    return x->ps.sc.desc;
+}
+
+void cohort_sc_describe(const cohort_xfer_t *x, char *buf, size_t len)
+{
+    static const char *const what[] = {
+        [COHORT_SC_NONE] = "copied",
+        [COHORT_SC_SENT] = "offered: waiting for its reader's answer",
+        [COHORT_SC_WANT_DATA] = "refused here: waiting for the data",
+        [COHORT_SC_RESEND] = "refused by its reader: the data goes next",
+        [COHORT_SC_ACKING] = "copied: its answer waits for an endpoint",
+    };
+
+    snprintf(buf, len, "%s single copy with world rank %d, %s", x->proto->name, cohort_sc_world(x),
+             x->ps.sc.state <= COHORT_SC_ACKING ? what[x->ps.sc.state] : "?");
+}
+
+static void cohort_sc_fail_map(cohort_context_t *ctx, cohort_map_t *map,
+                               const cohort_proto_t *proto, int world_rank, cohort_status_t status)
+{
+    cohort_xfer_t *victims[64];
+    int n;
+
+    /* Collected first: finishing a transfer deletes it from the map being walked. */
+    do {
+        n = 0;
+        for (size_t i = 0; i < map->cap && n < 64; i++) {
+            cohort_xfer_t *x = map->vals[i];
+            if (map->keys[i] != 0 && x != NULL && x->proto == proto &&
+                cohort_sc_world(x) == world_rank) {
+                victims[n++] = x;
+            }
+        }
+        cohort_request_t *reqs[64];
+        int nreqs = 0;
+        for (int i = 0; i < n; i++) {
+            int j = 0;
+            while (j < nreqs && reqs[j] != victims[i]->req) {
+                j++;
+            }
+            if (j == nreqs) {
+                reqs[nreqs++] = victims[i]->req;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            cohort_xfer_finish(victims[i], status);
+        }
+        /* A send freed while its reader had not answered: the reader is dead, so it is over. */
+        for (int j = 0; j < nreqs; j++) {
+            if (reqs[j]->user_freed && reqs[j]->inflight == 0 && reqs[j]->readers == 0) {
+                cohort_request_release(reqs[j]);
+            }
+        }
+    } while (n == 64);
+}
+
+void cohort_sc_fail_peer(cohort_context_t *ctx, const cohort_proto_t *proto, int world_rank,
+                         cohort_status_t status)
+{
+    cohort_sc_fail_map(ctx, &ctx->cma_sends, proto, world_rank, status);
+    cohort_sc_fail_map(ctx, &ctx->cma_recvs, proto, world_rank, status);
+}
+
+/* The ACK has left (or cannot go): its receive, if still wanted, is done. */
+static void cohort_sc_ack_sent(void *arg)
+{
+    cohort_sc_ack_t *a = arg;
+    cohort_xfer_t *x = a->x;
+
+    cohort_list_del(&a->link);
+    if (x != NULL) {
+        x->ps.sc.state = COHORT_SC_NONE;
+        cohort_xfer_finish(x, COHORT_OK);
+    }
+    free(a);
+}
+
+int cohort_sc_progress(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp;
+    int n = 0;
+
+    if (cohort_list_empty(&ctx->cma_acks) && cohort_list_empty(&ctx->cma_resend)) {
+        return 0;
+    }
+
+    cohort_list_for_each(pos, tmp, &ctx->cma_acks)
+    {
+        cohort_sc_ack_t *a = cohort_container_of(pos, cohort_sc_ack_t, link);
+        cohort_peer_t *peer = cohort_peer_get(ctx, a->world_rank);
+
+        if (peer != NULL && !ctx->finalizing) {
+            cohort_peer_want(peer);
+        }
+        if (peer != NULL && peer->state == COHORT_PEER_LOOKING_UP) {
+            continue; /* its receive stays unfinished, so that whoever waits on it progresses */
+        }
+        n++;
+        if (peer != NULL && peer->state == COHORT_PEER_WIRED) {
+            /* Finished only when UCX has sent it: a new endpoint's first message may wait for
+             * its wireup, which needs this rank's progress. */
+            cohort_list_del(&a->link);
+            cohort_list_push(&ctx->cma_acks_sent, &a->link);
+            cohort_ctl_send_then(ctx, a->world_rank, &a->hdr, cohort_sc_ack_sent, a);
+        } else {
+            cohort_sc_ack_sent(a); /* nobody to tell: the data is here all the same */
+        }
+    }
+    while (!cohort_list_empty(&ctx->cma_resend)) {
+        cohort_xfer_t *x = cohort_container_of(ctx->cma_resend.next, cohort_xfer_t, link);
+        cohort_list_del(&x->link);
+        x->ps.sc.state = COHORT_SC_NONE;
+        cohort_xfer_route(x);
+        n++;
+    }
+    return n;
+}
+
+static void cohort_sc_ack_msg(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data,
+                              size_t len, int rndv)
+{
+    cohort_sc_ack(ctx, h);
+}
+
+static const cohort_am_kind_t cohort_sc_ack_kind = {.header_only = 1, .ctl = cohort_sc_ack_msg};
+static const cohort_am_kind_t cohort_sc_data_kind = {.ctl = cohort_sc_data};
+static const cohort_am_offer_t cohort_sc_offer_ops = {.read = cohort_sc_read,
+                                                      .unread = cohort_sc_dropped};
+
+void cohort_sc_init(cohort_context_t *ctx)
+{
+    cohort_am_kind_set(ctx, COHORT_MSG_CMA_ACK, &cohort_sc_ack_kind);
+    cohort_am_kind_set(ctx, COHORT_MSG_CMA_DATA, &cohort_sc_data_kind);
+    cohort_am_offer_set(ctx, &cohort_sc_offer_ops);
+}
+
+void cohort_sc_cleanup(cohort_context_t *ctx)
+{
+    cohort_list_t *lists[] = {&ctx->cma_acks, &ctx->cma_acks_sent};
+
+    for (int i = 0; i < 2; i++) {
+        while (!cohort_list_empty(lists[i])) {
+            cohort_sc_ack_t *a = cohort_container_of(lists[i]->next, cohort_sc_ack_t, link);
+            cohort_list_del(&a->link);
+            free(a);
+        }
+    }
+    cohort_map_cleanup(&ctx->cma_sends);
+    cohort_map_cleanup(&ctx->cma_recvs);
+}

@@ -1,0 +1,92 @@
+/*
+ * What the two single-copy protocols share (single_copy.c): CMA (cma.c, host memory read with
+ * process_vm_readv) and CUDA IPC point-to-point (cuda_ipc.c, device memory mapped by the
+ * receiver). The sender sends a small descriptor (its pid, the buffer's address or IPC handle,
+ * its length, a token) in place of the data; the receiver, once it has matched it, copies the
+ * data straight into the receive buffer and answers with an ACK carrying the token, which
+ * finishes the send. Where it cannot (the kernel refuses: EPERM, ENOSYS; device memory it
+ * cannot map), the receiver answers "send it" instead and the data follows through UCX to the
+ * matched receive (CMA_DATA), and the sender stops offering that peer the same again. A peer
+ * that dies fails what waits on it, as any transfer.
+ *
+ * Lifetime. From the moment its descriptor goes out the sender's buffer may be read by the
+ * receiver at any time (when it matches the descriptor), so the send is not over, cancelled
+ * or freed until the receiver answered: ACK (read), "send it", or "dropped unread" (a receiver
+ * that drops the descriptor, its group revoked or freed there, or an orphan over the limit,
+ * says so: the offer's unread handler), or until the receiver is declared dead. A cancel
+ * therefore revokes the group (which makes the receiver drop what it has not read) and holds
+ * the request (req->readers) until the answer; cohort_request_free waits for it, bounded by
+ * COHORT_TIMEOUT (1 s when unset), and past that keeps the block, named in the log, until the
+ * answer or the death. The alternative, a reader that checks a generation before reading,
+ * cannot close the window: the check and the copy are not one step.
+ */
+#ifndef COHORT_PROTO_SINGLE_COPY_H
+#define COHORT_PROTO_SINGLE_COPY_H
+
+#include <stdint.h>
+#include "core/am.h"
+#include "core/endpoint.h"
+#include "reduce/gpu_module.h"
+
+#define COHORT_SC_CMA_MAGIC 0xc0c0cabau
+#define COHORT_SC_IPC_MAGIC 0xc0c0c1dau
+
+typedef struct {
+    uint32_t magic;
+    int32_t pid;
+    uint64_t addr;
+    uint64_t len;
+    uint64_t token; /* the sender's, echoed in the ACK */
+} cohort_sc_desc_t;
+
+/* The same for device memory: where it is, as CUDA IPC names it. */
+typedef struct {
+    cohort_sc_desc_t base; /* addr unused */
+    cohort_gpu_ipc_t ipc;
+} cohort_sc_ipc_desc_t;
+
+/* Where a transfer is in the handshake (x->ps.sc.state). ACKING: a receive that has its data,
+ * done once its ACK is on a wired endpoint: finished earlier, the receiver could stop calling
+ * cohort (its part is done) while the ACK still waits for the sender's address, and the sender
+ * would wait for it forever. */
+enum {
+    COHORT_SC_NONE = 0,
+    COHORT_SC_SENT,
+    COHORT_SC_WANT_DATA,
+    COHORT_SC_RESEND,
+    COHORT_SC_ACKING
+};
+
+/* Register send @a x (its protocol chosen) as offered to @a peer: a token, the descriptor's
+ * common part with @a magic in x->ps.sc.desc (a protocol's own part, after it, is filled by
+ * its select), the header flag. @return the descriptor's length (@a len), 0 when it cannot
+ * be registered (out of memory): the data goes another way. */
+size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, size_t len);
+/* The world rank on the other side of single-copy transfer @a x. */
+int cohort_sc_world(const cohort_xfer_t *x);
+/* The hooks both rows share (single_copy.c). */
+int cohort_sc_sent(cohort_xfer_t *x);
+int cohort_sc_cancel(cohort_xfer_t *x, cohort_status_t status);
+void cohort_sc_forget(cohort_xfer_t *x);
+int cohort_sc_progress(cohort_context_t *ctx);
+const void *cohort_sc_payload(const cohort_xfer_t *x, size_t *len);
+void cohort_sc_describe(const cohort_xfer_t *x, char *buf, size_t len);
+/* World rank @a world_rank failed: fail what waits on it here, of protocol @a proto. */
+void cohort_sc_fail_peer(cohort_context_t *ctx, const struct cohort_proto *proto, int world_rank,
+                         cohort_status_t status);
+/* The handshake's message kinds, its descriptor reader, its queues (once per context: CMA's
+ * init and cleanup call them, CUDA IPC rides on them). */
+void cohort_sc_init(cohort_context_t *ctx);
+void cohort_sc_cleanup(cohort_context_t *ctx);
+
+/* The copies, one per row: @a x matched descriptor @a d from world rank @a world_rank (checked:
+ * its magic, its length fits). COHORT_ERR_UNSUPPORTED (@a why): this rank cannot read it, the
+ * row says so once (logged) and the data is asked for. */
+cohort_status_t cohort_cma_read_into(cohort_context_t *ctx, int world_rank, cohort_xfer_t *x,
+                                     const cohort_sc_desc_t *d, const char **why);
+void cohort_cma_refused(cohort_context_t *ctx, int world_rank, const char *why);
+cohort_status_t cohort_cuda_ipc_read_into(cohort_context_t *ctx, int world_rank, cohort_xfer_t *x,
+                                          const cohort_sc_ipc_desc_t *d, const char **why);
+void cohort_cuda_ipc_refused(cohort_context_t *ctx, int world_rank, const char *why);
+
+#endif

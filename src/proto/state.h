@@ -1,0 +1,26 @@
+/*
+ * A protocol's state inside a transfer (cohort_xfer_t.ps). Which member is live is decided by
+ * the protocol the transfer points at (x->proto, proto.h) and read by that protocol alone; the
+ * engine only zeroes it when the transfer is set up. The UCX message protocol keeps nothing
+ * here: what it has in flight (ucx_req, ucx_peer, the header) is the engine's own bookkeeping,
+ * shared by every protocol that sends through UCX.
+ */
+#ifndef COHORT_PROTO_STATE_H
+#define COHORT_PROTO_STATE_H
+
+#include <stdint.h>
+
+/* Single copy (CMA and CUDA IPC point-to-point, single_copy.h). */
+typedef struct {
+    uint8_t state;     /* COHORT_SC_*: where it is in the handshake */
+    uint8_t cancel;    /* send: cancelled (x->status) while its reader may read it */
+    int32_t reader;    /* send: the world rank that reads it (its group may be gone) */
+    uint64_t token;    /* its key in the context's single-copy map */
+    uint8_t desc[144]; /* send: the descriptor UCX sends in place of the data */
+} cohort_proto_sc_state_t;
+
+typedef union {
+    cohort_proto_sc_state_t sc;
+} cohort_proto_state_t;
+
+#endif

@@ -428,16 +428,20 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
     return m->desc != NULL || m->ucx_data;
 }
 
+/* A peer that sent us something is told at finalize that we leave, even one we hold no
+ * endpoint to (its endpoint to us would otherwise fail, which it would take for our death).
+ * A flag on its entry: what this costs grows with the peers heard from, not with the world. */
 static void cohort_am_heard(cohort_context_t *ctx, int world_rank)
 {
-    if (ctx->heard == NULL) {
-        /* One bit per rank of the world, made at the first message: 2 KiB at 16k ranks. */
-        ctx->heard = calloc(((size_t)ctx->size + 7) / 8, 1);
-        if (ctx->heard == NULL) {
-            return; /* that peer may then take our finalize for a failure */
-        }
+    cohort_peer_t *peer;
+
+    if (world_rank < 0 || world_rank == ctx->rank) {
+        return;
     }
-    ctx->heard[world_rank / 8] |= (uint8_t)(1u << (world_rank % 8));
+    peer = cohort_peer_get(ctx, world_rank);
+    if (peer != NULL) {
+        peer->heard = 1; /* else out of memory: that peer may take our finalize for a failure */
+    }
 }
 
 static ucs_status_t cohort_am_recv_cb(void *arg, const void *header, size_t header_length,

@@ -88,9 +88,6 @@ struct cohort_context {
     cohort_list_t to_close;   /* failed peers whose endpoint is still open */
     int closing;              /* their force closes UCX has not finished */
     cohort_list_t resets;     /* peers whose endpoint UCX failed, not applied yet */
-    /* A bit per world rank that sent us anything: they are told at finalize that we leave,
-     * even those we hold no endpoint to (their endpoint to us would otherwise fail). */
-    uint8_t *heard;
     cohort_map_t comms; /* id -> cohort_comm_t* (live communicators) */
     cohort_list_t comm_list;
     cohort_list_t preparing;  /* communicators whose first-use exchange is in flight */

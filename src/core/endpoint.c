@@ -341,24 +341,20 @@ void cohort_peer_force_close(cohort_peer_t *peer, const char *why, double bound)
 #define COHORT_BYE_WIRE_S 2.0
 
 /* Peers that sent to us but that we never sent to hold an endpoint to us that closing ours
- * does not tell about: wire them now, so that they too get our goodbye. Bounded. */
+ * does not tell about: wire them now, so that they too get our goodbye. Bounded; a walk over
+ * the peers this rank dealt with, never over the world. */
 static void cohort_endpoint_wire_listeners(cohort_context_t *ctx)
 {
     double start = cohort_time_now(), bound = cohort_context_bound(ctx, COHORT_BYE_WIRE_S);
+    cohort_list_t *pos, *tmp;
 
-    if (ctx->heard == NULL) {
-        return;
-    }
     if (bound > COHORT_BYE_WIRE_S) {
         bound = COHORT_BYE_WIRE_S;
     }
-    for (int r = 0; r < ctx->size; r++) {
-        cohort_peer_t *peer;
-        if (r == ctx->rank || !(ctx->heard[r / 8] & (1u << (r % 8)))) {
-            continue;
-        }
-        peer = cohort_peer_get(ctx, r);
-        if (peer != NULL && peer->state == COHORT_PEER_NONE) {
+    cohort_list_for_each(pos, tmp, &ctx->peer_list)
+    {
+        cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
+        if (peer->heard && peer->state == COHORT_PEER_NONE && peer->rank != ctx->rank) {
             cohort_peer_want(peer);
         }
     }
@@ -503,8 +499,6 @@ void cohort_peer_table_cleanup(cohort_context_t *ctx)
         free(peer);
     }
     cohort_map_cleanup(&ctx->peers);
-    free(ctx->heard);
-    ctx->heard = NULL;
 }
 
 static int cohort_int_cmp(const void *a, const void *b)

@@ -26,6 +26,7 @@ struct cohort_peer {
     int8_t local;    /* on this node: 1, elsewhere: -1, not asked yet: 0 */
     uint8_t cma_off; /* it refused a single-copy read: send it the data */
     uint8_t ipc_off; /* it could not map our device memory (CUDA IPC): stage what we send it */
+    uint8_t heard;   /* it sent us something: told at finalize that we leave, wired or not */
     ucp_ep_h ep;
     cohort_pmix_lookup_t *lookup;
     cohort_status_t error; /* why it is FAILED */

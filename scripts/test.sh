@@ -136,8 +136,9 @@ install_missing() {
 }
 
 # In quick mode a "runs: together" program's runs of one rank count share one mpirun; the
-# launch tests run the collective suites once each under srun (scripts/launch-tests.sh).
-[ $full = 1 ] && export TEST_TOGETHER=0 COHORT_LAUNCH_FULL=1
+# launch tests run the collective suites once each under srun (scripts/launch-tests.sh); the
+# tests skip their --full-only run lines and run their quick matrices (TEST_FULL=0, launch.sh).
+[ $full = 1 ] && export TEST_TOGETHER=0 TEST_FULL=1 COHORT_LAUNCH_FULL=1
 
 # Tests run one at a time: the multi-rank ones oversubscribe the cores already.
 check_all() { # label

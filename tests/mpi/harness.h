@@ -45,6 +45,18 @@ static inline double test_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/*
+ * Full mode (TEST_FULL=1: scripts/test.sh --full, launch.sh hands it to every rank): a test's
+ * whole matrix. Quick mode (the default) covers every value of each dimension and every pair
+ * of values of two dimensions once, not the whole cross product: see the tests that ask.
+ */
+static inline int test_full(void)
+{
+    const char *v = getenv("TEST_FULL");
+
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
 static inline cohort_context_t *test_init(void)
 {
     cohort_context_t *ctx = NULL;

@@ -10,6 +10,8 @@
 #   /* run: 4 --retry-on-timeout ... */    a run that timed out runs once more, saying so
 #                                          ("RETRY:"; a hang outside cohort, in the launcher's
 #                                          PMIx server); a second timeout fails the test
+#   /* run: 8 --full-only ... */           full mode only (TEST_FULL=1, scripts/test.sh --full):
+#                                          a configuration whose paths the others cover
 # every run under a timeout, so a hang fails the test instead of stalling CI. A program that
 # exits 77 (what it needs is not here, e.g. no CUDA device) skips that run and the ones after
 # it; the test is SKIP when no run passed and none failed.
@@ -44,6 +46,16 @@ mpirun=${MPIRUN:-mpirun}
 # TEST_RUNS (lines like the "run:" ones) replaces them: tests/gpu/fake_check.sh.
 runs=${TEST_RUNS:-$(sed -n 's|.*/\* run: \(.*\) \*/.*|\1|p' "$src")}
 [ -n "$runs" ] || { echo "$src has no 'run:' line"; exit 99; }
+# Quick mode leaves out the --full-only lines, and says how many. TEST_FULL goes to every rank
+# (harness.h's test_full(): the test's whole matrix).
+export TEST_FULL=${TEST_FULL:-0}
+if [ "$TEST_FULL" != 1 ]; then
+    nfull=$(echo "$runs" | grep -c -- ' --full-only' || true)
+    [ "$nfull" = 0 ] || echo "== $name: $nfull run lines in full mode only (TEST_FULL=1)"
+    runs=$(echo "$runs" | grep -v -- ' --full-only' || true)
+    [ -n "$runs" ] || { echo "$src: every 'run:' line is --full-only"; exit 99; }
+fi
+runs=$(echo "$runs" | sed 's/ --full-only//')
 case " ${TEST_ALL_RUNS:-} " in
 *" tests/mpi/$name "*) ;;
 *) [ "${TEST_ONE_RUN:-0}" = 1 ] && runs=$(echo "$runs" | head -1) ;;
@@ -105,7 +117,7 @@ echo "$runs" | {
                 # shellcheck disable=SC2086
                 TEST_CONFIGS=$configs timeout -k 5 "$bound" env $vars "$mpirun" $root \
                     --oversubscribe --bind-to none $opts -x COHORT_PLUGIN_PATH -x TEST_SRCDIR \
-                    -x TEST_CONFIGS -np "$np" "$prog" </dev/null >"$out" 2>&1 || rc=$?
+                    -x TEST_CONFIGS -x TEST_FULL -np "$np" "$prog" </dev/null >"$out" 2>&1 || rc=$?
                 cat "$out"
                 { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ "$retry" = 1 ] || break
                 retry=0

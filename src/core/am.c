@@ -23,10 +23,6 @@ struct cohort_orphans {
 /* What an orphan costs against the limit at least: its bookkeeping. */
 #define COHORT_ORPHAN_MIN_CHARGE 256
 
-/* Values in ctx->poisoned. */
-#define COHORT_ID_FREED   ((void *)1) /* a communicator that existed here and was destroyed */
-#define COHORT_ID_DROPPED ((void *)2) /* an orphan of it was dropped over the limit */
-
 static void cohort_msg_free(cohort_context_t *ctx, cohort_msg_t *m)
 {
     if (m->desc != NULL) {
@@ -381,13 +377,13 @@ static void cohort_am_bye(cohort_context_t *ctx, const cohort_am_hdr_t *h, void 
 static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int persistent)
 {
     cohort_orphans_t *o = cohort_map_get(&ctx->orphans, lent->hdr.gid);
-    void *mark = cohort_map_get(&ctx->poisoned, lent->hdr.gid);
+    cohort_poison_mark_t mark = cohort_poison_get(&ctx->poisoned, lent->hdr.gid);
     size_t charge = lent->len > COHORT_ORPHAN_MIN_CHARGE && lent->desc == NULL
                         ? lent->len
                         : COHORT_ORPHAN_MIN_CHARGE;
     cohort_msg_t *m;
 
-    if (mark != NULL) {
+    if (mark != COHORT_POISON_NONE) {
         /* For a group freed here (nobody will take it) or one that already lost a message. */
         ctx->orphans_dropped++;
         cohort_msg_unread(ctx, lent);
@@ -401,7 +397,7 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
                      "groups not created yet exceed COHORT_ORPHAN_LIMIT (%zu bytes); that "
                      "group will be revoked if it is created",
                      (unsigned long long)lent->hdr.gid, ctx->cfg.orphan_bytes);
-        cohort_map_put(&ctx->poisoned, lent->hdr.gid, COHORT_ID_DROPPED);
+        cohort_poison_dropped(&ctx->poisoned, lent->hdr.gid);
         return 0;
     }
     if (o == NULL) {
@@ -409,7 +405,7 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
         if (o == NULL || cohort_map_put(&ctx->orphans, lent->hdr.gid, o) != COHORT_OK) {
             free(o);
             cohort_msg_unread(ctx, lent);
-            cohort_map_put(&ctx->poisoned, lent->hdr.gid, COHORT_ID_DROPPED);
+            cohort_poison_dropped(&ctx->poisoned, lent->hdr.gid);
             return 0;
         }
         cohort_list_init(&o->msgs);
@@ -419,7 +415,7 @@ static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int per
         cohort_error(ctx, "out of memory keeping a message for group 0x%016llx, not created here",
                      (unsigned long long)lent->hdr.gid);
         cohort_msg_unread(ctx, lent);
-        cohort_map_put(&ctx->poisoned, lent->hdr.gid, COHORT_ID_DROPPED);
+        cohort_poison_dropped(&ctx->poisoned, lent->hdr.gid);
         return 0;
     }
     m->charge = charge;
@@ -549,7 +545,7 @@ void cohort_am_adopt(cohort_comm_t *c)
     cohort_context_t *ctx = c->ctx;
     cohort_orphans_t *o = cohort_map_get(&ctx->orphans, c->id);
 
-    if (cohort_map_get(&ctx->poisoned, c->id) == COHORT_ID_DROPPED) {
+    if (cohort_poison_take(&ctx->poisoned, c->id) == COHORT_POISON_DROPPED) {
         cohort_error(ctx,
                      "group 0x%016llx: messages sent to it before it was created here were "
                      "dropped (COHORT_ORPHAN_LIMIT): it is revoked",
@@ -596,7 +592,7 @@ void cohort_am_comm_cleanup(cohort_comm_t *c)
 {
     cohort_am_comm_drop(c);
     /* Later messages for it are dropped on arrival instead of kept as orphans. */
-    cohort_map_put(&c->ctx->poisoned, c->id, COHORT_ID_FREED);
+    cohort_poison_freed(&c->ctx->poisoned, c->id);
 }
 
 void cohort_am_orphans_cleanup(cohort_context_t *ctx)

@@ -290,7 +290,7 @@ static void cohort_context_free(cohort_context_t *ctx)
     cohort_map_cleanup(&ctx->peers);
     cohort_map_cleanup(&ctx->comms);
     cohort_map_cleanup(&ctx->orphans);
-    cohort_map_cleanup(&ctx->poisoned);
+    cohort_poison_cleanup(&ctx->poisoned);
     ctx->magic = 0;
     /* Kept for the life of the process (see cohort_live_contexts): only the block itself, a few
      * KiB, everything it pointed to is gone. */
@@ -383,7 +383,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_map_init(&ctx->peers);
     cohort_map_init(&ctx->comms);
     cohort_map_init(&ctx->orphans);
-    cohort_map_init(&ctx->poisoned);
+    cohort_poison_init(&ctx->poisoned);
 
     status = cohort_config_parse(&ctx->cfg, environ, err, sizeof(err), warn, sizeof(warn));
     if (status != COHORT_OK) {

@@ -12,6 +12,7 @@
 #include "core/list.h"
 #include "core/log.h"
 #include "core/map.h"
+#include "core/poison.h"
 #include "mem/scratch.h"
 #include "pmix_plugins/plugin.h"
 
@@ -94,7 +95,7 @@ struct cohort_context {
     cohort_map_t orphans;     /* id -> cohort_orphans_t*: messages for groups not created yet */
     size_t orphan_bytes;      /* eager bytes held there */
     uint64_t orphans_dropped; /* messages dropped over COHORT_ORPHAN_LIMIT */
-    cohort_map_t poisoned;    /* ids that lost an orphan: the group is revoked at creation */
+    cohort_poison_t poisoned; /* ids whose messages are dropped on arrival (poison.h) */
     cohort_list_t ready;      /* requests a completion woke, to progress */
     cohort_list_t polling;    /* requests waiting on memory, progressed once a pass */
     cohort_list_t copying;    /* transfers waiting on their staging copy (xfer_stage.c) */

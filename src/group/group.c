@@ -39,49 +39,70 @@ cohort_group_t *cohort_group_handle(const cohort_group_t *g)
     return g == NULL ? NULL : (cohort_group_t *)g->handle;
 }
 
-/* Duplicates and range, in O(n) time with a bitmap for big groups, O(n^2) for small ones. */
+static int cohort_rank_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Pairwise for small groups; a sorted copy for big ones. */
+int cohort_group_duplicate(const int *ranks, int n, cohort_status_t *status)
+{
+    int *sorted, dup = -1;
+
+    *status = COHORT_OK;
+    if (n <= 32) {
+        for (int i = 1; i < n && dup < 0; i++) {
+            for (int j = 0; j < i && dup < 0; j++) {
+                dup = ranks[j] == ranks[i] ? ranks[i] : -1;
+            }
+        }
+        return dup;
+    }
+    sorted = malloc((size_t)n * sizeof(int));
+    if (sorted == NULL) {
+        *status = COHORT_ERR_NO_MEMORY;
+        return -1;
+    }
+    memcpy(sorted, ranks, (size_t)n * sizeof(int));
+    qsort(sorted, (size_t)n, sizeof(int), cohort_rank_cmp);
+    for (int i = 1; i < n && dup < 0; i++) {
+        dup = sorted[i] == sorted[i - 1] ? sorted[i] : -1;
+    }
+    free(sorted);
+    return dup;
+}
+
+/* Range, then duplicates. */
 static cohort_status_t cohort_group_check_members(cohort_context_t *ctx, const int *ranks, int n,
                                                   int *my_index)
 {
-    unsigned char *seen = NULL;
-    cohort_status_t status = COHORT_OK;
+    cohort_status_t status;
+    int dup;
 
-    if (n > 32) {
-        seen = calloc((size_t)ctx->size / 8 + 1, 1);
-        if (seen == NULL) {
-            return COHORT_ERR_NO_MEMORY;
-        }
-    }
     *my_index = -1;
-    for (int i = 0; i < n && status == COHORT_OK; i++) {
+    for (int i = 0; i < n; i++) {
         int r = ranks[i];
         if (r < 0 || r >= ctx->size) {
             cohort_error(ctx, "cohort_group_create: world_ranks[%d] = %d is out of range [0, %d)",
                          i, r, ctx->size);
-            status = COHORT_ERR_INVALID_ARG;
-            break;
-        }
-        if (seen != NULL) {
-            if (seen[r / 8] & (1u << (r % 8))) {
-                status = COHORT_ERR_INVALID_ARG;
-            }
-            seen[r / 8] |= (unsigned char)(1u << (r % 8));
-        } else {
-            for (int j = 0; j < i; j++) {
-                if (ranks[j] == r) {
-                    status = COHORT_ERR_INVALID_ARG;
-                }
-            }
-        }
-        if (status != COHORT_OK) {
-            cohort_error(ctx, "cohort_group_create: world rank %d appears twice in world_ranks", r);
+            return COHORT_ERR_INVALID_ARG;
         }
         if (r == ctx->rank) {
             *my_index = i;
         }
     }
-    free(seen);
-    return status;
+    dup = cohort_group_duplicate(ranks, n, &status);
+    if (status != COHORT_OK) {
+        cohort_error(ctx, "cohort_group_create: out of memory checking %d world ranks", n);
+        return status;
+    }
+    if (dup >= 0) {
+        cohort_error(ctx, "cohort_group_create: world rank %d appears twice in world_ranks", dup);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    return COHORT_OK;
 }
 
 static cohort_group_t *cohort_group_alloc(cohort_context_t *ctx)

@@ -43,5 +43,8 @@ cohort_status_t cohort_group_create_world(cohort_context_t *ctx, cohort_group_t 
 void cohort_group_destroy(cohort_group_t *group);
 /* Finalize: every group, then the pool. */
 void cohort_group_free_all(cohort_context_t *ctx);
+/* A world rank listed twice in @a ranks, or -1; @a status is COHORT_ERR_NO_MEMORY when it could
+ * not tell. Costs what the group's size costs, never the world's. */
+int cohort_group_duplicate(const int *ranks, int n, cohort_status_t *status);
 
 #endif

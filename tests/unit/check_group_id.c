@@ -2,6 +2,7 @@
  * tag, members, their order or the instance gives another. */
 #include <check.h>
 #include <stdlib.h>
+#include "group/group.h"
 #include "group/group_id.h"
 
 START_TEST(test_same_inputs_same_id)
@@ -91,6 +92,28 @@ START_TEST(test_stable_values)
 }
 END_TEST
 
+/* Duplicates in a member list, either way it is checked: pairwise up to 32 members, a sorted
+ * copy above (never a bitmap over the world). Catches either path missing a duplicate. */
+START_TEST(test_duplicate_members)
+{
+    static int ranks[5000];
+    cohort_status_t status;
+    int sizes[] = {2, 32, 33, 5000};
+
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        int n = sizes[k];
+        for (int i = 0; i < n; i++) {
+            ranks[i] = 7 * (n - i); /* descending, far apart: not sorted already */
+        }
+        ck_assert_int_eq(cohort_group_duplicate(ranks, n, &status), -1);
+        ck_assert_int_eq(status, COHORT_OK);
+        ranks[n - 1] = ranks[n / 3];
+        ck_assert_int_eq(cohort_group_duplicate(ranks, n, &status), ranks[n - 1]);
+        ck_assert_int_eq(status, COHORT_OK);
+    }
+}
+END_TEST
+
 static Suite *group_id_suite(void)
 {
     Suite *s = suite_create("group_id");
@@ -101,6 +124,7 @@ static Suite *group_id_suite(void)
     tcase_add_test(tc, test_tag_boundary);
     tcase_add_test(tc, test_no_collisions);
     tcase_add_test(tc, test_stable_values);
+    tcase_add_test(tc, test_duplicate_members);
     tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;

@@ -1,0 +1,14 @@
+/* The UCX context and worker a cohort context runs on (ucx.c). */
+#ifndef COHORT_UCX_H
+#define COHORT_UCX_H
+
+#include "core/context.h"
+
+/* UCX configured, initialised, the worker made with its address (ctx->ucp, ->worker,
+ * ->address, ->event_fd for COHORT_PROGRESS=block) and cohort's message handlers registered;
+ * nothing is left behind on failure. */
+cohort_status_t cohort_ucx_open(cohort_context_t *ctx);
+/* What cohort_ucx_open made, each part when made: also after a failed open. */
+void cohort_ucx_close(cohort_context_t *ctx);
+
+#endif

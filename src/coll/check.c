@@ -21,6 +21,7 @@
 #include "coll/coll.h"
 #include "core/comm.h"
 #include "core/dtype.h"
+#include "core/endpoint.h"
 #include "core/log.h"
 
 static const char *const cohort_check_fields[COHORT_CHECK_FIELDS] = {"collective", "dtype", "op",
@@ -224,4 +225,48 @@ int cohort_coll_ident_check(cohort_request_t *req, const cohort_coll_ident_t *mi
         }
     }
     return 1;
+}
+
+void cohort_coll_pids_know(cohort_request_t *req)
+{
+    for (int k = 0; k < req->comm->size; k++) {
+        cohort_peer_t *peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, k));
+        if (k != req->comm->rank && peer != NULL) {
+            cohort_peer_know(peer);
+        }
+    }
+}
+
+cohort_status_t cohort_coll_pids_check(cohort_request_t *req, const void *descs, size_t stride,
+                                       size_t off)
+{
+    cohort_status_t status = COHORT_OK;
+
+    for (int k = 0; k < req->comm->size; k++) {
+        int world = cohort_comm_world_rank(req->comm, k);
+        cohort_peer_t *peer;
+        cohort_status_t st;
+        int32_t pid;
+
+        if (k == req->comm->rank) {
+            continue;
+        }
+        memcpy(&pid, (const char *)descs + (size_t)k * stride + off, sizeof(pid));
+        peer = cohort_peer_get(req->ctx, world);
+        st = peer == NULL ? COHORT_ERR_NO_MEMORY : cohort_peer_pid_check(peer, pid);
+        if (st == COHORT_INPROGRESS) {
+            status = st; /* the others' cards are fetched meanwhile */
+        } else if (st == COHORT_ERR_MISMATCH) {
+            cohort_error(req->ctx,
+                         "%s %s: group rank %d's descriptor names process %d, but world rank %d "
+                         "published process %d: COHORT_ERR_MISMATCH on every member, no byte "
+                         "copied from or to it",
+                         req->comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], k,
+                         (int)pid, world, (int)peer->pid);
+            return st;
+        } else if (st != COHORT_OK) {
+            return st;
+        }
+    }
+    return status;
 }

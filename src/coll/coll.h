@@ -253,6 +253,13 @@ int cohort_coll_ident_same(cohort_request_t *req, const cohort_coll_ident_t *min
  * member finds one unlike its own, so all say so. */
 int cohort_coll_ident_check(cohort_request_t *req, const cohort_coll_ident_t *mine,
                             const void *descs, size_t stride, size_t off);
+/* Every other member's pid (an int32_t at byte @a off of each descriptor) against what that
+ * rank published through PMIx (core/card.h), before any byte is copied from or into it:
+ * COHORT_OK, MISMATCH (logged), COHORT_INPROGRESS while a card is fetched, or why a member
+ * is unreachable. cohort_coll_pids_know starts the fetches early (at start). */
+void cohort_coll_pids_know(cohort_request_t *req);
+cohort_status_t cohort_coll_pids_check(cohort_request_t *req, const void *descs, size_t stride,
+                                       size_t off);
 
 /* Staging (stage.c): before the algorithm starts, device buffers are replaced in the request's
  * arguments by host copies; at completion the result goes back; at release the copies return

@@ -109,7 +109,9 @@ static cohort_status_t direct_start(cohort_request_t *req)
     s->base.xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
     s->base.nxfers = 2 * D_STEPS * n;
     s->one = a->count * a->esize;
-    s->mine.pid = (int32_t)getpid();
+    /* The fault names another live process: a reader that trusted it would copy from it. */
+    s->mine.pid = (int32_t)(cohort_fault(req->ctx, COHORT_FAULT_PID) ? getppid() : getpid());
+    cohort_coll_pids_know(req);
     s->mine.out = (uint64_t)(uintptr_t)a->rbuf;
     cohort_coll_ident(req, &s->mine.id);
     switch (a->coll) {
@@ -510,6 +512,13 @@ static cohort_status_t direct_run(cohort_request_t *req)
     }
     if (s->phase == D_READ) {
         s->rc = direct_check(req, s);
+        if (s->rc == COHORT_OK) {
+            s->rc = cohort_coll_pids_check(req, s->peers, sizeof(direct_desc_t),
+                                           offsetof(direct_desc_t, pid));
+            if (s->rc == COHORT_INPROGRESS) {
+                return s->rc; /* a member's card is on its way: nothing copied yet */
+            }
+        }
         if (s->rc == COHORT_OK) {
             s->rc = direct_read(req, s);
         }

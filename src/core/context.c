@@ -1,10 +1,12 @@
 /* A context's life: made (configuration, the exchange plugin, UCX through ucx.c, the engine's
  * tables), checked on every call, and destroyed; the set of live contexts of the process. */
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
+#include "core/card.h"
 #include "proto/proto.h"
 #include "core/comm.h"
 #include "core/context.h"
@@ -233,7 +235,12 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
         goto err_plugin;
     }
     if (!ctx->singleton) {
-        status = ctx->plugin->publish(ctx->pmix, ctx->address, ctx->address_len);
+        size_t card_len = 0;
+        void *card = cohort_card_make((int32_t)getpid(), ctx->address, ctx->address_len,
+                                      &card_len);
+        status = card == NULL ? COHORT_ERR_NO_MEMORY
+                              : ctx->plugin->publish(ctx->pmix, card, card_len);
+        free(card);
         if (status != COHORT_OK) {
             goto err_ucx;
         }

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "core/card.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -174,17 +176,23 @@ static void cohort_peer_flush(cohort_peer_t *peer)
     }
 }
 
-void cohort_peer_want(cohort_peer_t *peer)
+static void cohort_peer_lookup(cohort_peer_t *peer, int pid_only)
 {
     cohort_context_t *ctx = peer->ctx;
     cohort_status_t status;
 
-    if (peer->state != COHORT_PEER_NONE) {
+    if (peer->state == COHORT_PEER_LOOKING_UP && !pid_only) {
+        peer->pid_only = 0; /* wired when its card arrives, after all */
         return;
     }
+    if (peer->state != COHORT_PEER_NONE || (pid_only && peer->pid != 0)) {
+        return;
+    }
+    peer->pid_only = (uint8_t)pid_only;
     peer->start = cohort_time_now();
     if (peer->rank == ctx->rank) {
         /* Our own address is at hand: no lookup for sends to self. */
+        peer->pid = (int32_t)getpid();
         if (cohort_peer_connect(peer, ctx->address) != COHORT_OK) {
             cohort_peer_fail(peer, COHORT_ERR_UCX, "cannot connect to self");
         }
@@ -201,6 +209,28 @@ void cohort_peer_want(cohort_peer_t *peer)
     }
     peer->state = COHORT_PEER_LOOKING_UP;
     cohort_list_push(&ctx->looking_up, &peer->link);
+}
+
+void cohort_peer_want(cohort_peer_t *peer)
+{
+    cohort_peer_lookup(peer, 0);
+}
+
+void cohort_peer_know(cohort_peer_t *peer)
+{
+    cohort_peer_lookup(peer, 1);
+}
+
+cohort_status_t cohort_peer_pid_check(cohort_peer_t *peer, int32_t pid)
+{
+    cohort_peer_know(peer);
+    if (peer->pid != 0) {
+        return peer->pid == pid ? COHORT_OK : COHORT_ERR_MISMATCH;
+    }
+    if (peer->state == COHORT_PEER_LOOKING_UP) {
+        return COHORT_INPROGRESS;
+    }
+    return peer->state == COHORT_PEER_FAILED ? peer->error : COHORT_ERR_PEER_FAILED;
 }
 
 int cohort_peer_progress(cohort_context_t *ctx)
@@ -223,7 +253,14 @@ int cohort_peer_progress(cohort_context_t *ctx)
         cohort_list_del(&peer->link);
         peer->state = COHORT_PEER_NONE;
         if (status == COHORT_OK) {
-            status = cohort_peer_connect(peer, addr);
+            const void *ucx_addr = NULL;
+            if (cohort_card_read(addr, len, &peer->pid, &ucx_addr) != COHORT_OK) {
+                cohort_error(ctx, "cannot wire rank %d: what it published (%zu bytes) is not a "
+                                  "cohort card (another version of cohort?)", peer->rank, len);
+                status = COHORT_ERR_MISMATCH;
+            } else if (!peer->pid_only) {
+                status = cohort_peer_connect(peer, ucx_addr);
+            }
             free(addr);
         } else {
             cohort_error(ctx, "cannot wire rank %d: its address lookup failed (%s)", peer->rank,
@@ -231,6 +268,10 @@ int cohort_peer_progress(cohort_context_t *ctx)
         }
         if (status != COHORT_OK) {
             cohort_peer_fail(peer, status, "cannot wire it");
+            continue;
+        }
+        if (peer->pid_only) {
+            peer->pid_only = 0; /* known, and no endpoint until something is sent to it */
             continue;
         }
         cohort_peer_flush(peer);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am_header.h"
+#include "core/card.h"
 #include "core/map.h"
 
 START_TEST(test_roundtrip)
@@ -95,6 +96,33 @@ START_TEST(test_rejects_bad_headers)
 }
 END_TEST
 
+/* A rank's published card (core/card.h): its pid and address come back as made; what is not a
+ * card (an older cohort's bare address, a truncated value, a pid of 0) is refused, never read
+ * as a pid to copy from. */
+START_TEST(test_card)
+{
+    const char addr[] = "ucx-worker-address";
+    const void *back = NULL;
+    size_t len = 0;
+    int32_t pid = 0;
+    uint8_t *card = cohort_card_make(4242, addr, sizeof(addr), &len);
+
+    ck_assert_ptr_nonnull(card);
+    ck_assert_uint_eq(len, COHORT_CARD_HDR + sizeof(addr));
+    ck_assert_int_eq(cohort_card_read(card, len, &pid, &back), COHORT_OK);
+    ck_assert_int_eq(pid, 4242);
+    ck_assert_mem_eq(back, addr, sizeof(addr));
+    pid = 7;
+    ck_assert_int_eq(cohort_card_read(addr, sizeof(addr), &pid, &back), COHORT_ERR_MISMATCH);
+    ck_assert_int_eq(cohort_card_read(card, COHORT_CARD_HDR, &pid, &back), COHORT_ERR_MISMATCH);
+    ck_assert_int_eq(pid, 7); /* untouched when refused */
+    free(card);
+    card = cohort_card_make(0, addr, sizeof(addr), &len);
+    ck_assert_int_eq(cohort_card_read(card, len, &pid, &back), COHORT_ERR_MISMATCH);
+    free(card);
+}
+END_TEST
+
 START_TEST(test_map)
 {
     cohort_map_t m;
@@ -133,6 +161,7 @@ static Suite *header_suite(void)
     tcase_add_test(tc, test_wire_layout);
     tcase_add_test(tc, test_rejects_bad_headers);
     tcase_add_test(tc, test_map);
+    tcase_add_test(tc, test_card);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -63,6 +63,14 @@ note_check() { # where, label
     logs=$(find "$1/tests" -path '*/tests/launch' -prune -o -name '*.log' -print)
     runs=$(cat $logs /dev/null | grep -c 'skipped, and the runs after it$' || true)
     [ "$runs" = 0 ] || note "  $runs times a run exited 77 (skipped, with the runs after it)"
+    # Where the time went (launch.sh's "took" lines, said, never asserted): the slowest tests'
+    # wall and CPU seconds (an idle-bound test uses far less CPU than its ranks times its wall).
+    took=$(cat $logs /dev/null | grep '^== [^ ]*: took [0-9]* s, cpu [0-9.]* s$' || true)
+    [ -z "$took" ] || {
+        note "  time: $(echo "$took" | awk '{ w += $4; c += $7 } END { printf "%d s wall, %d s cpu over %d tests", w, c, NR }')"
+        note "  slowest: $(echo "$took" | sort -k4,4nr | head -10 |
+            awk '{ printf "%s%s %d s (cpu %d)", (NR > 1 ? ", " : ""), substr($2, 1, length($2) - 1), $4, $7 }')"
+    }
     retries=$(cat $logs /dev/null | grep -c '^RETRY: ' || true)
     [ "$retries" = 0 ] || note "  $retries runs timed out once and passed when retried (RETRY: lines)"
 }

@@ -35,12 +35,30 @@ scale=$(awk -v l="$load" -v c="$cores" \
     'BEGIN { s = int(l / c + 0.999); print (s < 1 ? 1 : (s > 4 ? 4 : s)) }')
 [ -n "$scale" ] || scale=1
 limit=$((limit * scale))
+# cpu_s: the CPU seconds (user + system) of this shell's finished children so far, from its
+# times: with the wall time, what a run's "passed in" line says (an idle-bound run, waiting on
+# timeouts or peers, uses little of it; a CPU-bound one about its ranks times its wall time).
+# (times itself in this shell, not in a pipe or $(...): a subshell has no finished children.)
+cpu_file=$(mktemp)
+trap 'rm -f "$cpu_file"' EXIT
+cpu() {
+    times >"$cpu_file"
+    cpu_s=$(awk 'NR == 2 {
+        t = 0
+        for (i = 1; i <= 2; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] }
+        printf "%.1f", t }' "$cpu_file")
+}
+test_t0=$(date +%s)
 # Not a multi-rank program (a Check suite, a script): run it as it is, bounded all the same;
 # a script that runs several bounded mpiruns itself may say its whole bound in a line
 # "# launch-timeout: SECONDS".
 if [ ! -f "$src" ]; then
     whole=$(sed -n 's/^# launch-timeout: \([0-9][0-9]*\)$/\1/p' "$prog" 2>/dev/null | head -1)
-    exec timeout -k 5 "$((${whole:-${TEST_TIMEOUT:-120}} * scale))" "$prog"
+    rc=0
+    timeout -k 5 "$((${whole:-${TEST_TIMEOUT:-120}} * scale))" "$prog" || rc=$?
+    cpu
+    echo "== $name: took $(($(date +%s) - test_t0)) s, cpu $cpu_s s"
+    exit $rc
 fi
 mpirun=${MPIRUN:-mpirun}
 # TEST_RUNS (lines like the "run:" ones) replaces them: tests/gpu/fake_check.sh.
@@ -91,6 +109,8 @@ echo "$runs" | {
         fi
         bound=$((limit * nconf))
         t0=$(date +%s)
+        cpu
+        c0=$cpu_s
         rc=0
         if [ "$np" = singleton ]; then
             # A launcher's variables leaking in would make this a client, not a singleton.
@@ -145,7 +165,8 @@ echo "$runs" | {
         case $rc in
         0)
             # Said, never asserted: where a test's time goes, run by run.
-            echo "== $name: $np: passed in $(($(date +%s) - t0)) s"
+            cpu
+            echo "== $name: $np: passed in $(($(date +%s) - t0)) s, cpu $(awk -v a="$c0" -v b="$cpu_s" 'BEGIN { printf "%.1f", b - a }') s"
             passed=1
             ;;
         77)
@@ -167,4 +188,6 @@ echo "$runs" | {
     [ "$skipped" = 1 ] && [ "$passed" = 0 ] && exit 77
     exit 0
 } || status=$?
+cpu
+echo "== $name: took $(($(date +%s) - test_t0)) s, cpu $cpu_s s"
 exit $status

@@ -627,9 +627,9 @@ typedef struct {
                                      that is not a member of the group the message names */
     uint64_t peers_failed;      /**< world ranks known failed (cohort_failed_ranks) */
     uint64_t single_copies;     /**< single copies this rank made (COHORT_CMA): one per
-                                     message received so, and one per chunk a same-node
-                                     ("direct") collective read from a peer's buffer or wrote
-                                     into one */
+                                     piece of COHORT_CMA_CHUNK bytes of a message received
+                                     so, and one per chunk a same-node ("direct") collective
+                                     read from a peer's buffer or wrote into one */
     uint64_t single_copy_bytes; /**< the bytes of those */
     uint64_t cuda_ipc_opens;    /**< other members' device allocations this rank mapped
                                      through CUDA IPC (cudaIpcOpenMemHandle) */

@@ -41,6 +41,9 @@ static const cohort_setting_t cohort_settings[] = {
      "kernel's ptrace scope forbids it"},
     {"COHORT_CMA_MIN", "bytes (K, M, G allowed)", "65536",
      "the smallest same-node message sent by single copy"},
+    {"COHORT_CMA_CHUNK", "bytes (K, M, G allowed), > 0", "1048576",
+     "a single-copy receive reads its message this much at a time, one piece per progress "
+     "call (cohort_test, cohort_wait), so no call holds the caller longer than one piece"},
     {"COHORT_CHECK", "0 | 1", "0",
      "collectives carry a fingerprint; a mismatch between members is COHORT_ERR_MISMATCH"},
     {"COHORT_LOG", "error | warn | info | debug", "warn", "log level (stderr, per context)"},
@@ -248,6 +251,14 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         cfg->cma = (cohort_cma_mode_t)idx;
     } else if (strcmp(name, "COHORT_CMA_MIN") == 0) {
         return cohort_config_bytes(name, value, &cfg->cma_min, err, errlen);
+    } else if (strcmp(name, "COHORT_CMA_CHUNK") == 0) {
+        if (cohort_config_bytes(name, value, &cfg->cma_chunk, err, errlen) != COHORT_OK) {
+            return COHORT_ERR_INVALID_ARG;
+        }
+        if (cfg->cma_chunk == 0) {
+            snprintf(err, errlen, "%s=%s: expected bytes > 0", name, value);
+            return COHORT_ERR_INVALID_ARG;
+        }
     } else if (strcmp(name, "COHORT_CUDA_IPC_MIN") == 0) {
         return cohort_config_bytes(name, value, &cfg->cuda_ipc_min, err, errlen);
     } else if (strcmp(name, "COHORT_CUDA_PIPELINE_MIN") == 0) {
@@ -335,6 +346,12 @@ cohort_status_t cohort_config_parse(cohort_config_t *cfg, char *const *envp, cha
      * as the threshold: alltoall 1.04x Open MPI instead of 0.57x, allgather 0.93x instead of
      * 0.67x (2 ranks). Below 64 KiB UCX's copies need no round trip. */
     cfg->cma_min = 64u << 10;
+    /* A piece of a single-copy receive per progress call. At 1 MiB one piece took about
+     * 0.2 ms warm here (64 MiB in 10-11 ms either way, 5.8-6.7 GB/s: the per-call cost is
+     * lost in the noise), so a cohort_test holds its caller well under the 5 ms of issue 20;
+     * 256 KiB read no faster, 4 and 16 MiB held single calls 1-20 ms (2 ranks, a loaded 2-core
+     * machine, tests/mpi/cma_chunks). */
+    cfg->cma_chunk = 1u << 20;
     cfg->watch_s = 1.0;
     /* Messages for a group this rank has not created yet are normal for a moment (a peer
      * created it first); kept without bound they are a leak: 64 MiB holds thousands. */

@@ -62,6 +62,7 @@ typedef struct {
     size_t cuda_pipeline_min; /* COHORT_CUDA_PIPELINE_MIN: device calls staged per transfer */
     cohort_cma_mode_t cma;    /* COHORT_CMA */
     size_t cma_min;           /* COHORT_CMA_MIN: bytes from which a same-node send is single copy */
+    size_t cma_chunk;         /* COHORT_CMA_CHUNK: bytes a single-copy receive reads per step */
     int log_level;            /* cohort_log_level_t */
     size_t orphan_bytes;      /* COHORT_ORPHAN_LIMIT: eager bytes kept for groups not created */
     int fault_point;          /* COHORT_FAULT=<point>:<n>[@<rank>]: the n-th pass through point */

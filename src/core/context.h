@@ -107,6 +107,7 @@ struct cohort_context {
     cohort_list_t cma_acks;      /* ACKs to send */
     cohort_list_t cma_acks_sent; /* ACKs UCX has not finished sending */
     cohort_list_t cma_resend;    /* sends whose receiver asked for the data */
+    cohort_list_t cma_reading;   /* receives reading their message chunk by chunk */
     int cma_usable;              /* the kernel lets this process read its peers */
     int cma_direct;              /* the same, as found at init and never changed since: what direct
                                   * algorithms go by, so every member of a node chooses alike */
@@ -136,7 +137,8 @@ struct cohort_context {
     uint64_t stat_msgs;
     uint64_t stat_rejected; /* malformed messages, or from a non-member */
     uint64_t stat_failed;   /* peers marked failed */
-    uint64_t stat_cma;      /* single-copy reads (cohort_cma_pull), and their bytes */
+    uint64_t stat_cma;      /* single-copy reads (a chunk of a message, or cohort_cma_pull's
+                             * whole), and their bytes */
     uint64_t stat_cma_bytes;
     uint64_t stat_ipc_opens;   /* peers' allocations mapped through CUDA IPC (cohort_ipc_map) */
     uint64_t stat_ipc_reuses;  /* mappings the IPC cache already held */

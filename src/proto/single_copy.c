@@ -27,7 +27,7 @@ int cohort_sc_world(const cohort_xfer_t *x)
     /* An offered send held for its reader outlives its group (cohort_group_free), so it names
      * its reader itself; before the offer (CUDA IPC's claim, at post) the reader is not set
      * yet, and the group is there. */
-    return x->is_send && x->ps.sc.state == COHORT_SC_SENT
+    return (x->is_send && x->ps.sc.state == COHORT_SC_SENT) || x->ps.sc.state == COHORT_SC_READING
                ? x->ps.sc.reader
                : cohort_comm_world_rank(x->req->comm, x->peer);
 }
@@ -112,26 +112,87 @@ static void cohort_sc_dropped(cohort_context_t *ctx, const cohort_am_hdr_t *h, c
     }
 }
 
-/* This rank cannot copy the sender's data (the row said why): ask for the data instead. */
-static void cohort_sc_refused(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m,
+/* This rank cannot copy the sender's data (the row said why): ask world rank @a world_rank
+ * for the data instead. */
+static void cohort_sc_refused(cohort_context_t *ctx, cohort_xfer_t *x, int world_rank,
                               uint64_t token)
 {
     uint32_t rtoken = ctx->cma_rnext++;
 
     if (rtoken == 0 || cohort_map_put(&ctx->cma_recvs, rtoken, x) != COHORT_OK) {
         cohort_xfer_finish(x, COHORT_ERR_NO_MEMORY);
-        cohort_sc_answer(ctx, m, token, COHORT_ERR_NO_MEMORY, 0);
+        cohort_sc_answer_to(ctx, world_rank, token, COHORT_ERR_NO_MEMORY, 0);
         return;
     }
     x->ps.sc.token = rtoken;
     x->ps.sc.state = COHORT_SC_WANT_DATA;
-    cohort_sc_answer(ctx, m, token, COHORT_ERR_UNSUPPORTED, rtoken);
+    cohort_sc_answer_to(ctx, world_rank, token, COHORT_ERR_UNSUPPORTED, rtoken);
 }
 
-/* Receive @a x matched the descriptor message @a m: copy the data, or ask for it. */
-static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m)
+/* Receive @a x has read its data, or cannot (@a status, @a why): it is answered for. */
+static void cohort_sc_read_over(cohort_context_t *ctx, cohort_xfer_t *x, int world_rank,
+                                uint64_t token, uint64_t len, cohort_status_t status,
+                                const char *why)
 {
     cohort_sc_ack_t *a;
+
+    if (status == COHORT_ERR_UNSUPPORTED) {
+        if (x->proto == &cohort_proto_cuda_ipc) {
+            cohort_cuda_ipc_refused(ctx, world_rank, why);
+        } else {
+            cohort_cma_refused(ctx, world_rank, why);
+        }
+        cohort_sc_refused(ctx, x, world_rank, token);
+        return;
+    }
+    if (status != COHORT_OK) {
+        cohort_xfer_finish(x, status);
+        if (status != COHORT_ERR_PEER_FAILED) {
+            cohort_sc_answer_to(ctx, world_rank, token, status, 0);
+        }
+        return;
+    }
+    x->received = len;
+    a = cohort_sc_answer_to(ctx, world_rank, token, COHORT_OK, 0);
+    if (a == NULL) {
+        cohort_xfer_finish(x, COHORT_OK);
+        return;
+    }
+    a->x = x;
+    x->ps.sc.state = COHORT_SC_ACKING;
+}
+
+/* Receive @a x (READING, on no list) stops reading: what the read holds is let go of. */
+static void cohort_sc_read_end(cohort_context_t *ctx, cohort_xfer_t *x)
+{
+    cohort_cma_read_stop(ctx, x);
+    x->ps.sc.state = COHORT_SC_NONE;
+}
+
+/* The next chunk of receive @a x (READING, on no list). @return 1 when it is still reading. */
+static int cohort_sc_step(cohort_context_t *ctx, cohort_xfer_t *x)
+{
+    const char *why = NULL;
+    cohort_status_t status = cohort_cma_read_step(ctx, x, &why);
+    cohort_sc_desc_t d;
+
+    if (status == COHORT_INPROGRESS) {
+        return 1;
+    }
+    if (x->ps.sc.state != COHORT_SC_READING) {
+        /* given up on inside the step: its sender died there, which revoked its group */
+        return 0;
+    }
+    memcpy(&d, x->ps.sc.desc, sizeof(d));
+    cohort_sc_read_end(ctx, x);
+    cohort_sc_read_over(ctx, x, x->ps.sc.reader, d.token, d.len, status, why);
+    return 0;
+}
+
+/* Receive @a x matched the descriptor message @a m: read the data (in chunks, from progress),
+ * or ask for it. */
+static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m)
+{
     cohort_sc_ipc_desc_t full;
     cohort_sc_desc_t d;
     cohort_status_t status;
@@ -158,33 +219,25 @@ static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort
         cohort_sc_answer(ctx, m, d.token, COHORT_OK, 0);
         return;
     }
-    x->proto = ipc ? &cohort_proto_cuda_ipc : &cohort_proto_cma;
-    status = ipc ? cohort_cuda_ipc_read_into(ctx, m->hdr.wsrc, x, &full, &why)
-                 : cohort_cma_read_into(ctx, m->hdr.wsrc, x, &d, &why);
-    if (status == COHORT_ERR_UNSUPPORTED) {
-        if (ipc) {
-            cohort_cuda_ipc_refused(ctx, m->hdr.wsrc, why);
-        } else {
-            cohort_cma_refused(ctx, m->hdr.wsrc, why);
-        }
-        cohort_sc_refused(ctx, x, m, d.token);
+    if (ipc) {
+        x->proto = &cohort_proto_cuda_ipc;
+        status = cohort_cuda_ipc_read_into(ctx, m->hdr.wsrc, x, &full, &why);
+        cohort_sc_read_over(ctx, x, m->hdr.wsrc, d.token, d.len, status, why);
         return;
     }
-    if (status != COHORT_OK) {
-        cohort_xfer_finish(x, status);
-        if (status != COHORT_ERR_PEER_FAILED) {
-            cohort_sc_answer(ctx, m, d.token, status, 0);
-        }
-        return;
+    /* Possibly inside UCX's callback, or the caller's post: one chunk at most here, and only
+     * when it is the whole message; a longer one is read from progress. */
+    x->proto = &cohort_proto_cma;
+    memcpy(x->ps.sc.desc, &d, sizeof(d));
+    x->ps.sc.reader = m->hdr.wsrc;
+    x->ps.sc.off = 0;
+    x->ps.sc.ticket = 0;
+    x->ps.sc.pinned = NULL;
+    x->ps.sc.answer = COHORT_OK;
+    x->ps.sc.state = COHORT_SC_READING;
+    if (d.len > ctx->cfg.cma_chunk || cohort_sc_step(ctx, x)) {
+        cohort_list_push(&ctx->cma_reading, &x->link);
     }
-    x->received = d.len;
-    a = cohort_sc_answer(ctx, m, d.token, COHORT_OK, 0);
-    if (a == NULL) {
-        cohort_xfer_finish(x, COHORT_OK);
-        return;
-    }
-    a->x = x;
-    x->ps.sc.state = COHORT_SC_ACKING;
 }
 
 /* An ACK arrived (sender side). An answer for a send cancelled meanwhile finishes it now. */
@@ -270,6 +323,14 @@ void cohort_sc_forget(cohort_xfer_t *x)
         cohort_map_del(&ctx->cma_recvs, x->ps.sc.token);
     } else if (x->ps.sc.state == COHORT_SC_RESEND) {
         cohort_list_del(&x->link);
+    } else if (x->ps.sc.state == COHORT_SC_READING) {
+        cohort_sc_desc_t d;
+        /* Given up on mid-read (cancelled, freed, its group revoked): nothing more is read into
+         * its buffer, and its sender, which holds its own until told, is told. */
+        memcpy(&d, x->ps.sc.desc, sizeof(d));
+        cohort_list_del(&x->link);
+        cohort_sc_read_end(ctx, x);
+        cohort_sc_answer_to(ctx, x->ps.sc.reader, d.token, (cohort_status_t)x->ps.sc.answer, 0);
     } else if (x->ps.sc.state == COHORT_SC_ACKING) {
         cohort_list_t *pos, *tmp;
         cohort_list_t *lists[] = {&ctx->cma_acks, &ctx->cma_acks_sent};
@@ -295,6 +356,14 @@ int cohort_sc_sent(cohort_xfer_t *x)
 
 int cohort_sc_cancel(cohort_xfer_t *x, cohort_status_t status)
 {
+    if (x->ps.sc.state == COHORT_SC_READING) {
+        /* The engine finishes it now (cohort_sc_forget stops the read). Its sender is done
+         * as a rendezvous sender whose receive was freed mid-fetch is; with the group revoked,
+         * it hears REVOKED, as from a receiver that dropped the descriptor unread. */
+        cohort_comm_t *c = x->req->comm;
+        x->ps.sc.answer = c != NULL && c->error != COHORT_OK ? COHORT_ERR_REVOKED : COHORT_OK;
+        return 0;
+    }
     if (x->ps.sc.state != COHORT_SC_SENT) {
         return 0;
     }
@@ -331,6 +400,14 @@ void cohort_sc_describe(const cohort_xfer_t *x, char *buf, size_t len)
         [COHORT_SC_ACKING] = "copied: its answer waits for an endpoint",
     };
 
+    if (x->ps.sc.state == COHORT_SC_READING) {
+        cohort_sc_desc_t d;
+        memcpy(&d, x->ps.sc.desc, sizeof(d));
+        snprintf(buf, len, "%s single copy with world rank %d, reading: %llu of %llu bytes in",
+                 x->proto->name, cohort_sc_world(x), (unsigned long long)x->ps.sc.off,
+                 (unsigned long long)d.len);
+        return;
+    }
     snprintf(buf, len, "%s single copy with world rank %d, %s", x->proto->name, cohort_sc_world(x),
              x->ps.sc.state <= COHORT_SC_ACKING ? what[x->ps.sc.state] : "?");
 }
@@ -377,8 +454,23 @@ static void cohort_sc_fail_map(cohort_context_t *ctx, cohort_map_t *map,
 void cohort_sc_fail_peer(cohort_context_t *ctx, const cohort_proto_t *proto, int world_rank,
                          cohort_status_t status)
 {
+    cohort_list_t *pos, *tmp;
+
     cohort_sc_fail_map(ctx, &ctx->cma_sends, proto, world_rank, status);
     cohort_sc_fail_map(ctx, &ctx->cma_recvs, proto, world_rank, status);
+    /* Receives reading from it: failed, nobody to answer. From the start after each, since
+     * finishing one may finish others (its group revoked). */
+restart:
+    cohort_list_for_each(pos, tmp, &ctx->cma_reading)
+    {
+        cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
+        if (x->proto == proto && x->ps.sc.reader == world_rank) {
+            cohort_list_del(&x->link);
+            cohort_sc_read_end(ctx, x);
+            cohort_xfer_finish(x, status);
+            goto restart;
+        }
+    }
 }
 
 /* The ACK has left (or cannot go): its receive, if still wanted, is done. */
@@ -400,8 +492,24 @@ int cohort_sc_progress(cohort_context_t *ctx)
     cohort_list_t *pos, *tmp;
     int n = 0;
 
-    if (cohort_list_empty(&ctx->cma_acks) && cohort_list_empty(&ctx->cma_resend)) {
+    if (cohort_list_empty(&ctx->cma_acks) && cohort_list_empty(&ctx->cma_resend) &&
+        cohort_list_empty(&ctx->cma_reading)) {
         return 0;
+    }
+    if (!cohort_list_empty(&ctx->cma_reading)) {
+        cohort_list_t todo;
+        /* One chunk per receive per call. From a list of our own: a step whose sender turns
+         * out dead fails that peer, which may finish other receives (taken off either list). */
+        cohort_list_init(&todo);
+        cohort_list_splice(&ctx->cma_reading, &todo);
+        while (!cohort_list_empty(&todo)) {
+            cohort_xfer_t *x = cohort_container_of(todo.next, cohort_xfer_t, link);
+            cohort_list_del(&x->link);
+            if (cohort_sc_step(ctx, x)) {
+                cohort_list_push(&ctx->cma_reading, &x->link);
+            }
+            n++; /* a chunk read, or a device copy awaited: not idle (no sleep on the fd) */
+        }
     }
 
     cohort_list_for_each(pos, tmp, &ctx->cma_acks)
@@ -449,6 +557,7 @@ static const cohort_am_offer_t cohort_sc_offer_ops = {.read = cohort_sc_read,
 
 void cohort_sc_init(cohort_context_t *ctx)
 {
+    cohort_list_init(&ctx->cma_reading);
     cohort_am_kind_set(ctx, COHORT_MSG_CMA_ACK, &cohort_sc_ack_kind);
     cohort_am_kind_set(ctx, COHORT_MSG_CMA_DATA, &cohort_sc_data_kind);
     cohort_am_offer_set(ctx, &cohort_sc_offer_ops);

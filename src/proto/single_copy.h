@@ -3,9 +3,10 @@
  * process_vm_readv) and CUDA IPC point-to-point (cuda_ipc.c, device memory mapped by the
  * receiver). The sender sends a small descriptor (its pid, the buffer's address or IPC handle,
  * its length, a token) in place of the data; the receiver, once it has matched it, copies the
- * data straight into the receive buffer and answers with an ACK carrying the token, which
- * finishes the send. Where it cannot (the kernel refuses: EPERM, ENOSYS; device memory it
- * cannot map), the receiver answers "send it" instead and the data follows through UCX to the
+ * data straight into the receive buffer (CMA: COHORT_CMA_CHUNK bytes per progress call, never
+ * more than one piece inside UCX's callback or a post) and answers with an ACK carrying the
+ * token, which finishes the send. Where it cannot (the kernel refuses: EPERM, ENOSYS; device memory
+ * it cannot map), the receiver answers "send it" instead and the data follows through UCX to the
  * matched receive (CMA_DATA), and the sender stops offering that peer the same again. A peer
  * that dies fails what waits on it, as any transfer.
  *
@@ -45,8 +46,11 @@ typedef struct {
     cohort_gpu_ipc_t ipc;
 } cohort_sc_ipc_desc_t;
 
-/* Where a transfer is in the handshake (x->ps.sc.state). ACKING: a receive that has its data,
- * done once its ACK is on a wired endpoint: finished earlier, the receiver could stop calling
+/* Where a transfer is in the handshake (x->ps.sc.state). READING: a receive that matched its
+ * descriptor and reads the sender's buffer a chunk per progress call (ctx->cma_reading, through
+ * x->link); given up on (cancelled, freed, its group revoked) it stops reading and tells the
+ * sender, whose send then ends (done, or REVOKED with the group). ACKING: a receive that has its
+ * data, done once its ACK is on a wired endpoint: finished earlier, the receiver could stop calling
  * cohort (its part is done) while the ACK still waits for the sender's address, and the sender
  * would wait for it forever. */
 enum {
@@ -54,7 +58,8 @@ enum {
     COHORT_SC_SENT,
     COHORT_SC_WANT_DATA,
     COHORT_SC_RESEND,
-    COHORT_SC_ACKING
+    COHORT_SC_ACKING,
+    COHORT_SC_READING
 };
 
 /* Register send @a x (its protocol chosen) as offered to @a peer: a token, the descriptor's
@@ -79,11 +84,16 @@ void cohort_sc_fail_peer(cohort_context_t *ctx, const struct cohort_proto *proto
 void cohort_sc_init(cohort_context_t *ctx);
 void cohort_sc_cleanup(cohort_context_t *ctx);
 
-/* The copies, one per row: @a x matched descriptor @a d from world rank @a world_rank (checked:
- * its magic, its length fits). COHORT_ERR_UNSUPPORTED (@a why): this rank cannot read it, the
- * row says so once (logged) and the data is asked for. */
-cohort_status_t cohort_cma_read_into(cohort_context_t *ctx, int world_rank, cohort_xfer_t *x,
-                                     const cohort_sc_desc_t *d, const char **why);
+/* The copies, one per row. CMA: receive @a x (COHORT_SC_READING) matched the descriptor in
+ * x->ps.sc.desc from world rank x->ps.sc.reader (checked: its magic, its length fits); each
+ * step reads the next COHORT_CMA_CHUNK bytes (x->ps.sc.off so far). @return COHORT_INPROGRESS
+ * while some remain (or a piece's copy to the device runs), COHORT_OK once all are in;
+ * cohort_cma_read_stop lets go of what the read holds (waits for a device copy under way).
+ * CUDA IPC: the whole at once, @a x matched descriptor @a d from world rank @a world_rank.
+ * COHORT_ERR_UNSUPPORTED (@a why): this rank cannot read it, the row says so once (logged) and
+ * the data is asked for. */
+cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t *x, const char **why);
+void cohort_cma_read_stop(cohort_context_t *ctx, cohort_xfer_t *x);
 void cohort_cma_refused(cohort_context_t *ctx, int world_rank, const char *why);
 cohort_status_t cohort_cuda_ipc_read_into(cohort_context_t *ctx, int world_rank, cohort_xfer_t *x,
                                           const cohort_sc_ipc_desc_t *d, const char **why);

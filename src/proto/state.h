@@ -14,9 +14,17 @@
 typedef struct {
     uint8_t state;     /* COHORT_SC_*: where it is in the handshake */
     uint8_t cancel;    /* send: cancelled (x->status) while its reader may read it */
-    int32_t reader;    /* send: the world rank that reads it (its group may be gone) */
+    int32_t reader;    /* send: the world rank that reads it (its group may be gone); recv
+                        * (READING): the world rank it reads */
     uint64_t token;    /* its key in the context's single-copy map */
-    uint8_t desc[144]; /* send: the descriptor UCX sends in place of the data */
+    uint8_t desc[144]; /* send: the descriptor UCX sends in place of the data; recv (READING):
+                        * the descriptor it reads */
+    /* recv (READING, cma.c): how far the chunked read is, and for a device buffer the
+     * page-locked chunk it reads into and that chunk's copy to the device (0: none) */
+    uint64_t off;
+    uint64_t ticket;
+    void *pinned;
+    int32_t answer; /* recv (READING): what its sender is told if it is given up on */
 } cohort_proto_sc_state_t;
 
 typedef union {

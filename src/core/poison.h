@@ -35,7 +35,8 @@ cohort_poison_mark_t cohort_poison_get(const cohort_poison_t *p, uint64_t id);
 void cohort_poison_freed(cohort_poison_t *p, uint64_t id);
 /* A message for group @a id, not created here yet, was dropped. */
 void cohort_poison_dropped(cohort_poison_t *p, uint64_t id);
-/* Group @a id is created here: its mark has been acted on (@return it) and is forgotten. */
+/* Group @a id is created here: @return its mark, to act on; a lost-message mark is forgotten
+ * then (a freed id is never created again: ids are not reused). */
 cohort_poison_mark_t cohort_poison_take(cohort_poison_t *p, uint64_t id);
 /* How many ids are marked. */
 size_t cohort_poison_count(const cohort_poison_t *p);

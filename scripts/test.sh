@@ -148,9 +148,13 @@ install_missing() {
 # tests skip their --full-only run lines and run their quick matrices (TEST_FULL=0, launch.sh).
 [ $full = 1 ] && export TEST_TOGETHER=0 TEST_FULL=1 COHORT_LAUNCH_FULL=1
 
-# Tests run one at a time: the multi-rank ones oversubscribe the cores already.
-check_all() { # label
-    make check && { note_check . "$1"; return 0; }
+# The plain pass runs two tests at a time (TEST_JOBS): most of its tests wait on timeouts,
+# peers or daemons for much of their time, so one test alone leaves a core idle (measured on
+# this 2-core machine: 292 s instead of about 490). The sanitizer pass runs them one at a time
+# (sanitized ranks need the CPU). Every multi-rank run's bound grows with the load
+# (tests/mpi/launch.sh).
+check_all() { # label, jobs
+    make -j"${2:-1}" check && { note_check . "$1"; return 0; }
     note_check . "$1"
     for f in $(find tests -name '*.log'); do
         grep -q "^FAIL\|failed" "$f" && { echo "==== $f"; tail -40 "$f"; }
@@ -217,7 +221,7 @@ san_pid=$bg_pid
 end
 
 begin "make check"
-check_all "make check"
+check_all "make check" "${TEST_JOBS:-2}"
 grep -h "^[0-9]*%: Checks" tests/unit/*.log || true
 end
 

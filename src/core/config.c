@@ -56,7 +56,7 @@ static const cohort_setting_t cohort_settings[] = {
      "testing: the n-th pass through the point fails as if memory ran out (stall: a same-node "
      "collective's n-th write into another member waits 2 s first; write_gap: it is announced, "
      "then made 3 s later; post: the n-th collective's post fails; pid: the n-th direct "
-     "collective's descriptor names another process)"},
+     "collective's or single-copy send's descriptor names another process)"},
     {"COHORT_CUDA", "auto | off", "auto",
      "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
      "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},

@@ -23,7 +23,8 @@ typedef enum {
     COHORT_FAULT_STALL,        /* a same-node collective's write into another member: 2 s late */
     COHORT_FAULT_WRITE_GAP,    /* the same write, announced, then made 3 s later */
     COHORT_FAULT_POST,         /* a collective's post, after validation: as if staging failed */
-    COHORT_FAULT_PID,          /* a same-node descriptor this rank publishes names its parent */
+    COHORT_FAULT_PID,          /* a same-node descriptor this rank publishes (direct, CMA send)
+                                * names its parent */
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 

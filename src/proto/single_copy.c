@@ -42,7 +42,11 @@ size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, si
     }
     memset(&d, 0, sizeof(d));
     d.magic = magic;
-    d.pid = (int32_t)getpid();
+    /* The fault names another live process: a reader that trusted it would read from it. For
+     * CMA only, whose reader checks the pid (a CUDA IPC offer names its memory by handle). */
+    d.pid =
+        (int32_t)(magic == COHORT_SC_CMA_MAGIC && cohort_fault(ctx, COHORT_FAULT_PID) ? getppid()
+                                                                                      : getpid());
     d.addr = (uint64_t)(uintptr_t)x->buf;
     d.len = x->len;
     d.token = ctx->cma_next++;
@@ -169,13 +173,72 @@ static void cohort_sc_read_end(cohort_context_t *ctx, cohort_xfer_t *x)
     x->ps.sc.state = COHORT_SC_NONE;
 }
 
-/* The next chunk of receive @a x (READING, on no list). @return 1 when it is still reading. */
-static int cohort_sc_step(cohort_context_t *ctx, cohort_xfer_t *x)
+/* Before the first byte of receive @a x (READING, on no list) is read: the pid its descriptor
+ * names must be the one world rank x->ps.sc.reader published (core/card.h), or another
+ * process's memory would be read. A card not here yet is asked for only with @a may_ask (from
+ * progress; not inside UCX's callback or a post). @return 1: read on; 0: its card is on its
+ * way, nothing read; -1: it is over (finished, its sender answered). */
+static int cohort_sc_pid_ok(cohort_context_t *ctx, cohort_xfer_t *x, int may_ask)
 {
-    const char *why = NULL;
-    cohort_status_t status = cohort_cma_read_step(ctx, x, &why);
+    int world = x->ps.sc.reader;
+    cohort_peer_t *peer;
+    cohort_status_t status;
     cohort_sc_desc_t d;
 
+    if (x->ps.sc.pid_ok) {
+        return 1;
+    }
+    peer = cohort_peer_get(ctx, world);
+    if (peer != NULL && peer->pid == 0) {
+        if (!may_ask) {
+            return 0;
+        }
+        if (!ctx->finalizing) {
+            cohort_peer_want(peer); /* its ACK goes there next: one lookup for both */
+        }
+    }
+    memcpy(&d, x->ps.sc.desc, sizeof(d));
+    status = peer == NULL ? COHORT_ERR_NO_MEMORY : cohort_peer_pid_check(peer, d.pid);
+    if (x->ps.sc.state != COHORT_SC_READING) {
+        return -1; /* given up on in there: its lookup failed, which revoked its group */
+    }
+    if (status == COHORT_INPROGRESS) {
+        return 0;
+    }
+    if (status == COHORT_OK) {
+        x->ps.sc.pid_ok = 1;
+        return 1;
+    }
+    cohort_sc_read_end(ctx, x);
+    if (status != COHORT_ERR_MISMATCH) {
+        cohort_sc_read_over(ctx, x, world, d.token, d.len, status, NULL);
+        return -1;
+    }
+    cohort_error(ctx,
+                 "a single-copy offer of %llu bytes from world rank %d names process %d, but "
+                 "world rank %d published process %d: COHORT_ERR_MISMATCH, nothing read from it",
+                 (unsigned long long)d.len, world, (int)d.pid, world, (int)peer->pid);
+    cohort_xfer_mismatch(x);
+    /* As for a length that does not fit: the sender finishes (a collective's through the
+     * revocation); both numbers are spent, nobody waits on a step not taken. */
+    cohort_sc_answer_to(ctx, world, d.token, COHORT_OK, 0);
+    return -1;
+}
+
+/* The next chunk of receive @a x (READING, on no list), its pid checked first (@a may_ask:
+ * cohort_sc_pid_ok). @return 1 when it is still reading, 2 while it waits for its sender's
+ * card, 0 when it is over. */
+static int cohort_sc_step(cohort_context_t *ctx, cohort_xfer_t *x, int may_ask)
+{
+    const char *why = NULL;
+    cohort_status_t status;
+    cohort_sc_desc_t d;
+    int ok = cohort_sc_pid_ok(ctx, x, may_ask);
+
+    if (ok <= 0) {
+        return ok == 0 ? 2 : 0;
+    }
+    status = cohort_cma_read_step(ctx, x, &why);
     if (status == COHORT_INPROGRESS) {
         return 1;
     }
@@ -234,8 +297,9 @@ static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort
     x->ps.sc.ticket = 0;
     x->ps.sc.pinned = NULL;
     x->ps.sc.answer = COHORT_OK;
+    x->ps.sc.pid_ok = 0;
     x->ps.sc.state = COHORT_SC_READING;
-    if (d.len > ctx->cfg.cma_chunk || cohort_sc_step(ctx, x)) {
+    if (d.len > ctx->cfg.cma_chunk || cohort_sc_step(ctx, x, 0)) {
         cohort_list_push(&ctx->cma_reading, &x->link);
     }
 }
@@ -403,6 +467,13 @@ void cohort_sc_describe(const cohort_xfer_t *x, char *buf, size_t len)
     if (x->ps.sc.state == COHORT_SC_READING) {
         cohort_sc_desc_t d;
         memcpy(&d, x->ps.sc.desc, sizeof(d));
+        if (!x->ps.sc.pid_ok) {
+            snprintf(buf, len,
+                     "%s single copy with world rank %d: waiting for its card (its pid, through "
+                     "PMIx) before reading %llu bytes",
+                     x->proto->name, cohort_sc_world(x), (unsigned long long)d.len);
+            return;
+        }
         snprintf(buf, len, "%s single copy with world rank %d, reading: %llu of %llu bytes in",
                  x->proto->name, cohort_sc_world(x), (unsigned long long)x->ps.sc.off,
                  (unsigned long long)d.len);
@@ -504,11 +575,15 @@ int cohort_sc_progress(cohort_context_t *ctx)
         cohort_list_splice(&ctx->cma_reading, &todo);
         while (!cohort_list_empty(&todo)) {
             cohort_xfer_t *x = cohort_container_of(todo.next, cohort_xfer_t, link);
+            int r;
             cohort_list_del(&x->link);
-            if (cohort_sc_step(ctx, x)) {
+            r = cohort_sc_step(ctx, x, 1);
+            if (r != 0) {
                 cohort_list_push(&ctx->cma_reading, &x->link);
             }
-            n++; /* a chunk read, or a device copy awaited: not idle (no sleep on the fd) */
+            /* A chunk read, or a device copy awaited: not idle (no sleep on the fd). A card
+             * awaited is PMIx's to answer: the wait may nap, and let its server run. */
+            n += r != 2;
         }
     }
 

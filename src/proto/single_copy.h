@@ -2,7 +2,10 @@
  * What the two single-copy protocols share (single_copy.c): CMA (cma.c, host memory read with
  * process_vm_readv) and CUDA IPC point-to-point (cuda_ipc.c, device memory mapped by the
  * receiver). The sender sends a small descriptor (its pid, the buffer's address or IPC handle,
- * its length, a token) in place of the data; the receiver, once it has matched it, copies the
+ * its length, a token) in place of the data; the receiver, once it has matched it, checks that
+ * the pid is the one the sender published through PMIx (its card, core/card.h; waiting from
+ * progress while the card is fetched; CMA only, CUDA IPC names memory by handle: a difference
+ * is COHORT_ERR_MISMATCH on the receive, nothing read, the sender answered), then copies the
  * data straight into the receive buffer (CMA: COHORT_CMA_CHUNK bytes per progress call, never
  * more than one piece inside UCX's callback or a post) and answers with an ACK carrying the
  * token, which finishes the send. Where it cannot (the kernel refuses: EPERM, ENOSYS; device memory
@@ -47,12 +50,12 @@ typedef struct {
 } cohort_sc_ipc_desc_t;
 
 /* Where a transfer is in the handshake (x->ps.sc.state). READING: a receive that matched its
- * descriptor and reads the sender's buffer a chunk per progress call (ctx->cma_reading, through
- * x->link); given up on (cancelled, freed, its group revoked) it stops reading and tells the
- * sender, whose send then ends (done, or REVOKED with the group). ACKING: a receive that has its
- * data, done once its ACK is on a wired endpoint: finished earlier, the receiver could stop calling
- * cohort (its part is done) while the ACK still waits for the sender's address, and the sender
- * would wait for it forever. */
+ * descriptor, checks its pid (pid_ok, waiting for the sender's card if need be) and reads the
+ * sender's buffer a chunk per progress call (ctx->cma_reading, through x->link); given up on
+ * (cancelled, freed, its group revoked) it stops reading and tells the sender, whose send then ends
+ * (done, or REVOKED with the group). ACKING: a receive that has its data, done once its ACK is on a
+ * wired endpoint: finished earlier, the receiver could stop calling cohort (its part is done) while
+ * the ACK still waits for the sender's address, and the sender would wait for it forever. */
 enum {
     COHORT_SC_NONE = 0,
     COHORT_SC_SENT,

@@ -1,0 +1,211 @@
+/*
+ * What the peer table answers about itself: wired and failed ranks, a peer's node and
+ * transports, the context's counters. Nothing here moves a peer between states (endpoint.h),
+ * so a new query never touches wiring (endpoint.c) or closing (endpoint_close.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/endpoint.h"
+#include "core/log.h"
+
+static int cohort_int_cmp(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+static int cohort_peer_is_wired(const cohort_peer_t *peer)
+{
+    return peer->ep != NULL;
+}
+
+static int cohort_peer_is_failed(const cohort_peer_t *peer)
+{
+    return peer->state == COHORT_PEER_FAILED;
+}
+
+/* The world ranks of the peers @a pick selects, ascending. */
+static int cohort_peer_ranks(const cohort_context_t *ctx, int (*pick)(const cohort_peer_t *),
+                             int *world_ranks, int max)
+{
+    const cohort_list_t *pos;
+    int n = 0, *all;
+
+    for (pos = ctx->peer_list.next; pos != &ctx->peer_list; pos = pos->next) {
+        n += pick(cohort_container_of(pos, cohort_peer_t, all_link));
+    }
+    if (world_ranks == NULL || max <= 0 || n == 0) {
+        return n;
+    }
+    all = malloc((size_t)n * sizeof(int));
+    if (all == NULL) {
+        return n;
+    }
+    n = 0;
+    for (pos = ctx->peer_list.next; pos != &ctx->peer_list; pos = pos->next) {
+        const cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
+        if (pick(peer)) {
+            all[n++] = peer->rank;
+        }
+    }
+    qsort(all, (size_t)n, sizeof(int), cohort_int_cmp);
+    memcpy(world_ranks, all, (size_t)(n < max ? n : max) * sizeof(int));
+    free(all);
+    return n;
+}
+
+int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max)
+{
+    if (cohort_context_check(ctx, "cohort_wired_peers: ctx") != COHORT_OK) {
+        return 0;
+    }
+    return cohort_peer_ranks(ctx, cohort_peer_is_wired, world_ranks, max);
+}
+
+int cohort_failed_ranks(const cohort_context_t *ctx, int *world_ranks, int max)
+{
+    if (cohort_context_check(ctx, "cohort_failed_ranks: ctx") != COHORT_OK) {
+        return 0;
+    }
+    return cohort_peer_ranks(ctx, cohort_peer_is_failed, world_ranks, max);
+}
+
+/* Pull "tl/dev" names out of ucp_ep_print_info's lane lines. */
+static void cohort_endpoint_transports(ucp_ep_h ep, char *out, size_t outlen)
+{
+    char *text = NULL, *line, *save = NULL;
+    size_t textlen = 0, used = 0;
+    FILE *f = open_memstream(&text, &textlen);
+
+    out[0] = '\0';
+    if (f == NULL) {
+        return;
+    }
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        char *lane = strstr(line, "lane[");
+        char *colon, *end, name[64];
+
+        if (lane == NULL || (colon = strchr(lane, ':')) == NULL) {
+            continue;
+        }
+        /* "lane[0]:  1:sysv/memory.0 md[1] ..." -> "sysv/memory" */
+        colon++;
+        while (*colon == ' ') {
+            colon++;
+        }
+        while (*colon >= '0' && *colon <= '9') {
+            colon++;
+        }
+        if (*colon == ':') {
+            colon++;
+        }
+        end = colon;
+        while (*end != '\0' && *end != ' ' && *end != '.' && end - colon < 63) {
+            end++;
+        }
+        snprintf(name, sizeof(name), "%.*s", (int)(end - colon), colon);
+        if (name[0] == '\0' || strstr(out, name) != NULL) {
+            continue;
+        }
+        used += (size_t)snprintf(out + used, used < outlen ? outlen - used : 0, "%s%s",
+                                 used ? " " : "", name);
+        if (used >= outlen) {
+            break;
+        }
+    }
+    free(text);
+}
+
+int cohort_peer_same_node(cohort_peer_t *peer)
+{
+    cohort_context_t *ctx = peer->ctx;
+    int same = 1;
+
+    if (peer->local == 0) {
+        if (ctx->plugin->node_info != NULL &&
+            ctx->plugin->node_info(ctx->pmix, peer->rank, &same, NULL, NULL, 0) != COHORT_OK) {
+            same = 0;
+        }
+        peer->local = same ? 1 : -1;
+    }
+    return peer->local > 0;
+}
+
+cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
+                                 cohort_node_info_t *info)
+{
+    cohort_status_t status = COHORT_OK;
+
+    if (cohort_context_check(ctx, "cohort_node_info: ctx") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (info == NULL || world_rank < 0 || world_rank >= ctx->size) {
+        cohort_error(ctx, "cohort_node_info: %s",
+                     info == NULL ? "info is NULL" : "rank out of range");
+        return COHORT_ERR_INVALID_ARG;
+    }
+    info->world_rank = world_rank;
+    if (ctx->plugin->node_info == NULL) {
+        info->same_node = 1;
+        info->node_id = 0;
+        info->hostname[0] = '\0';
+    } else {
+        status = ctx->plugin->node_info(ctx->pmix, world_rank, &info->same_node, &info->node_id,
+                                        info->hostname, sizeof(info->hostname));
+    }
+    return status;
+}
+
+cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
+                                 cohort_peer_info_t *info)
+{
+    const cohort_peer_t *peer;
+    cohort_node_info_t node;
+
+    if (cohort_context_check(ctx, "cohort_peer_info: ctx") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    peer = cohort_map_get(&ctx->peers, (uint64_t)world_rank + 1);
+    if (info == NULL || world_rank < 0 || world_rank >= ctx->size || peer == NULL ||
+        peer->ep == NULL) {
+        cohort_error(ctx, "cohort_peer_info: no endpoint to rank %d", world_rank);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    info->world_rank = world_rank;
+    info->same_node = cohort_node_info(ctx, world_rank, &node) == COHORT_OK && node.same_node;
+    info->wire_us = peer->wire_us;
+    info->pmix_lookups = peer->lookups;
+    cohort_endpoint_transports(peer->ep, info->transports, sizeof(info->transports));
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
+{
+    if (cohort_context_check(ctx, "cohort_stats: ctx") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if (stats == NULL) {
+        cohort_error(ctx, "cohort_stats: stats is NULL");
+        return COHORT_ERR_INVALID_ARG;
+    }
+    stats->groups_created = ctx->stat_groups;
+    stats->pmix_lookups = ctx->stat_lookups;
+    stats->endpoints = (uint64_t)cohort_wired_peers(ctx, NULL, 0);
+    stats->messages_sent = ctx->stat_msgs;
+    stats->messages_dropped = ctx->orphans_dropped;
+    stats->messages_rejected = ctx->stat_rejected;
+    stats->peers_failed = ctx->stat_failed;
+    stats->single_copies = ctx->stat_cma;
+    stats->single_copy_bytes = ctx->stat_cma_bytes;
+    stats->cuda_ipc_opens = ctx->stat_ipc_opens;
+    stats->cuda_ipc_reuses = ctx->stat_ipc_reuses;
+    stats->cuda_staged_calls = ctx->stat_stage_calls;
+    stats->cuda_staged_xfers = ctx->stat_stage_xfers;
+    stats->cuda_ipc_calls = ctx->stat_ipc_calls;
+    stats->cuda_ipc_votes = ctx->stat_ipc_votes;
+    stats->pmix_plugin = ctx->singleton ? "singleton" : ctx->plugin->name;
+    stats->progress = cohort_progress_mode_name(ctx->cfg.progress);
+    return COHORT_OK;
+}

@@ -477,6 +477,11 @@ static void direct_leave(cohort_request_t *req, direct_state_t *s)
     }
     s->left = 1;
     cohort_shm_leave(req, &s->call);
+    /* A leave may come from inside this rank's own write: a target gone (ESRCH) fails the peer
+     * there and then, which revokes the group and so cancels this call. That write is over, and
+     * must say so before this waits, or two members leaving so would wait on each other
+     * forever (tests/mpi/leave_dead). */
+    cohort_shm_write_end(req, &s->call);
     for (int k = 0; k < n; k++) {
         int pfd = -1, said = 0;
         while (k != me && cohort_shm_writing(req, &s->call, k) &&

@@ -58,12 +58,20 @@ int cohort_progress(cohort_context_t *ctx)
  * the PMIx server answering address lookups among them. A nap costs ~60 us, small next to a
  * wait that has already lasted this long. */
 #define COHORT_YIELD_NAP_AFTER_S 0.001
+/* Naps grow with the wait, each at most this share of the time waited so far (so a wake-up
+ * comes at most 1% late), from 10 us up to 1 ms: a rank that waits seconds (on a slow peer, a
+ * timeout, a dead rank's detection) wakes 1,000 times a second instead of ~16,000, each wake a
+ * system call and a UCX poll that the ranks doing the work, on the same cores, lose. */
+#define COHORT_YIELD_NAP_SHARE 0.01
+#define COHORT_YIELD_NAP_MIN_S 10e-6
+#define COHORT_YIELD_NAP_MAX_S 1e-3
 
 void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
 {
-    struct timespec nap = {0, 10000};
+    struct timespec nap = {0, 0};
     struct pollfd pfd;
     ucs_status_t ucs;
+    double nap_s;
 
     switch (ctx->cfg.progress) {
     case COHORT_PROGRESS_SPIN:
@@ -72,9 +80,17 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
         /* Oversubscribed ranks share cores: let the peer we wait for run. */
         if (idle_s < COHORT_YIELD_NAP_AFTER_S) {
             sched_yield();
-        } else {
-            nanosleep(&nap, NULL);
+            break;
         }
+        nap_s = idle_s * COHORT_YIELD_NAP_SHARE;
+        nap_s = nap_s < COHORT_YIELD_NAP_MIN_S ? COHORT_YIELD_NAP_MIN_S
+                : nap_s > COHORT_YIELD_NAP_MAX_S ? COHORT_YIELD_NAP_MAX_S
+                                                 : nap_s;
+        if (max_s > 0 && nap_s > max_s) {
+            nap_s = max_s; /* not past the caller's deadline */
+        }
+        nap.tv_nsec = (long)(nap_s * 1e9);
+        nanosleep(&nap, NULL);
         break;
     case COHORT_PROGRESS_BLOCK:
         /* A request waiting on shared memory, or a transfer on a copy to or from the device,

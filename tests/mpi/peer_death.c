@@ -40,7 +40,7 @@
 
 #define RUN_S       1.0  /* the victim dies this long into the loop */
 #define PATIENCE_S  60.0 /* survivors wait this long to hear of it (how soon: printed) */
-#define HEALTHY_S   4.0  /* the other group runs this long past the death */
+#define HEALTHY_S   2.0  /* the other group runs this long past the death */
 #define SMALL_COUNT 1024
 #define RNDV_COUNT  (16u << 20) /* floats: 64 MiB */
 

@@ -67,7 +67,9 @@ note_check() { # where, label
     [ "$runs" = 0 ] || note "  $runs times a run exited 77 (skipped, with the runs after it)"
     # Where the time went (launch.sh's "took" lines, said, never asserted): the slowest tests'
     # wall and CPU seconds (an idle-bound test uses far less CPU than its ranks times its wall).
-    took=$(cat $logs /dev/null | grep '^== [^ ]*: took [0-9]* s, cpu [0-9.]* s$' || true)
+    # One line per test: its log's last (a script that runs launch.sh itself, tests/gpu's,
+    # has the inner runs' lines too, which its own covers).
+    took=$(for l in $logs; do grep '^== [^ ]*: took [0-9]* s, cpu [0-9.]* s$' "$l" | tail -1; done)
     [ -z "$took" ] || {
         note "  time: $(echo "$took" | awk '{ w += $4; c += $7 } END { printf "%d s wall, %d s cpu over %d tests", w, c, NR }')"
         note "  slowest: $(echo "$took" | sort -k4,4nr | head -10 |
@@ -183,8 +185,9 @@ install_missing() {
 
 # The plain pass runs two tests at a time (TEST_JOBS): most of its tests wait on timeouts,
 # peers or daemons for much of their time, so one test alone leaves a core idle (measured on
-# this 2-core machine: 292 s instead of about 490). The sanitizer pass runs them one at a time
-# (sanitized ranks need the CPU). Every multi-rank run's bound grows with the load
+# this 2-core machine: 292 s instead of about 490). The sanitizer pass too (SAN_TEST_JOBS,
+# default 2): one at a time it took 378 s for 315 s of its tests' CPU beside the launch tests,
+# which leave most of a core idle. Every multi-rank run's bound grows with the load
 # (tests/mpi/launch.sh).
 check_all() { # label, jobs
     make -j"${2:-1}" check && { note_check . "$1"; return 0; }
@@ -334,7 +337,7 @@ begin "sanitizers: make check"
     # programs: a freed request's buffer, handles used after free or finalize, finalize with
     # transfers in flight, dead peers), the first run of every other test (launch.sh).
     [ $full = 1 ] || export TEST_ONE_RUN=1
-    check_all "sanitizers"
+    check_all "sanitizers" "${SAN_TEST_JOBS:-2}"
 )
 rm -rf "$san"
 end

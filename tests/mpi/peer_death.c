@@ -61,6 +61,16 @@ typedef struct {
     int blocks; /* buffers hold count x blocks elements */
 } death_t;
 
+/* This member's input of iteration @a iter. */
+static void fill_input(death_t *d, int iter)
+{
+    int me = cohort_group_rank(d->g);
+
+    for (size_t i = 0; i < d->count * (size_t)d->blocks; i++) {
+        d->sbuf[i] = (float)(me + iter + (int)(i % 7));
+    }
+}
+
 /* One iteration of the case on g; the result is checked when it succeeds. */
 static cohort_status_t step(death_t *d, int iter)
 {
@@ -69,9 +79,7 @@ static cohort_status_t step(death_t *d, int iter)
     size_t count = d->count;
     cohort_status_t st;
 
-    for (size_t i = 0; i < count * (size_t)d->blocks; i++) {
-        d->sbuf[i] = (float)(me + iter + (int)(i % 7));
-    }
+    fill_input(d, iter);
     if (strcmp(d->name, "allreduce") == 0 || strcmp(d->name, "overlap") == 0 ||
         strcmp(d->name, "rndv") == 0) {
         st = cohort_allreduce(g, d->sbuf, d->rbuf, count, COHORT_FLOAT32, COHORT_SUM);
@@ -177,9 +185,12 @@ int main(void)
 
         if (me == victim && test_now() >= t_death) {
             if (strcmp(name, "rndv") == 0) {
-                /* Die with a 64 MiB allreduce under way, not between calls. */
+                /* Die with a 64 MiB allreduce under way, not between calls. Its input is
+                 * this iteration's: the call can end within the tests below (the others were
+                 * waiting in it), and the others then check its result. */
                 cohort_request_t *r;
                 int flag;
+                fill_input(&d[0], iter);
                 CHECK_OK(cohort_iallreduce(gs[0], d[0].sbuf, d[0].rbuf, d[0].count, COHORT_FLOAT32,
                                            COHORT_SUM, &r));
                 for (int i = 0; i < 200; i++) {

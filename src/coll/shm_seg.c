@@ -5,12 +5,14 @@
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/pidfd.h>
 #include <unistd.h>
 #include "coll/shm_seg.h"
+#include "core/endpoint.h"
 #include "core/log.h"
 
 #define COHORT_SHM_MAGIC 0xc0c05e6du
@@ -124,7 +126,7 @@ static void shm_create(cohort_request_t *req, cohort_shm_call_t *c, shm_group_t 
     int n = req->comm->size;
 
     g->bytes = shm_seg_bytes(n);
-    c->desc.pid = (int32_t)getpid();
+    c->desc.pid = (int32_t)(cohort_fault(req->ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
     g->fd = memfd_create("cohort-group", MFD_CLOEXEC);
     if (g->fd < 0 || ftruncate(g->fd, (off_t)g->bytes) != 0 ||
         (g->seg = mmap(NULL, g->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0)) ==
@@ -140,15 +142,24 @@ static void shm_create(cohort_request_t *req, cohort_shm_call_t *c, shm_group_t 
     c->desc.fd = g->fd;
 }
 
-/* The others: map rank 0's segment. @return whether it worked (logged when not). */
-static int shm_attach(cohort_request_t *req, shm_group_t *g, const cohort_shm_setup_desc_t *d)
+/* The others: map rank 0's segment. @a pid_ok: whether the descriptor's pid is the one group
+ * rank 0 published (its card): a file descriptor is never taken from another process.
+ * @return whether it worked (logged when not). */
+static int shm_attach(cohort_request_t *req, shm_group_t *g, const cohort_shm_setup_desc_t *d,
+                      cohort_status_t pid_ok)
 {
     int n = req->comm->size, pfd, fd = -1;
     const char *why = NULL;
+    char what[96];
 
     g->bytes = shm_seg_bytes(n);
     if (d->fd < 0) {
         why = "group rank 0 could not make it";
+    } else if (pid_ok != COHORT_OK) {
+        snprintf(what, sizeof(what), "its descriptor names process %d: %s", (int)d->pid,
+                 pid_ok == COHORT_ERR_MISMATCH ? "not the one group rank 0 published"
+                                               : cohort_strerror(pid_ok));
+        why = what;
     } else if (cohort_fault(req->ctx, COHORT_FAULT_SHM)) {
         why = "COHORT_FAULT";
     } else if ((pfd = pidfd_open((pid_t)d->pid, 0)) < 0 ||
@@ -191,10 +202,19 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
         if (status != COHORT_OK) {
             return status;
         }
-        if (me != 0) {
-            c->ok = shm_attach(req, g, &c->descs[0]) ? 1 : 2;
-        }
         c->sround = 1;
+    }
+    if (c->sround == 1) {
+        if (me != 0) {
+            cohort_peer_t *p0 = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, 0));
+            cohort_status_t pid_ok =
+                p0 == NULL ? COHORT_ERR_NO_MEMORY : cohort_peer_pid_check(p0, c->descs[0].pid);
+            if (pid_ok == COHORT_INPROGRESS) {
+                return cohort_shm_wait(req); /* group rank 0's card is on its way */
+            }
+            c->ok = shm_attach(req, g, &c->descs[0], pid_ok) ? 1 : 2;
+        }
+        c->sround = 2;
     }
     status = cohort_coll_flat_round(req, b->xfers + 2 * n, &c->posted, SHM_STEP_ATTACHED, -1,
                                     c->oks, 1, &c->ok, 1);

@@ -35,7 +35,8 @@ typedef struct {
 typedef struct {
     uint64_t s;   /* the call's number on the group, from 1 */
     int setup;    /* this call makes the segment */
-    int sround;   /* which of the setup's two rounds is under way */
+    int sround;   /* the setup's step: 0 its descriptor round, 1 the pid check and the attach
+                   * (waiting on group rank 0's card), 2 the round saying who attached */
     int posted;   /* the setup round's messages are posted */
     int begun;    /* it was this rank's turn, and the segment is there */
     uint8_t ok;   /* this rank reached the segment (setup) */

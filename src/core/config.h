@@ -25,6 +25,8 @@ typedef enum {
     COHORT_FAULT_POST,         /* a collective's post, after validation: as if staging failed */
     COHORT_FAULT_PID,          /* a same-node descriptor this rank publishes (direct, CMA send)
                                 * names its parent */
+    COHORT_FAULT_SHM_PID,      /* the shared segment's setup descriptor (group rank 0's) names
+                                * its parent */
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 

@@ -4,6 +4,7 @@
 /* run: 5 COHORT_PROGRESS=block */
 /* run: 3 COHORT_CMA=off */
 /* run: 4 COHORT_FAULT=shm:1@2 */
+/* run: 4 COHORT_FAULT=shm_pid:1@0 */
 /* run: 3 COHORT_TIMEOUT=1 SHM_ABSENT=1 */
 /* runs: together */
 /* clang-format on */
@@ -17,7 +18,12 @@
  *
  * COHORT_FAULT=shm:1@R: world rank R cannot reach the segment. The first call fails with
  * COHORT_ERR_UNSUPPORTED on every member (none hangs, none succeeds alone); the group then
- * takes the message algorithms and gets the right results.
+ * takes the message algorithms and gets the right results. COHORT_FAULT=shm_pid:1@0: world rank 0
+ * offers the world's segment in a descriptor naming its parent process: the others refuse it
+ * before they take a file descriptor from that process (the pid checked against rank 0's card,
+ * and their log says so), and the call fails alike on every member. Without the check they
+ * take whatever file the parent holds at that number, and only the segment's magic, if the
+ * mapping works at all, stands between them and another process's memory.
  *
  * SHM_ABSENT=1 (under COHORT_TIMEOUT=1): once the segment exists, the last rank stays away from
  * an allreduce; the others time out and their message names it as the member not heard from
@@ -142,9 +148,14 @@ static int one_configuration(void)
 
     CHECK(n <= 64);
     if (getenv("COHORT_FAULT") != NULL) {
-        int32_t v = 1, sum = 0;
-        CHECK_STATUS(cohort_allreduce(w, &v, &sum, 1, COHORT_INT32, COHORT_SUM),
-                     COHORT_ERR_UNSUPPORTED);
+        cohort_status_t st;
+        if (strncmp(getenv("COHORT_FAULT"), "shm_pid", 7) == 0 && me != 0) {
+            const char *log = test_captured(test_one_allreduce, w, &st);
+            CHECK(strstr(log, "not the one group rank 0 published") != NULL);
+        } else {
+            st = test_one_allreduce(w);
+        }
+        CHECK_STATUS(st, COHORT_ERR_UNSUPPORTED);
         before = sent(ctx);
         round_of_all(w, 0);
         nonblocking(w, 1);

@@ -45,6 +45,8 @@ for s in $scripts; do
         progs=${COHORT_LAUNCH_HOSTS_PROGS:-groups wiring p2p finalize_peer}
     LAUNCH_PROGS=$progs timeout -k 30 1800 bash "$s" >"$s.log" 2>&1
     rc=$?
+    # A launch run once more (tests/launch/common.sh, launch_run_one) is said whatever the end.
+    grep '^RETRY: ' "$s.log" || true
     case $rc in
     0) echo "PASS: $s ($(($(date +%s) - start)) s)" ;;
     77) echo "SKIP: $s ($(tail -1 "$s.log"))" ;;

@@ -363,6 +363,8 @@ waited=$(date +%s)
 launch_wait || true
 cat "$launch_log"
 note "launch: $(grep -c '^PASS: ' "$launch_log" || true) passed, $(grep -c '^SKIP: ' "$launch_log" || true) skipped, $(grep -c '^FAIL: ' "$launch_log" || true) failed$(grep '^SKIP: ' "$launch_log" | sed 's/^/; /' | tr -d '\n')"
+retries=$(grep -c '^RETRY: ' "$launch_log" || true)
+[ "$retries" = 0 ] || note "launch: $retries launches whose program passed timed out once and were run again (RETRY: lines)"
 note "launch: $(($(date +%s) - launch_t0)) s from their start, alongside the phases before; this phase waited $(($(date +%s) - waited)) s for them"
 rm -f "$launch_log"
 [ "$launch_rc" = 0 ]

@@ -113,12 +113,9 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
                req->comm != NULL && x->peer != COHORT_ANY_SOURCE) {
         /* A fetch from a sender that died: the only word of its death this rank may get (it
          * may hold no endpoint to it). Left unsaid, the group is revoked without naming it,
-         * and its members, this rank included, wait on it elsewhere. Same node only: there
-         * UCX's endpoint fails only when the sender's process is gone (shared memory watches
-         * its pid), while over a network a live sender that closed its endpoint by force
-         * (cohort_peer_force_close) fails the fetch too, and must not be taken for dead. */
+         * and its members, this rank included, wait on it elsewhere. */
         cohort_peer_t *from = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, x->peer));
-        if (from != NULL && cohort_peer_same_node(from)) {
+        if (from != NULL) {
             cohort_peer_fetch_failed(from, ucs);
         }
     }

@@ -117,7 +117,6 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
     x->received = m->len;
     if (desc != NULL) {
         m->desc = NULL;
-        x->fetch_ep = m->reply_ep;
         cohort_rndv_start(ctx, x, desc);
         return;
     }
@@ -478,9 +477,6 @@ static ucs_status_t cohort_am_recv_cb(void *arg, const void *header, size_t head
     m.len = length;
     if (rndv) {
         m.desc = data;
-        if (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) {
-            m.reply_ep = param->reply_ep;
-        }
     } else {
         m.data = data;
     }

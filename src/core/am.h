@@ -11,10 +11,9 @@ struct cohort_msg {
     cohort_am_hdr_t hdr;
     void *data; /* eager payload: UCX's persistent copy (ucx_data) or ours */
     size_t len;
-    void *desc;        /* rendezvous: UCX data descriptor, fetched when matched */
-    ucp_ep_h reply_ep; /* rendezvous: the endpoint UCX fetches it on, when the sender said */
-    int ucx_data;      /* data belongs to UCX: give it back with ucp_am_data_release */
-    size_t charge;     /* what it counts against COHORT_ORPHAN_LIMIT while an orphan */
+    void *desc;    /* rendezvous: UCX data descriptor, fetched when matched */
+    int ucx_data;  /* data belongs to UCX: give it back with ucp_am_data_release */
+    size_t charge; /* what it counts against COHORT_ORPHAN_LIMIT while an orphan */
 };
 
 /* The UCX handler of cohort's messages (at worker creation). */

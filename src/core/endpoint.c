@@ -42,9 +42,11 @@ cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank)
     return peer;
 }
 
-/* Whether it said goodbye is decided when the error is applied (cohort_peer_apply_resets). */
-static void cohort_peer_reset(cohort_peer_t *peer, ucp_ep_h ep, ucs_status_t status)
+static void cohort_endpoint_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
+    cohort_peer_t *peer = arg;
+
+    /* Whether it said goodbye is decided when the error is applied (cohort_peer_apply_resets). */
     if (peer->ep != ep || peer->state == COHORT_PEER_FAILED) {
         return;
     }
@@ -53,16 +55,6 @@ static void cohort_peer_reset(cohort_peer_t *peer, ucp_ep_h ep, ucs_status_t sta
         peer->reset = status;
         cohort_list_push(&peer->ctx->resets, &peer->reset_link);
     }
-}
-
-static void cohort_endpoint_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
-{
-    cohort_peer_reset(arg, ep, status);
-}
-
-void cohort_peer_fetch_failed(cohort_peer_t *peer, ucs_status_t status)
-{
-    cohort_peer_reset(peer, peer->ep, status);
 }
 
 /* Bounded: a stream of arrivals must not hold the failure back for long. */

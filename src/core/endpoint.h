@@ -22,13 +22,13 @@ struct cohort_peer {
     cohort_context_t *ctx;
     int rank; /* world rank */
     uint8_t state;
-    uint8_t lookups;  /* PMIx lookups made for this peer */
-    int8_t local;     /* on this node: 1, elsewhere: -1, not asked yet: 0 */
-    uint8_t cma_off;  /* it refused a single-copy read: send it the data */
-    uint8_t ipc_off;  /* it could not map our device memory (CUDA IPC): stage what we send it */
-    uint8_t heard;    /* it sent us something: told at finalize that we leave, wired or not */
+    uint8_t lookups; /* PMIx lookups made for this peer */
+    int8_t local;    /* on this node: 1, elsewhere: -1, not asked yet: 0 */
+    uint8_t cma_off; /* it refused a single-copy read: send it the data */
+    uint8_t ipc_off; /* it could not map our device memory (CUDA IPC): stage what we send it */
+    uint8_t heard;   /* it sent us something: told at finalize that we leave, wired or not */
     uint8_t pid_only; /* the lookup in flight is for its pid: no endpoint when it ends */
-    int32_t pid;      /* its process, from its card (card.h); 0 until its address arrived */
+    int32_t pid;     /* its process, from its card (card.h); 0 until its address arrived */
     ucp_ep_h ep;
     cohort_pmix_lookup_t *lookup;
     cohort_status_t error; /* why it is FAILED */
@@ -68,11 +68,6 @@ int cohort_peer_progress(cohort_context_t *ctx);
 void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why);
 /* The same, on another member's word: its communicators are revoked here only. */
 void cohort_peer_fail_reported(cohort_peer_t *peer, const char *why);
-
-/* A rendezvous fetch from @a peer failed with @a status, a peer failure: UCX's endpoint for
- * that peer (its own, made for the sender: a rank that only receives holds none of ours)
- * reported the error, which is applied as one on ours would be (a goodbye first wins). */
-void cohort_peer_fetch_failed(cohort_peer_t *peer, ucs_status_t status);
 
 /* Endpoint errors UCX reported, applied (cohort_peer_fail) once what had already arrived is
  * taken in: a peer that finalized says goodbye and then closes, and its goodbye (or its last

@@ -98,28 +98,17 @@ int cohort_peer_close_failed(cohort_context_t *ctx)
 void cohort_peer_force_close(cohort_peer_t *peer, const char *why, double bound)
 {
     void *r;
-    int rewire;
 
     if (peer->ep == NULL) {
         return;
     }
     cohort_warn(peer->ctx, "closing the endpoint to rank %d by force: %s", peer->rank, why);
     /* NONE first: UCX may cancel what is in flight on it from inside the close call. */
-    rewire = peer->state == COHORT_PEER_WIRED;
-    if (rewire) {
+    if (peer->state == COHORT_PEER_WIRED) {
         peer->state = COHORT_PEER_NONE;
     }
     r = cohort_peer_close_start(peer, 1);
     cohort_peer_close_wait(peer->ctx, &r, 1, bound);
-    /* The closed endpoint was what watched the peer (keepalive, its error callback): a peer
-     * that died under the send (over shared memory a busy endpoint may never say so) would
-     * otherwise never be found failed here, and this rank would wait on it in its next call
-     * with nobody to tell it. A new endpoint watches it instead: a dead peer fails within the
-     * keepalive interval (its groups revoked, their members told), a live one is just wired
-     * again, as its next send would have it. */
-    if (rewire && !peer->ctx->finalizing && peer->state == COHORT_PEER_NONE) {
-        cohort_peer_want(peer);
-    }
 }
 
 /* Sends handed to UCX that nobody will take (cancelled, to a receiver that never asks) keep an
@@ -171,75 +160,6 @@ static void cohort_endpoint_wait_closing(cohort_context_t *ctx, double start)
     if (ctx->closing > 0) {
         cohort_warn(ctx, "finalize: %d endpoints of failed peers still closing after %.1f s",
                     ctx->closing, bound);
-    }
-}
-
-/* How many rendezvous fetches still wait on endpoint @a ep (cohort_xfer_t.fetch_ep); with
- * @a forget, they are no longer counted as on it (closing it takes them off). */
-static int cohort_endpoint_fetches_on(cohort_context_t *ctx, ucp_ep_h ep, int forget)
-{
-    cohort_list_t *rpos, *rtmp, *pos;
-    int n = 0;
-
-    cohort_list_for_each(rpos, rtmp, &ctx->requests)
-    {
-        cohort_request_t *req = cohort_container_of(rpos, cohort_request_t, ctx_link);
-        for (pos = req->xfers.next; pos != &req->xfers; pos = pos->next) {
-            cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
-            if (x->ucx_req != NULL && !x->is_send && x->fetch_ep != NULL &&
-                (ep == NULL || x->fetch_ep == ep)) {
-                n++;
-                if (forget) {
-                    x->fetch_ep = NULL;
-                }
-            }
-        }
-    }
-    return n;
-}
-
-/* The first endpoint a rendezvous fetch still waits on, or NULL. */
-static ucp_ep_h cohort_endpoint_fetch_any(cohort_context_t *ctx)
-{
-    cohort_list_t *rpos, *rtmp, *pos;
-
-    cohort_list_for_each(rpos, rtmp, &ctx->requests)
-    {
-        cohort_request_t *req = cohort_container_of(rpos, cohort_request_t, ctx_link);
-        for (pos = req->xfers.next; pos != &req->xfers; pos = pos->next) {
-            cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
-            if (x->ucx_req != NULL && !x->is_send && x->fetch_ep != NULL) {
-                return x->fetch_ep;
-            }
-        }
-    }
-    return NULL;
-}
-
-/* A rendezvous fetch from a sender that died waits on the endpoint UCX made for that sender
- * (not ours: a rank that only receives from a peer holds none) and never ends, and UCX cannot
- * cancel it: destroying the worker then meets it still on that endpoint, which Debian's UCX
- * asserts on (ucp_ep.c:437, proto_reqs not empty; tests/mpi/peer_death's rndv case with
- * COHORT_CMA=off, the rank after the dead one in the ring, about one run in three under
- * load). Closing that endpoint by force takes it off (UCX purges it, cancelled). Finalize
- * only, after our own endpoints closed: nothing of ours goes to that peer any more. */
-static void cohort_endpoint_stop_fetches(cohort_context_t *ctx)
-{
-    ucp_ep_h ep;
-
-    while ((ep = cohort_endpoint_fetch_any(ctx)) != NULL) {
-        ucp_request_param_t param;
-        void *r;
-        int n = cohort_endpoint_fetches_on(ctx, ep, 1);
-
-        cohort_debug(ctx, "finalize: %d rendezvous fetches still wait: closing their endpoint", n);
-        memset(&param, 0, sizeof(param));
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-        r = ucp_ep_close_nbx(ep, &param);
-        if (UCS_PTR_IS_PTR(r)) {
-            cohort_peer_close_wait(ctx, &r, 1, cohort_context_bound(ctx, COHORT_CLOSE_WAIT_S));
-        }
     }
 }
 
@@ -301,7 +221,6 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
         }
     }
     if (n == 0) {
-        cohort_endpoint_stop_fetches(ctx);
         cohort_endpoint_wait_closing(ctx, cohort_time_now());
         return;
     }
@@ -326,9 +245,7 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
         if (peer->ep == NULL) {
             continue;
         }
-        /* A fetch still waiting on our own endpoint is taken off it by a forced close. */
-        force = peer->state != COHORT_PEER_WIRED || peer->inflight > 0 ||
-                cohort_endpoint_fetches_on(ctx, peer->ep, 1) > 0;
+        force = peer->state != COHORT_PEER_WIRED || peer->inflight > 0;
         r = cohort_peer_close_start(peer, force);
         if (reqs != NULL) {
             reqs[n++] = r;
@@ -340,6 +257,5 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
         cohort_peer_close_wait(ctx, reqs, n, cohort_context_bound(ctx, COHORT_CLOSE_WAIT_S));
         free(reqs);
     }
-    cohort_endpoint_stop_fetches(ctx);
     cohort_endpoint_wait_closing(ctx, cohort_time_now());
 }

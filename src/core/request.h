@@ -49,9 +49,6 @@ typedef struct cohort_xfer {
     uint64_t stage_copy;     /* the staging copy in flight (its ticket), 0: none */
     void *ucx_req;           /* UCX request while in flight */
     cohort_peer_t *ucx_peer; /* whose endpoint that request uses */
-    /* recv: the endpoint a rendezvous fetch waits on (UCX's, made for the sender), so that
-     * finalize can take the fetch off it (endpoint_close.c); NULL when UCX did not say. */
-    struct ucp_ep *fetch_ep;          /* a ucp_ep_h */
     uint8_t hdr[COHORT_AM_HDR_BYTES]; /* send: the encoded header UCX may still read */
 } cohort_xfer_t;
 

@@ -109,15 +109,6 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
         peer->state == COHORT_PEER_WIRED) {
         /* UCX may fail the send before it fails the endpoint (or never, over shared memory). */
         cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, ucs_status_string(ucs));
-    } else if (!x->is_send && cohort_ucs_status(ucs) == COHORT_ERR_PEER_FAILED &&
-               req->comm != NULL && x->peer != COHORT_ANY_SOURCE) {
-        /* A fetch from a sender that died: the only word of its death this rank may get (it
-         * may hold no endpoint to it). Left unsaid, the group is revoked without naming it,
-         * and its members, this rank included, wait on it elsewhere. */
-        cohort_peer_t *from = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, x->peer));
-        if (from != NULL) {
-            cohort_peer_fetch_failed(from, ucs);
-        }
     }
     if (req->user_freed && req->inflight == 0) {
         cohort_request_release(req);
@@ -125,8 +116,8 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
 }
 
 static void cohort_xfer_setup(cohort_request_t *req, cohort_xfer_t *x, int is_send, int peer,
-                              uint8_t kind, uint32_t seq, int32_t tag, uint32_t fp, void *buf,
-                              size_t len)
+                             uint8_t kind, uint32_t seq, int32_t tag, uint32_t fp, void *buf,
+                             size_t len)
 {
     memset(x, 0, sizeof(*x));
     cohort_list_init(&x->link);

@@ -12,13 +12,6 @@
 #include "proto/msg.h"
 #include "proto/protos.h"
 
-/* From this size a message is more than one UCX segment (8 KiB on shared memory and tcp) or a
- * rendezvous, whose headers name the sender's endpoint anyway: it goes with
- * UCP_AM_SEND_FLAG_REPLY, at no cost, so that the receiver learns the endpoint a rendezvous
- * fetch waits on (finalize takes a fetch from a dead sender off it, endpoint_close.c). Smaller
- * eager messages stay as they are: the flag would add the endpoint's id to them. */
-#define COHORT_MSG_REPLY_MIN (16u << 10)
-
 static void cohort_proto_msg_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
 {
     cohort_xfer_ucx_complete(ucx_req, ucs, user_data);
@@ -36,10 +29,6 @@ void cohort_proto_msg_send(cohort_xfer_t *x, cohort_peer_t *peer, const void *da
     param.cb.send = cohort_proto_msg_sent;
     if (host) {
         param.memory_type = UCS_MEMORY_TYPE_HOST;
-    }
-    if (len >= COHORT_MSG_REPLY_MIN) {
-        param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags |= UCP_AM_SEND_FLAG_REPLY;
     }
     r = ucp_am_send_nbx(peer->ep, COHORT_AM_ID, x->hdr, sizeof(x->hdr), data, len, &param);
     ctx->stat_msgs++;

@@ -58,11 +58,26 @@ static void cohort_xfer_ucx_fetched(void *ucx_req, ucs_status_t ucs, size_t leng
 
 void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x, void *desc)
 {
+    cohort_request_t *req = x->req;
+    const cohort_peer_t *from =
+        req->comm != NULL && x->peer >= 0
+            ? cohort_peer_get(ctx, cohort_comm_world_rank(req->comm, x->peer))
+            : NULL;
     ucp_request_param_t param;
     void *r;
 
+    if (from != NULL && from->state == COHORT_PEER_FAILED) {
+        /* Its data went with it, and a fetch asked of the endpoint UCX made for a sender it
+         * lost may never end (UCX cannot cancel it; the worker's destruction meets it). */
+        cohort_debug(ctx, "not fetching %zu bytes from world rank %d: it failed", x->received,
+                     from->rank);
+        ucp_am_data_release(ctx->worker, desc);
+        cohort_xfer_finish(x, COHORT_ERR_PEER_FAILED);
+        return;
+    }
     cohort_xfer_ucx_param(x, &param);
     param.cb.recv_am = cohort_xfer_ucx_fetched;
+    x->since = cohort_time_now(); /* a fetch that lasts is watched from here (notify.c) */
     r = ucp_am_recv_data_nbx(ctx->worker, desc, x->buf, x->received, &param);
     if (UCS_PTR_IS_ERR(r)) {
         cohort_error(ctx, "fetching %zu bytes from rank %d failed: %s", x->received, x->peer,

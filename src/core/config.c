@@ -35,7 +35,8 @@ static const cohort_setting_t cohort_settings[] = {
     {"COHORT_KEEPALIVE_S", "seconds, 0 = UCX's own (20 s)", "1",
      "UCX keepalive on every endpoint: a dead peer's endpoint fails within about twice this"},
     {"COHORT_WATCH_S", "seconds, 0 = never", "1",
-     "a receive that waited this long on a peer with no endpoint wires one, so its death shows"},
+     "a receive (or rendezvous fetch) that waited this long on a peer with no endpoint wires "
+     "one, so its death shows"},
     {"COHORT_CMA", "auto | on | off", "auto",
      "single-copy same-node transfers (process_vm_readv) for large messages; auto: unless the "
      "kernel's ptrace scope forbids it"},

@@ -268,6 +268,7 @@ cohort_status_t cohort_context_destroy(cohort_context_t *ctx)
 {
     cohort_list_t *pos, *tmp;
     cohort_status_t status;
+    int stuck;
 
     ctx->finalizing = 1;
     cohort_context_unregister(ctx);
@@ -291,6 +292,18 @@ cohort_status_t cohort_context_destroy(cohort_context_t *ctx)
     cohort_request_finalize_all(ctx);
     cohort_am_orphans_cleanup(ctx);
     cohort_endpoint_close_all(ctx);
+    if ((stuck = cohort_request_fetches(ctx)) > 0) {
+        /* A fetch from a sender that died under it can stay on the endpoint UCX made for that
+         * sender, which cohort does not hold, and UCX cannot cancel it: destroying the worker
+         * meets it there and UCX aborts (ucp_ep.c:437, tests/mpi/peer_death's rndv case with
+         * COHORT_CMA=off). Never progressed again, the worker writes nothing more anywhere. */
+        cohort_warn(ctx,
+                    "finalize: %d rendezvous fetches never ended (a sender died under them, "
+                    "and UCX cannot cancel a fetch): its UCX worker is left as it is, never "
+                    "progressed again, so nothing is written into their buffers",
+                    stuck);
+        ctx->worker_kept = 1;
+    }
     /* The worker goes first: once it is destroyed UCX can no longer complete into a request. */
     cohort_ucx_close(ctx);
     cohort_notify_cleanup(ctx);

@@ -200,7 +200,7 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
     cohort_list_t *pos, *tmp;
     double start = cohort_time_now();
     void **reqs;
-    int n = 0, busy = 0;
+    int n = 0, busy = 0, fetching;
 
     /* Failed endpoints not closed yet are closed below with the rest. */
     cohort_list_init(&ctx->to_close);
@@ -234,6 +234,7 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
         }
     } while (busy > 0 && cohort_time_now() - start < COHORT_CLOSE_DRAIN_S);
 
+    fetching = cohort_request_fetches(ctx) > 0;
     reqs = calloc((size_t)n, sizeof(*reqs));
     n = 0;
     cohort_list_for_each(pos, tmp, &ctx->peer_list)
@@ -245,7 +246,10 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
         if (peer->ep == NULL) {
             continue;
         }
-        force = peer->state != COHORT_PEER_WIRED || peer->inflight > 0;
+        /* A rendezvous fetch still running may be on this endpoint (UCX pairs ours with the
+         * one a sender's message came on): a forced close takes it off, a flush would wait
+         * for a sender that may be dead. */
+        force = peer->state != COHORT_PEER_WIRED || peer->inflight > 0 || fetching;
         r = cohort_peer_close_start(peer, force);
         if (reqs != NULL) {
             reqs[n++] = r;

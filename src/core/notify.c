@@ -251,6 +251,46 @@ static void cohort_notice_send(cohort_context_t *ctx, const cohort_notice_t *n)
     cohort_notify_subtree(c, &h, n->root, (c->rank - n->root + c->size) % c->size, n->dead);
 }
 
+/* Wire @a peer, which something of ours has waited on for @a waited seconds (@a what). */
+static void cohort_notify_watch_peer(cohort_context_t *ctx, cohort_peer_t *peer, const char *what,
+                                     double waited)
+{
+    if (peer != NULL && peer->state == COHORT_PEER_NONE && peer->rank != ctx->rank) {
+        cohort_debug(ctx, "watching world rank %d: %s has waited %.1f s (COHORT_WATCH_S)",
+                     peer->rank, what, waited);
+        cohort_peer_want(peer);
+    }
+}
+
+/* A rendezvous fetch runs on the endpoint UCX made when the sender's message arrived, not on
+ * one of ours: a rank that only receives from a peer holds none, and that endpoint has no
+ * keepalive of ours, so a sender dying mid-fetch may leave the fetch waiting for ever (and
+ * still queued when the worker is destroyed). Watching the sender puts an endpoint of ours
+ * next to it, whose error names the death. */
+static void cohort_notify_watch_fetches(cohort_context_t *ctx, double now)
+{
+    cohort_list_t *rpos, *rtmp, *pos, *tmp;
+
+    cohort_list_for_each(rpos, rtmp, &ctx->requests)
+    {
+        cohort_request_t *req = cohort_container_of(rpos, cohort_request_t, ctx_link);
+        if (req->comm == NULL || req->inflight == 0) {
+            continue;
+        }
+        cohort_list_for_each(pos, tmp, &req->xfers)
+        {
+            cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
+            if (x->is_send || x->ucx_req == NULL || x->peer < 0 ||
+                now - x->since < ctx->cfg.watch_s) {
+                continue;
+            }
+            cohort_notify_watch_peer(
+                ctx, cohort_peer_get(ctx, cohort_comm_world_rank(req->comm, x->peer)),
+                "a rendezvous fetch from it", now - x->since);
+        }
+    }
+}
+
 static void cohort_notify_watch(cohort_context_t *ctx, double now)
 {
     cohort_list_t *cpos, *ctmp, *pos, *tmp;
@@ -261,21 +301,15 @@ static void cohort_notify_watch(cohort_context_t *ctx, double now)
         cohort_list_for_each(pos, tmp, &c->posted)
         {
             cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
-            cohort_peer_t *peer;
 
             if (now - x->since < ctx->cfg.watch_s || x->peer == COHORT_ANY_SOURCE) {
                 continue;
             }
-            peer = cohort_peer_get(ctx, cohort_comm_world_rank(c, x->peer));
-            if (peer != NULL && peer->state == COHORT_PEER_NONE) {
-                cohort_debug(ctx,
-                             "watching world rank %d: a receive from it has waited %.1f s "
-                             "(COHORT_WATCH_S)",
-                             peer->rank, now - x->since);
-                cohort_peer_want(peer);
-            }
+            cohort_notify_watch_peer(ctx, cohort_peer_get(ctx, cohort_comm_world_rank(c, x->peer)),
+                                     "a receive from it", now - x->since);
         }
     }
+    cohort_notify_watch_fetches(ctx, now);
 }
 
 void cohort_notify_flush(cohort_comm_t *c)
@@ -333,8 +367,7 @@ void cohort_notify_cleanup(cohort_context_t *ctx)
     }
 }
 
-static const cohort_am_kind_t cohort_notify_kind = {.header_only = 1,
-                                                    .member = cohort_notify_recv};
+static const cohort_am_kind_t cohort_notify_kind = {.header_only = 1, .member = cohort_notify_recv};
 
 static void cohort_ctl_peer_failed(cohort_peer_t *peer, cohort_status_t status, const char *why,
                                    int tell)

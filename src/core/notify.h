@@ -8,7 +8,8 @@
  * from inside a UCX callback.
  *
  * Watching: a receive that has waited COHORT_WATCH_S for a peer this rank holds no endpoint
- * to wires one, so that UCX's keepalive can see the peer die.
+ * to wires one, so that UCX's keepalive can see the peer die; so does a rendezvous fetch that
+ * has run that long (it runs on UCX's endpoint for the sender, which has no keepalive of ours).
  */
 #ifndef COHORT_NOTIFY_H
 #define COHORT_NOTIFY_H

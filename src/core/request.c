@@ -435,7 +435,7 @@ static int cohort_request_ucx_inside(const cohort_request_t *req)
 void cohort_request_free_internal(cohort_request_t *req)
 {
     cohort_context_t *ctx;
-    cohort_list_t *pos, *tmp;
+    cohort_list_t *pos;
 
     if (req->detached) {
         req->magic = 0;
@@ -491,14 +491,19 @@ void cohort_request_free_internal(cohort_request_t *req)
                              hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S
                                       : cohort_context_bound(ctx, COHORT_FREE_WAIT_S),
                              0);
-        cohort_list_for_each(pos, tmp, &req->xfers)
-        {
+        /* From the start after each close: what the close cancels can fail the request's
+         * other transfers too (a fetch on the same endpoint), which reshuffles the list. Each
+         * pass closes one more endpoint, so this ends. */
+        for (pos = req->xfers.next; pos != &req->xfers;) {
             cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
             if (x->ucx_req != NULL && x->is_send && x->ucx_peer != NULL &&
-                !cohort_request_ucx_in_block(req, x)) {
+                x->ucx_peer->ep != NULL && !cohort_request_ucx_in_block(req, x)) {
                 cohort_peer_force_close(x->ucx_peer, "a request freed with a send in flight",
                                         after_close);
+                pos = req->xfers.next;
+                continue;
             }
+            pos = pos->next;
         }
         cohort_request_drain(req, after_close, 0);
         if (req->inflight > 0 && !hopeless) {
@@ -521,6 +526,21 @@ void cohort_request_finalize_all(cohort_context_t *ctx)
             cohort_request_cancel(req, COHORT_ERR_REVOKED);
         }
     }
+}
+
+int cohort_request_fetches(const cohort_context_t *ctx)
+{
+    const cohort_list_t *rpos, *pos;
+    int n = 0;
+
+    for (rpos = ctx->requests.next; rpos != &ctx->requests; rpos = rpos->next) {
+        const cohort_request_t *req = cohort_container_of(rpos, cohort_request_t, ctx_link);
+        for (pos = req->xfers.next; pos != &req->xfers; pos = pos->next) {
+            const cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
+            n += !x->is_send && x->ucx_req != NULL;
+        }
+    }
+    return n;
 }
 
 void cohort_request_pool_cleanup(cohort_context_t *ctx)

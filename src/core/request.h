@@ -38,7 +38,7 @@ typedef struct cohort_xfer {
     void *buf;
     size_t len; /* send: bytes; recv: capacity */
     size_t received;
-    double since; /* recv: when it was posted (COHORT_WATCH_S) */
+    double since; /* recv: when it was posted, then when its fetch began (COHORT_WATCH_S) */
     /* The protocol that carries it (src/proto/proto.h): a send's, chosen when its peer is
      * wired (or claimed at post); a receive's, what its matched message said. NULL: none yet,
      * or a plain message received. */
@@ -129,6 +129,8 @@ cohort_status_t cohort_request_wait_internal(cohort_request_t *req);
 void cohort_request_progress(cohort_request_t *req);
 /* Finalize: every request cancelled, UCX drained; user-held ones detached. */
 void cohort_request_finalize_all(cohort_context_t *ctx);
+/* How many rendezvous fetches UCX has not ended yet (finalize). */
+int cohort_request_fetches(const cohort_context_t *ctx);
 void cohort_request_pool_cleanup(cohort_context_t *ctx);
 
 #endif

@@ -203,6 +203,9 @@ void cohort_ucx_close(cohort_context_t *ctx)
     if (ctx->address != NULL) {
         ucp_worker_release_address(ctx->worker, ctx->address);
     }
+    if (ctx->worker_kept) {
+        return; /* what UCX still holds stays with it (cohort_context_destroy) */
+    }
     if (ctx->worker != NULL) {
         ucp_worker_destroy(ctx->worker);
     }

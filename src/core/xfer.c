@@ -84,6 +84,7 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
 {
     cohort_request_t *req = x->req;
     cohort_peer_t *peer = x->ucx_peer;
+    cohort_status_t status;
 
     x->ucx_req = NULL;
     ucp_request_free(ucx_req);
@@ -91,11 +92,18 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
         peer->inflight--;
         x->ucx_peer = NULL;
     }
-    if (ucs != UCS_OK && ucs != UCS_ERR_CANCELED && !x->done) {
+    /* Quiet for a cancel: ours of a send, finalize's forced closes under a fetch. */
+    if (ucs != UCS_OK && (ucs != UCS_ERR_CANCELED || (!x->is_send && !req->ctx->finalizing)) &&
+        !x->done) {
         cohort_error(req->ctx, "%s rank %d of group 0x%016llx failed: %s",
                      x->is_send ? "send to" : "fetch from", x->peer,
                      (unsigned long long)(req->comm ? req->comm->id : 0), ucs_status_string(ucs));
     }
+    /* cohort never cancels a rendezvous fetch (UCX cannot): one that ends cancelled lost the
+     * endpoint it ran on (UCX's for the sender, failed or closed), which is the sender's
+     * failure as far as this transfer knows, not a revocation nobody announced. */
+    status =
+        ucs == UCS_ERR_CANCELED && !x->is_send ? COHORT_ERR_PEER_FAILED : cohort_ucs_status(ucs);
     req->inflight--;
     if (ucs == UCS_OK && cohort_proto_sent(x)) {
         /* The descriptor went out; the receiver's ACK finishes the send. */
@@ -104,11 +112,21 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
         }
         return;
     }
-    cohort_xfer_finish(x, cohort_ucs_status(ucs));
-    if (peer != NULL && cohort_ucs_status(ucs) == COHORT_ERR_PEER_FAILED &&
-        peer->state == COHORT_PEER_WIRED) {
+    cohort_xfer_finish(x, status);
+    if (peer != NULL && status == COHORT_ERR_PEER_FAILED && peer->state == COHORT_PEER_WIRED) {
         /* UCX may fail the send before it fails the endpoint (or never, over shared memory). */
         cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, ucs_status_string(ucs));
+    } else if (!x->is_send && status == COHORT_ERR_PEER_FAILED && req->comm != NULL &&
+               x->peer >= 0) {
+        /* A fetch failed on UCX's endpoint for its sender, which may be this rank's only word
+         * of a death (it may hold no endpoint to it). Not proof: a live sender that closed
+         * its endpoint by force fails the fetch too. So the sender is watched (wired, as a
+         * long wait does, notify.c): an endpoint of ours fails, naming it, only if it died. */
+        cohort_peer_t *from = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, x->peer));
+        if (from != NULL && from->state == COHORT_PEER_NONE && from->rank != req->ctx->rank &&
+            !req->ctx->finalizing) {
+            cohort_peer_want(from);
+        }
     }
     if (req->user_freed && req->inflight == 0) {
         cohort_request_release(req);
@@ -116,8 +134,8 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
 }
 
 static void cohort_xfer_setup(cohort_request_t *req, cohort_xfer_t *x, int is_send, int peer,
-                             uint8_t kind, uint32_t seq, int32_t tag, uint32_t fp, void *buf,
-                             size_t len)
+                              uint8_t kind, uint32_t seq, int32_t tag, uint32_t fp, void *buf,
+                              size_t len)
 {
     memset(x, 0, sizeof(*x));
     cohort_list_init(&x->link);

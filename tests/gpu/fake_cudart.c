@@ -14,7 +14,10 @@
  * reading a copy's destination before the copy is known to be over reads stale data.
  *
  * Built only with CUDA (it needs the runtime's headers for its types) and only for tests: see
- * tests/gpu/fake_check.sh. Single-threaded, like the ranks that use it.
+ * tests/gpu/fake_check.sh. Single-threaded, like the ranks that use it. Its settings
+ * (FAKE_CUDA_NO_DEVICE_RANK, FAKE_CUDA_IPC_FAIL_RANK, FAKE_CUDA_EVENT_POLLS) are read at each
+ * call they govern, never kept, so that configurations run one after the other in one process
+ * (tests/mpi/cuda_coll, harness.h's test_configs) each see their own.
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <cuda.h>
@@ -181,6 +184,7 @@ typedef struct {
     } op[FAKE_QUEUE];
     unsigned long long head, tail;
     cudaError_t err; /* the first failed copy, reported by the next wait */
+    int used;        /* created and not destroyed */
 } fake_stream_t;
 
 typedef struct {
@@ -209,12 +213,21 @@ static cudaError_t fake_run(fake_stream_t *st, unsigned long long upto)
     return e;
 }
 
+/* A stream not in use, or an error: never one already handed out, whose copies a caller's
+ * synchronization would then make too (a process running configuration after configuration,
+ * tests/mpi/cuda_coll, makes a stream in each; the module keeps its own for the process). A
+ * destroyed stream's counters go on, so an event recorded on it before asks for nothing of the
+ * stream's next user. */
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
-    static int next;
-
-    *s = (cudaStream_t)&fake_streams[next++ % FAKE_STREAMS];
-    return cudaSuccess;
+    for (int i = 0; i < FAKE_STREAMS; i++) {
+        if (!fake_streams[i].used) {
+            fake_streams[i].used = 1;
+            *s = (cudaStream_t)&fake_streams[i];
+            return cudaSuccess;
+        }
+    }
+    return fake_set(cudaErrorMemoryAllocation);
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t *s)
@@ -224,7 +237,12 @@ cudaError_t cudaStreamCreate(cudaStream_t *s)
 
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
-    return cudaStreamSynchronize(s);
+    cudaError_t e = cudaStreamSynchronize(s);
+
+    if (s != NULL) {
+        ((fake_stream_t *)s)->used = 0;
+    }
+    return e;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)

@@ -8,6 +8,7 @@
 /* run: 4 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck */
 /* run: 3 CUDA_COLL_VOTE=1 COHORT_CHECK=1 */
 /* run: singleton */
+/* runs: together */
 /* clang-format on */
 /*
  * Every collective with CUDA buffers: each case runs with host buffers and then with device
@@ -26,6 +27,14 @@
  *
  * Without a device the test prints "SKIP: no CUDA device (...)" and exits 77; before that it
  * checks that the no-device answer is a status, not a failure, and that host buffers work.
+ *
+ * The run lines of one rank count share one mpirun (runs: together; harness.h's test_configs:
+ * a context per configuration), the fake scripts' (tests/gpu/fake_check.sh) too. What a CUDA
+ * process keeps for its life is not a configuration's to change: the module's device count
+ * (src/reduce/cuda/module.c counts once per process, as CUDA reads CUDA_VISIBLE_DEVICES once),
+ * so a run that shows a rank no device runs in a process of its own; and the module, loaded
+ * per path and never unloaded (src/mem/gpu.c), so the runs over the real module and those over
+ * the host-loop one (another COHORT_PLUGIN_PATH) are in separate scripts, never one process.
  */
 #include <stdint.h>
 #include <string.h>
@@ -351,9 +360,10 @@ static int one_case(cohort_group_t *g, const coll_t *co, int c, cohort_dtype_t d
                 }
                 fprintf(stderr,
                         "rank %d: %s dtype %d op %d count %zu root %d with %s buffers: byte %zu "
-                        "differs from the reference (0x%02x, want 0x%02x)\n",
+                        "differs from the reference (0x%02x, want 0x%02x)%s%s\n",
                         me, co->name, (int)dt, co->has_op ? (int)op : -1, n, root, place_names[p],
-                        i, (unsigned char)got[i], (unsigned char)ref[i]);
+                        i, (unsigned char)got[i], (unsigned char)ref[i],
+                        test_config[0] ? " under " : "", test_config);
                 exit(1);
             }
         }
@@ -723,7 +733,10 @@ static void test_kernel_fail(cohort_context_t *ctx, cohort_group_t *w)
     free(ranks);
 }
 
-int main(void)
+/* One configuration (test_configs): every setting the test reads, COHORT_*, CUDA_COLL_* and the
+ * fake runtime's FAKE_CUDA_*, is read here or below, after the configuration's environment is
+ * set; nothing of a configuration outlives it but the runtime's table (cu, loaded again). */
+static int one_configuration(void)
 {
     static const coll_t colls[] = {
         {"bcast", 0, 1, 0, 1, 1},          {"reduce", 1, 1, 1, 1, 1},
@@ -851,4 +864,9 @@ int main(void)
     }
     test_finish(ctx, "cuda_coll");
     return 0;
+}
+
+int main(void)
+{
+    return test_configs(one_configuration);
 }

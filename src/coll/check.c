@@ -237,6 +237,13 @@ void cohort_coll_pids_know(cohort_request_t *req)
     }
 }
 
+cohort_status_t cohort_coll_pid_check(cohort_request_t *req, int k, int32_t pid)
+{
+    cohort_peer_t *peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, k));
+
+    return peer == NULL ? COHORT_ERR_NO_MEMORY : cohort_peer_pid_check(peer, pid);
+}
+
 cohort_status_t cohort_coll_pids_check(cohort_request_t *req, const void *descs, size_t stride,
                                        size_t off)
 {
@@ -244,7 +251,6 @@ cohort_status_t cohort_coll_pids_check(cohort_request_t *req, const void *descs,
 
     for (int k = 0; k < req->comm->size; k++) {
         int world = cohort_comm_world_rank(req->comm, k);
-        cohort_peer_t *peer;
         cohort_status_t st;
         int32_t pid;
 
@@ -252,8 +258,7 @@ cohort_status_t cohort_coll_pids_check(cohort_request_t *req, const void *descs,
             continue;
         }
         memcpy(&pid, (const char *)descs + (size_t)k * stride + off, sizeof(pid));
-        peer = cohort_peer_get(req->ctx, world);
-        st = peer == NULL ? COHORT_ERR_NO_MEMORY : cohort_peer_pid_check(peer, pid);
+        st = cohort_coll_pid_check(req, k, pid);
         if (st == COHORT_INPROGRESS) {
             status = st; /* the others' cards are fetched meanwhile */
         } else if (st == COHORT_ERR_MISMATCH) {
@@ -262,7 +267,7 @@ cohort_status_t cohort_coll_pids_check(cohort_request_t *req, const void *descs,
                          "published process %d: COHORT_ERR_MISMATCH on every member, no byte "
                          "copied from or to it",
                          req->comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], k,
-                         (int)pid, world, (int)peer->pid);
+                         (int)pid, world, (int)cohort_peer_get(req->ctx, world)->pid);
             return st;
         } else if (st != COHORT_OK) {
             return st;

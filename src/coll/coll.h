@@ -260,6 +260,9 @@ int cohort_coll_ident_check(cohort_request_t *req, const cohort_coll_ident_t *mi
 void cohort_coll_pids_know(cohort_request_t *req);
 cohort_status_t cohort_coll_pids_check(cohort_request_t *req, const void *descs, size_t stride,
                                        size_t off);
+/* The same for group rank @a k's descriptor alone (pid @a pid), unlogged: the caller says
+ * what a MISMATCH refuses (shm_seg.c: the segment of group rank 0). */
+cohort_status_t cohort_coll_pid_check(cohort_request_t *req, int k, int32_t pid);
 
 /* Staging (stage.c): before the algorithm starts, device buffers are replaced in the request's
  * arguments by host copies; at completion the result goes back; at release the copies return

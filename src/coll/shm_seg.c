@@ -206,9 +206,7 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
     }
     if (c->sround == 1) {
         if (me != 0) {
-            cohort_peer_t *p0 = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, 0));
-            cohort_status_t pid_ok =
-                p0 == NULL ? COHORT_ERR_NO_MEMORY : cohort_peer_pid_check(p0, c->descs[0].pid);
+            cohort_status_t pid_ok = cohort_coll_pid_check(req, 0, c->descs[0].pid);
             if (pid_ok == COHORT_INPROGRESS) {
                 return cohort_shm_wait(req); /* group rank 0's card is on its way */
             }

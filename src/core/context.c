@@ -253,7 +253,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     return COHORT_OK;
 
 err_ucx:
-    cohort_ucx_close(ctx);
+    cohort_ucx_close(ctx, 0);
 err_plugin:
     /* The error that brought us here is the one to report. */
     (void)ctx->plugin->finalize(ctx->pmix);
@@ -292,7 +292,8 @@ cohort_status_t cohort_context_destroy(cohort_context_t *ctx)
     cohort_request_finalize_all(ctx);
     cohort_am_orphans_cleanup(ctx);
     cohort_endpoint_close_all(ctx);
-    if ((stuck = cohort_request_fetches(ctx)) > 0) {
+    stuck = cohort_request_fetches(ctx, NULL, NULL);
+    if (stuck > 0) {
         /* A fetch from a sender that died under it can stay on the endpoint UCX made for that
          * sender, which cohort does not hold, and UCX cannot cancel it: destroying the worker
          * meets it there and UCX aborts (ucp_ep.c:437, tests/mpi/peer_death's rndv case with
@@ -302,10 +303,9 @@ cohort_status_t cohort_context_destroy(cohort_context_t *ctx)
                     "and UCX cannot cancel a fetch): its UCX worker is left as it is, never "
                     "progressed again, so nothing is written into their buffers",
                     stuck);
-        ctx->worker_kept = 1;
     }
     /* The worker goes first: once it is destroyed UCX can no longer complete into a request. */
-    cohort_ucx_close(ctx);
+    cohort_ucx_close(ctx, stuck > 0);
     cohort_notify_cleanup(ctx);
     cohort_proto_cleanup(ctx);
     cohort_request_pool_cleanup(ctx);

@@ -153,9 +153,6 @@ struct cohort_context {
     int guard_depth;               /* its nested calls */
     cohort_list_t retired_link;    /* once finalized: in the process's list of old contexts */
     int finalizing;
-    /* finalize: a rendezvous fetch UCX never ended is still on the worker, which is then
-     * left as it is (never progressed nor destroyed): see cohort_context_destroy */
-    int worker_kept;
 };
 
 /* A layer's own reading of the settings, run by cohort_context_create before it connects to

@@ -211,6 +211,16 @@ void cohort_peer_want(cohort_peer_t *peer)
     cohort_peer_lookup(peer, 0);
 }
 
+int cohort_peer_watch(cohort_peer_t *peer)
+{
+    /* This rank itself passes too: a rendezvous from it means it is wired already. */
+    if (peer == NULL || peer->state != COHORT_PEER_NONE || peer->ctx->finalizing) {
+        return 0;
+    }
+    cohort_peer_want(peer);
+    return 1;
+}
+
 void cohort_peer_know(cohort_peer_t *peer)
 {
     cohort_peer_lookup(peer, 1);

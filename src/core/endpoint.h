@@ -55,6 +55,10 @@ cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank);
 int cohort_peer_same_node(cohort_peer_t *peer);
 /* Peers a collective will send to: start their lookups now, so they overlap. */
 void cohort_peer_want(cohort_peer_t *peer);
+/* Watch @a peer: wire it, so that its death shows (keepalive, the endpoint's error), when
+ * nothing of ours is wired or wiring to it, and not at finalize. @return whether wiring
+ * started. */
+int cohort_peer_watch(cohort_peer_t *peer);
 /* Start fetching its card for its pid only (a peer this rank reads from but may never send
  * to gets no endpoint); nothing when its pid is known or a lookup is in flight. */
 void cohort_peer_know(cohort_peer_t *peer);

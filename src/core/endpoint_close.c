@@ -234,7 +234,7 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
         }
     } while (busy > 0 && cohort_time_now() - start < COHORT_CLOSE_DRAIN_S);
 
-    fetching = cohort_request_fetches(ctx) > 0;
+    fetching = cohort_request_fetches(ctx, NULL, NULL) > 0;
     reqs = calloc((size_t)n, sizeof(*reqs));
     n = 0;
     cohort_list_for_each(pos, tmp, &ctx->peer_list)

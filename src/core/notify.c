@@ -255,10 +255,9 @@ static void cohort_notice_send(cohort_context_t *ctx, const cohort_notice_t *n)
 static void cohort_notify_watch_peer(cohort_context_t *ctx, cohort_peer_t *peer, const char *what,
                                      double waited)
 {
-    if (peer != NULL && peer->state == COHORT_PEER_NONE && peer->rank != ctx->rank) {
+    if (cohort_peer_watch(peer)) {
         cohort_debug(ctx, "watching world rank %d: %s has waited %.1f s (COHORT_WATCH_S)",
                      peer->rank, what, waited);
-        cohort_peer_want(peer);
     }
 }
 
@@ -267,27 +266,15 @@ static void cohort_notify_watch_peer(cohort_context_t *ctx, cohort_peer_t *peer,
  * keepalive of ours, so a sender dying mid-fetch may leave the fetch waiting for ever (and
  * still queued when the worker is destroyed). Watching the sender puts an endpoint of ours
  * next to it, whose error names the death. */
-static void cohort_notify_watch_fetches(cohort_context_t *ctx, double now)
+static void cohort_notify_watch_fetch(cohort_xfer_t *x, void *arg)
 {
-    cohort_list_t *rpos, *rtmp, *pos, *tmp;
+    cohort_request_t *req = x->req;
+    double now = *(const double *)arg;
 
-    cohort_list_for_each(rpos, rtmp, &ctx->requests)
-    {
-        cohort_request_t *req = cohort_container_of(rpos, cohort_request_t, ctx_link);
-        if (req->comm == NULL || req->inflight == 0) {
-            continue;
-        }
-        cohort_list_for_each(pos, tmp, &req->xfers)
-        {
-            cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
-            if (x->is_send || x->ucx_req == NULL || x->peer < 0 ||
-                now - x->since < ctx->cfg.watch_s) {
-                continue;
-            }
-            cohort_notify_watch_peer(
-                ctx, cohort_peer_get(ctx, cohort_comm_world_rank(req->comm, x->peer)),
-                "a rendezvous fetch from it", now - x->since);
-        }
+    if (req->comm != NULL && x->peer >= 0 && now - x->since >= req->ctx->cfg.watch_s) {
+        cohort_notify_watch_peer(
+            req->ctx, cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, x->peer)),
+            "a rendezvous fetch from it", now - x->since);
     }
 }
 
@@ -309,7 +296,7 @@ static void cohort_notify_watch(cohort_context_t *ctx, double now)
                                      "a receive from it", now - x->since);
         }
     }
-    cohort_notify_watch_fetches(ctx, now);
+    cohort_request_fetches(ctx, cohort_notify_watch_fetch, &now);
 }
 
 void cohort_notify_flush(cohort_comm_t *c)

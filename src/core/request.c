@@ -528,16 +528,25 @@ void cohort_request_finalize_all(cohort_context_t *ctx)
     }
 }
 
-int cohort_request_fetches(const cohort_context_t *ctx)
+int cohort_request_fetches(cohort_context_t *ctx, void (*each)(cohort_xfer_t *x, void *arg),
+                           void *arg)
 {
-    const cohort_list_t *rpos, *pos;
+    cohort_list_t *rpos, *pos;
     int n = 0;
 
     for (rpos = ctx->requests.next; rpos != &ctx->requests; rpos = rpos->next) {
-        const cohort_request_t *req = cohort_container_of(rpos, cohort_request_t, ctx_link);
+        cohort_request_t *req = cohort_container_of(rpos, cohort_request_t, ctx_link);
+        if (req->inflight == 0) {
+            continue; /* nothing of it in UCX's hands */
+        }
         for (pos = req->xfers.next; pos != &req->xfers; pos = pos->next) {
-            const cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
-            n += !x->is_send && x->ucx_req != NULL;
+            cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
+            if (!x->is_send && x->ucx_req != NULL) {
+                n++;
+                if (each != NULL) {
+                    each(x, arg);
+                }
+            }
         }
     }
     return n;

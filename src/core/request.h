@@ -129,8 +129,10 @@ cohort_status_t cohort_request_wait_internal(cohort_request_t *req);
 void cohort_request_progress(cohort_request_t *req);
 /* Finalize: every request cancelled, UCX drained; user-held ones detached. */
 void cohort_request_finalize_all(cohort_context_t *ctx);
-/* How many rendezvous fetches UCX has not ended yet (finalize). */
-int cohort_request_fetches(const cohort_context_t *ctx);
+/* The rendezvous fetches UCX has not ended yet, each handed to @a each (may be NULL) with
+ * @a arg; @a each must not end or free one. @return how many. */
+int cohort_request_fetches(cohort_context_t *ctx, void (*each)(cohort_xfer_t *x, void *arg),
+                           void *arg);
 void cohort_request_pool_cleanup(cohort_context_t *ctx);
 
 #endif

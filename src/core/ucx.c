@@ -198,13 +198,13 @@ err_cleanup:
     return cohort_ucs_status(ucs);
 }
 
-void cohort_ucx_close(cohort_context_t *ctx)
+void cohort_ucx_close(cohort_context_t *ctx, int keep_worker)
 {
     if (ctx->address != NULL) {
         ucp_worker_release_address(ctx->worker, ctx->address);
     }
-    if (ctx->worker_kept) {
-        return; /* what UCX still holds stays with it (cohort_context_destroy) */
+    if (keep_worker) {
+        return; /* what UCX still holds stays with it */
     }
     if (ctx->worker != NULL) {
         ucp_worker_destroy(ctx->worker);

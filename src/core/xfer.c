@@ -122,11 +122,7 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
          * of a death (it may hold no endpoint to it). Not proof: a live sender that closed
          * its endpoint by force fails the fetch too. So the sender is watched (wired, as a
          * long wait does, notify.c): an endpoint of ours fails, naming it, only if it died. */
-        cohort_peer_t *from = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, x->peer));
-        if (from != NULL && from->state == COHORT_PEER_NONE && from->rank != req->ctx->rank &&
-            !req->ctx->finalizing) {
-            cohort_peer_want(from);
-        }
+        cohort_peer_watch(cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, x->peer)));
     }
     if (req->user_freed && req->inflight == 0) {
         cohort_request_release(req);

@@ -1,3 +1,4 @@
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +343,7 @@ static void cohort_pmix_prepare_free(cohort_pmix_prepare_t *op)
         PMIX_INFO_DESTRUCT(&op->info[i]);
     }
     free(op->procs);
+    free(op->set);
     free(op);
 }
 
@@ -389,32 +391,149 @@ void cohort_pmix_prepare_answer(cohort_pmix_prepare_t *op, pmix_status_t rc)
     }
 }
 
+static int cohort_pmix_int_cmp(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * Fences of this process in flight or waiting, oldest first. The PMIx server pairs a fence's
+ * contributions by its set of members alone: a second fence over the same set, from the same
+ * process, issued before the first was answered, joins the first one's tracker, which then
+ * completes on this process's two contributions without another member's (or is handed to the
+ * host twice: openpmix/openpmix PR #4252), and a member waits out PMIX_TIMEOUT. That happens
+ * when two contexts' worlds, or two groups with the same members, are first used together. So
+ * one fence at a time per set: every member makes its first uses in the same order (fence.c),
+ * so the n-th fence over a set of one member meets the n-th of the others. The PMIx client is
+ * one per process, hence a process-wide list.
+ */
+static pthread_mutex_t cohort_pmix_fence_lock = PTHREAD_MUTEX_INITIALIZER;
+static cohort_pmix_prepare_t *cohort_pmix_fences;
+
+static int cohort_pmix_same_set(const cohort_pmix_prepare_t *a, const cohort_pmix_prepare_t *b)
+{
+    if (a->nprocs != b->nprocs || strcmp(a->procs[0].nspace, b->procs[0].nspace) != 0 ||
+        (a->set == NULL) != (b->set == NULL)) {
+        return 0;
+    }
+    return a->set == NULL || memcmp(a->set, b->set, a->nprocs * sizeof(int)) == 0;
+}
+
+/* Whether an earlier fence of this process over op's set is still unanswered. Under the lock. */
+static int cohort_pmix_fence_waits(const cohort_pmix_prepare_t *op)
+{
+    for (const cohort_pmix_prepare_t *f = cohort_pmix_fences; f != op; f = f->next_fence) {
+        if (cohort_pmix_same_set(f, op)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void cohort_pmix_fence_unlink(cohort_pmix_prepare_t *op)
+{
+    cohort_pmix_prepare_t **pp = &cohort_pmix_fences;
+
+    pthread_mutex_lock(&cohort_pmix_fence_lock);
+    while (*pp != NULL && *pp != op) {
+        pp = &(*pp)->next_fence;
+    }
+    if (*pp == op) {
+        *pp = op->next_fence;
+    }
+    pthread_mutex_unlock(&cohort_pmix_fence_lock);
+}
+
 static void cohort_pmix_fence_cb(pmix_status_t status, void *cbdata)
 {
+    /* Out of the list first: once answered, the op may be freed by its test. */
+    cohort_pmix_fence_unlink(cbdata);
     cohort_pmix_prepare_answer(cbdata, status);
+}
+
+static cohort_status_t cohort_pmix_fence_issue(cohort_pmix_prepare_t *op)
+{
+    pmix_status_t rc =
+        PMIx_Fence_nb(op->procs, op->nprocs, op->info, op->ninfo, cohort_pmix_fence_cb, op);
+
+    if (rc != PMIX_SUCCESS) {
+        cohort_pmix_log(op->p, 0, "%s failed: %s", op->what, PMIx_Error_string(rc));
+        cohort_pmix_fence_unlink(op);
+        return cohort_pmix_status(rc);
+    }
+    return COHORT_OK;
 }
 
 cohort_status_t cohort_pmix_fence_start(cohort_pmix_ctx_t *p, uint64_t gid, const int *ranks,
                                         int nranks, cohort_pmix_prepare_t **op_p)
 {
-    cohort_pmix_prepare_t *op;
+    cohort_pmix_prepare_t *op, **tail;
     cohort_status_t status = cohort_pmix_prepare_new(p, ranks, nranks, 1, &op);
-    pmix_status_t rc;
 
     if (status != COHORT_OK) {
         return status;
     }
+    if (ranks != NULL) {
+        op->set = malloc(op->nprocs * sizeof(int));
+        if (op->set == NULL) {
+            cohort_pmix_prepare_free(op);
+            return COHORT_ERR_NO_MEMORY;
+        }
+        memcpy(op->set, ranks, op->nprocs * sizeof(int));
+        qsort(op->set, op->nprocs, sizeof(int), cohort_pmix_int_cmp);
+    }
     snprintf(op->what, sizeof(op->what), "PMIx_Fence over the %d members of group 0x%016llx",
              ranks == NULL ? -1 : nranks, (unsigned long long)gid);
-    cohort_pmix_log(p, 3, "%s", op->what);
-    rc = PMIx_Fence_nb(op->procs, op->nprocs, op->info, op->ninfo, cohort_pmix_fence_cb, op);
-    if (rc != PMIX_SUCCESS) {
-        cohort_pmix_log(p, 0, "%s failed: %s", op->what, PMIx_Error_string(rc));
-        cohort_pmix_prepare_free(op);
-        return cohort_pmix_status(rc);
+    pthread_mutex_lock(&cohort_pmix_fence_lock);
+    for (tail = &cohort_pmix_fences; *tail != NULL; tail = &(*tail)->next_fence) {
+    }
+    *tail = op;
+    op->queued = cohort_pmix_fence_waits(op);
+    pthread_mutex_unlock(&cohort_pmix_fence_lock);
+    if (op->queued) {
+        cohort_pmix_log(p, 3, "%s waits for this process's earlier fence over the same members",
+                        op->what);
+    } else {
+        cohort_pmix_log(p, 3, "%s", op->what);
+        status = cohort_pmix_fence_issue(op);
+        if (status != COHORT_OK) {
+            cohort_pmix_prepare_free(op);
+            return status;
+        }
     }
     *op_p = op;
     return COHORT_OK;
+}
+
+cohort_status_t cohort_pmix_fence_test(cohort_pmix_prepare_t *op)
+{
+    if (op->queued) {
+        pthread_mutex_lock(&cohort_pmix_fence_lock);
+        op->queued = cohort_pmix_fence_waits(op);
+        pthread_mutex_unlock(&cohort_pmix_fence_lock);
+        if (op->queued) {
+            return COHORT_INPROGRESS;
+        }
+        cohort_pmix_log(op->p, 3, "%s, after the earlier one", op->what);
+        cohort_status_t status = cohort_pmix_fence_issue(op);
+        if (status != COHORT_OK) {
+            cohort_pmix_prepare_free(op);
+            return status;
+        }
+        return COHORT_INPROGRESS;
+    }
+    return cohort_pmix_prepare_test(op);
+}
+
+void cohort_pmix_fence_abandon(cohort_pmix_prepare_t *op)
+{
+    if (op->queued) {
+        /* Never issued: PMIx holds nothing of it. */
+        cohort_pmix_fence_unlink(op);
+        cohort_pmix_prepare_free(op);
+        return;
+    }
+    cohort_pmix_prepare_abandon(op);
 }
 
 cohort_status_t cohort_pmix_prepare_test(cohort_pmix_prepare_t *op)
@@ -441,11 +560,6 @@ void cohort_pmix_prepare_abandon(cohort_pmix_prepare_t *op)
         COHORT_PREP_ANSWERED) {
         cohort_pmix_prepare_free(op);
     }
-}
-
-static int cohort_pmix_int_cmp(const void *a, const void *b)
-{
-    return *(const int *)a - *(const int *)b;
 }
 
 /* PMIX_LOCAL_PEERS ("0,1,5"): the ranks of this node, sorted, once. Sized by the node, not the

@@ -47,6 +47,11 @@ struct cohort_pmix_prepare {
     /* What the server answered besides the status (group plugin: PMIX_GROUP_CONTEXT_ID). */
     size_t context_id;
     int has_context_id;
+    /* Fences only: the members as sorted ranks (NULL: the whole namespace), the next fence of
+     * this process, and whether this one still waits for an earlier one over the same set. */
+    int *set;
+    struct cohort_pmix_prepare *next_fence;
+    int queued;
 };
 
 /* First-use steps, nonblocking. new: the step's procs (ranks NULL: the whole namespace) and a
@@ -56,9 +61,12 @@ cohort_status_t cohort_pmix_prepare_new(cohort_pmix_ctx_t *p, const int *ranks, 
 void cohort_pmix_prepare_answer(cohort_pmix_prepare_t *op, pmix_status_t rc);
 cohort_status_t cohort_pmix_prepare_test(cohort_pmix_prepare_t *op);
 void cohort_pmix_prepare_abandon(cohort_pmix_prepare_t *op);
-/* PMIx_Fence_nb over a group's members, collecting their data. */
+/* PMIx_Fence_nb over a group's members, collecting their data; one at a time per set of members
+ * in this process (a later one is issued from its test once the earlier is answered). */
 cohort_status_t cohort_pmix_fence_start(cohort_pmix_ctx_t *p, uint64_t gid, const int *ranks,
                                         int nranks, cohort_pmix_prepare_t **op);
+cohort_status_t cohort_pmix_fence_test(cohort_pmix_prepare_t *op);
+void cohort_pmix_fence_abandon(cohort_pmix_prepare_t *op);
 /* A rank's node id and host name (PMIX_NODEID, PMIX_HOSTNAME). */
 cohort_status_t cohort_pmix_node_info(cohort_pmix_ctx_t *p, int rank, int *same_node,
                                       uint32_t *node_id, char *host, size_t hostlen);

@@ -14,8 +14,8 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .lookup_start = cohort_pmix_lookup_start,
     .lookup_test = cohort_pmix_lookup_test,
     .group_prepare_start = cohort_pmix_fence_start,
-    .group_prepare_test = cohort_pmix_prepare_test,
-    .group_prepare_abandon = cohort_pmix_prepare_abandon,
+    .group_prepare_test = cohort_pmix_fence_test,
+    .group_prepare_abandon = cohort_pmix_fence_abandon,
     .node_info = cohort_pmix_node_info,
     .finalize = cohort_pmix_disconnect,
 };

@@ -126,7 +126,8 @@ cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t p
  * takes (so not staged) reads through one page-locked piece, since process_vm_readv writes host
  * memory only, and each piece goes on to the device asynchronously; the next piece is read once
  * that copy is over (one buffer per transfer). */
-cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t *x, const char **why)
+static cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t *x,
+                                            const char **why)
 {
     cohort_proto_sc_state_t *s = &x->ps.sc;
     int device = x->mem_type == COHORT_MEM_CUDA;
@@ -135,15 +136,9 @@ cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t *x, co
     size_t n;
 
     memcpy(&d, s->desc, sizeof(d));
-    if (s->ticket != 0) {
-        status = cohort_gpu_copy_test(ctx, s->ticket);
-        if (status == COHORT_INPROGRESS) {
-            return status;
-        }
-        s->ticket = 0;
-        if (status != COHORT_OK) {
-            return status;
-        }
+    status = cohort_sc_copy_test(ctx, x);
+    if (status != COHORT_OK) {
+        return status;
     }
     if (s->off == d.len) {
         return COHORT_OK;
@@ -172,15 +167,11 @@ cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t *x, co
     return s->off == d.len && s->ticket == 0 ? COHORT_OK : COHORT_INPROGRESS;
 }
 
-void cohort_cma_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
+static void cohort_cma_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
 {
     cohort_proto_sc_state_t *s = &x->ps.sc;
 
-    if (s->ticket != 0) {
-        /* it writes the receive's buffer: over before the buffer is its owner's again */
-        (void)cohort_gpu_copy_finish(ctx, s->ticket);
-        s->ticket = 0;
-    }
+    cohort_sc_copy_wait(ctx, x);
     if (s->pinned != NULL) {
         cohort_gpu_pinned_put(ctx, s->pinned);
         s->pinned = NULL;
@@ -240,6 +231,8 @@ const cohort_proto_t cohort_proto_cma = {
     .finish = cohort_sc_forget,
     .abort = cohort_cma_abort,
     .payload = cohort_sc_payload,
+    .read_step = cohort_cma_read_step,
+    .read_stop = cohort_cma_read_stop,
     .describe = cohort_sc_describe,
     .init = cohort_cma_init,
     .cleanup = cohort_sc_cleanup,

@@ -76,31 +76,59 @@ static void cohort_cuda_ipc_start(cohort_xfer_t *x, cohort_peer_t *peer)
 
 /* The pull of a sender's device memory, through CUDA IPC (the mapping cache), straight into
  * the receive's own buffer: the caller's device buffer behind a staged receive (whose bounce
- * then has nothing to give the device), or its host or device buffer. COHORT_ERR_UNSUPPORTED
- * (@a why) when it cannot be mapped here. */
-cohort_status_t cohort_cuda_ipc_read_into(cohort_context_t *ctx, int world_rank, cohort_xfer_t *x,
-                                          const cohort_sc_ipc_desc_t *d, const char **why)
+ * then has nothing to give the device), or its host or device buffer. From progress, in steps:
+ * the first maps the memory and starts the copy on one of the module's lanes (never a
+ * synchronous copy, which would hold the progress call, maybe UCX's callback, for the whole
+ * message), the next ones poll it. COHORT_ERR_UNSUPPORTED (@a why) when it cannot be mapped
+ * here. */
+static cohort_status_t cohort_cuda_ipc_read_step(cohort_context_t *ctx, cohort_xfer_t *x,
+                                                 const char **why)
 {
-    void *dst = x->stage != NULL ? x->stage_user : x->buf, *base = NULL;
+    cohort_proto_sc_state_t *s = &x->ps.sc;
+    void *dst = x->stage != NULL ? x->stage_user : x->buf;
+    cohort_sc_ipc_desc_t d;
     cohort_status_t status;
 
-    if (cohort_gpu_get(ctx) == NULL) {
-        *why = ctx->gpu.why;
-        return COHORT_ERR_UNSUPPORTED;
+    memcpy(&d, s->desc, sizeof(d));
+    if (s->mapped == NULL) {
+        if (cohort_gpu_get(ctx) == NULL) {
+            *why = ctx->gpu.why;
+            return COHORT_ERR_UNSUPPORTED;
+        }
+        status = cohort_ipc_map(ctx, s->reader, &d.ipc, &s->mapped);
+        if (status != COHORT_OK) {
+            s->mapped = NULL;
+            *why = status == COHORT_ERR_CUDA ? ctx->gpu.mod->last_error() : "out of memory";
+            return COHORT_ERR_UNSUPPORTED;
+        }
+        status = cohort_gpu_copy_start(ctx, dst, (char *)s->mapped + d.ipc.offset, d.base.len,
+                                       cohort_gpu_mem_type(ctx, dst) == COHORT_MEM_CUDA
+                                           ? COHORT_GPU_LANE_TO_DEVICE
+                                           : COHORT_GPU_LANE_TO_HOST,
+                                       &s->ticket);
+        if (status != COHORT_OK) {
+            return status;
+        }
     }
-    status = cohort_ipc_map(ctx, world_rank, &d->ipc, &base);
+    status = cohort_sc_copy_test(ctx, x);
     if (status != COHORT_OK) {
-        *why = status == COHORT_ERR_CUDA ? ctx->gpu.mod->last_error() : "out of memory";
-        return COHORT_ERR_UNSUPPORTED;
+        return status;
     }
-    status = cohort_gpu_copy(ctx, dst, (char *)base + d->ipc.offset, d->base.len);
-    cohort_ipc_unmap(ctx, base);
-    if (status == COHORT_OK) {
-        x->stage_drained = x->stage != NULL;
-        ctx->stat_cma++;
-        ctx->stat_cma_bytes += d->base.len;
+    x->stage_drained = x->stage != NULL;
+    ctx->stat_cma++;
+    ctx->stat_cma_bytes += d.base.len;
+    return COHORT_OK;
+}
+
+static void cohort_cuda_ipc_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
+{
+    cohort_proto_sc_state_t *s = &x->ps.sc;
+
+    cohort_sc_copy_wait(ctx, x);
+    if (s->mapped != NULL) {
+        cohort_ipc_unmap(ctx, s->mapped);
+        s->mapped = NULL;
     }
-    return status;
 }
 
 /* Its device memory could not be mapped here: the data is asked for, and the sender stops
@@ -113,6 +141,20 @@ void cohort_cuda_ipc_refused(cohort_context_t *ctx, int world_rank, const char *
                "cannot map world rank %d's device memory (CUDA IPC: %s): its messages come "
                "staged through host memory instead%s",
                world_rank, why, first ? " (said once; COHORT_LOG=debug for each)" : "");
+}
+
+static void cohort_cuda_ipc_describe(const cohort_xfer_t *x, char *buf, size_t len)
+{
+    cohort_sc_desc_t d;
+
+    if (x->ps.sc.state != COHORT_SC_READING) {
+        cohort_sc_describe(x, buf, len);
+        return;
+    }
+    memcpy(&d, x->ps.sc.desc, sizeof(d));
+    snprintf(buf, len, "cuda_ipc single copy with world rank %d: %s %llu bytes", x->ps.sc.reader,
+             x->ps.sc.mapped == NULL ? "mapping its memory to copy" : "copying",
+             (unsigned long long)d.len);
 }
 
 static void cohort_cuda_ipc_abort(cohort_context_t *ctx, int world_rank, cohort_status_t status)
@@ -131,5 +173,7 @@ const cohort_proto_t cohort_proto_cuda_ipc = {
     .finish = cohort_sc_forget,
     .abort = cohort_cuda_ipc_abort,
     .payload = cohort_sc_payload,
-    .describe = cohort_sc_describe,
+    .read_step = cohort_cuda_ipc_read_step,
+    .read_stop = cohort_cuda_ipc_read_stop,
+    .describe = cohort_cuda_ipc_describe,
 };

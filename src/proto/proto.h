@@ -48,6 +48,14 @@ typedef struct cohort_proto {
     void (*abort)(cohort_context_t *ctx, int world_rank, cohort_status_t status);
     /* Optional: what UCX reads for send @a x while it is in flight, when not x->buf. */
     const void *(*payload)(const cohort_xfer_t *x, size_t *len);
+    /* Optional, the single-copy rows (single_copy.h): the next step of receive @a x's copy out
+     * of its sender's memory, from progress: COHORT_INPROGRESS while some remains (or a device
+     * copy it started runs), COHORT_OK once all is in, or an error (COHORT_ERR_UNSUPPORTED, with
+     * @a why: it cannot be read here, the data is asked for). */
+    cohort_status_t (*read_step)(cohort_context_t *ctx, cohort_xfer_t *x, const char **why);
+    /* Optional, likewise: the read is over or given up on: let go of what it holds, once what
+     * it started that writes the receive's buffer is over (its owner gets the buffer next). */
+    void (*read_stop)(cohort_context_t *ctx, cohort_xfer_t *x);
     /* Say where @a x is (timeout messages). */
     void (*describe)(const cohort_xfer_t *x, char *buf, size_t len);
     /* Optional: once per context, at creation and at destruction. */

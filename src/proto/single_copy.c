@@ -166,10 +166,32 @@ static void cohort_sc_read_over(cohort_context_t *ctx, cohort_xfer_t *x, int wor
     x->ps.sc.state = COHORT_SC_ACKING;
 }
 
+cohort_status_t cohort_sc_copy_test(cohort_context_t *ctx, cohort_xfer_t *x)
+{
+    cohort_status_t status;
+
+    if (x->ps.sc.ticket == 0) {
+        return COHORT_OK;
+    }
+    status = cohort_gpu_copy_test(ctx, x->ps.sc.ticket);
+    if (status != COHORT_INPROGRESS) {
+        x->ps.sc.ticket = 0;
+    }
+    return status;
+}
+
+void cohort_sc_copy_wait(cohort_context_t *ctx, cohort_xfer_t *x)
+{
+    if (x->ps.sc.ticket != 0) {
+        (void)cohort_gpu_copy_finish(ctx, x->ps.sc.ticket);
+        x->ps.sc.ticket = 0;
+    }
+}
+
 /* Receive @a x (READING, on no list) stops reading: what the read holds is let go of. */
 static void cohort_sc_read_end(cohort_context_t *ctx, cohort_xfer_t *x)
 {
-    cohort_cma_read_stop(ctx, x);
+    x->proto->read_stop(ctx, x);
     x->ps.sc.state = COHORT_SC_NONE;
 }
 
@@ -238,7 +260,7 @@ static int cohort_sc_step(cohort_context_t *ctx, cohort_xfer_t *x, int may_ask)
     if (ok <= 0) {
         return ok == 0 ? 2 : 0;
     }
-    status = cohort_cma_read_step(ctx, x, &why);
+    status = x->proto->read_step(ctx, x, &why);
     if (status == COHORT_INPROGRESS) {
         return 1;
     }
@@ -258,8 +280,6 @@ static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort
 {
     cohort_sc_ipc_desc_t full;
     cohort_sc_desc_t d;
-    cohort_status_t status;
-    const char *why = NULL;
     int ipc = m->len == sizeof(full);
 
     if (m->desc != NULL || (m->len != sizeof(d) && !ipc)) {
@@ -282,24 +302,20 @@ static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort
         cohort_sc_answer(ctx, m, d.token, COHORT_OK, 0);
         return;
     }
-    if (ipc) {
-        x->proto = &cohort_proto_cuda_ipc;
-        status = cohort_cuda_ipc_read_into(ctx, m->hdr.wsrc, x, &full, &why);
-        cohort_sc_read_over(ctx, x, m->hdr.wsrc, d.token, d.len, status, why);
-        return;
-    }
-    /* Possibly inside UCX's callback, or the caller's post: one chunk at most here, and only
-     * when it is the whole message; a longer one is read from progress. */
-    x->proto = &cohort_proto_cma;
-    memcpy(x->ps.sc.desc, &d, sizeof(d));
+    x->proto = ipc ? &cohort_proto_cuda_ipc : &cohort_proto_cma;
+    memcpy(x->ps.sc.desc, &full, m->len);
     x->ps.sc.reader = m->hdr.wsrc;
     x->ps.sc.off = 0;
     x->ps.sc.ticket = 0;
     x->ps.sc.pinned = NULL;
+    x->ps.sc.mapped = NULL;
     x->ps.sc.answer = COHORT_OK;
-    x->ps.sc.pid_ok = 0;
+    x->ps.sc.pid_ok = ipc;
     x->ps.sc.state = COHORT_SC_READING;
-    if (d.len > ctx->cfg.cma_chunk || cohort_sc_step(ctx, x, 0)) {
+    /* Possibly inside UCX's callback, or the caller's post: one CMA chunk at most here, and
+     * only when it is the whole message; a longer one is read from progress, and so is a
+     * device memory's (its mapping may take the driver milliseconds the first time). */
+    if (ipc || d.len > ctx->cfg.cma_chunk || cohort_sc_step(ctx, x, 0)) {
         cohort_list_push(&ctx->cma_reading, &x->link);
     }
 }

@@ -87,19 +87,18 @@ void cohort_sc_fail_peer(cohort_context_t *ctx, const struct cohort_proto *proto
 void cohort_sc_init(cohort_context_t *ctx);
 void cohort_sc_cleanup(cohort_context_t *ctx);
 
-/* The copies, one per row. CMA: receive @a x (COHORT_SC_READING) matched the descriptor in
- * x->ps.sc.desc from world rank x->ps.sc.reader (checked: its magic, its length fits); each
- * step reads the next COHORT_CMA_CHUNK bytes (x->ps.sc.off so far). @return COHORT_INPROGRESS
- * while some remain (or a piece's copy to the device runs), COHORT_OK once all are in;
- * cohort_cma_read_stop lets go of what the read holds (waits for a device copy under way).
- * CUDA IPC: the whole at once, @a x matched descriptor @a d from world rank @a world_rank.
- * COHORT_ERR_UNSUPPORTED (@a why): this rank cannot read it, the row says so once (logged) and
- * the data is asked for. */
-cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t *x, const char **why);
-void cohort_cma_read_stop(cohort_context_t *ctx, cohort_xfer_t *x);
+/* The copies are each row's read_step and read_stop (proto.h): receive x (COHORT_SC_READING)
+ * matched the descriptor in x->ps.sc.desc from world rank x->ps.sc.reader (checked: its magic,
+ * its length fits). CMA reads the next COHORT_CMA_CHUNK bytes per step (x->ps.sc.off so far);
+ * CUDA IPC maps the sender's memory and copies the whole asynchronously, polled by the next
+ * steps. COHORT_ERR_UNSUPPORTED (why): this rank cannot read it, the row says so once (logged,
+ * below) and the data is asked for. */
 void cohort_cma_refused(cohort_context_t *ctx, int world_rank, const char *why);
-cohort_status_t cohort_cuda_ipc_read_into(cohort_context_t *ctx, int world_rank, cohort_xfer_t *x,
-                                          const cohort_sc_ipc_desc_t *d, const char **why);
+/* A read's device copy (x->ps.sc.ticket, 0: none), for both rows: test, COHORT_OK once over
+ * (or none), COHORT_INPROGRESS, or its error; wait, before the receive's buffer is its owner's
+ * again (the copy writes it). Either spends the ticket once the copy is over. */
+cohort_status_t cohort_sc_copy_test(cohort_context_t *ctx, cohort_xfer_t *x);
+void cohort_sc_copy_wait(cohort_context_t *ctx, cohort_xfer_t *x);
 void cohort_cuda_ipc_refused(cohort_context_t *ctx, int world_rank, const char *why);
 
 #endif

@@ -14,18 +14,21 @@
 typedef struct {
     uint8_t state;     /* COHORT_SC_*: where it is in the handshake */
     uint8_t cancel;    /* send: cancelled (x->status) while its reader may read it */
-    uint8_t pid_ok;    /* recv (READING, CMA): the descriptor's pid is the one its rank
-                        * published (core/card.h); 0 while that card is on its way, nothing read */
+    uint8_t pid_ok;    /* recv (READING): the descriptor's pid is the one its rank published
+                        * (core/card.h); 0 while that card is on its way, nothing read. CUDA IPC:
+                        * 1 from the start (its offer names the memory by handle, not by pid) */
     int32_t reader;    /* send: the world rank that reads it (its group may be gone); recv
                         * (READING): the world rank it reads */
     uint64_t token;    /* its key in the context's single-copy map */
     uint8_t desc[144]; /* send: the descriptor UCX sends in place of the data; recv (READING):
                         * the descriptor it reads */
     /* recv (READING, cma.c): how far the chunked read is, and for a device buffer the
-     * page-locked chunk it reads into and that chunk's copy to the device (0: none) */
+     * page-locked chunk it reads into and that chunk's copy to the device (0: none);
+     * (cuda_ipc.c) ticket: the device copy out of the mapping */
     uint64_t off;
     uint64_t ticket;
     void *pinned;
+    void *mapped;   /* recv (READING, cuda_ipc.c): the sender's memory, mapped (its IPC cache) */
     int32_t answer; /* recv (READING): what its sender is told if it is given up on */
 } cohort_proto_sc_state_t;
 

@@ -11,11 +11,16 @@
  * and an allocation already mapped here cannot be opened again. An asynchronous copy is made
  * only when its stream is synchronized or an event recorded after it is found complete, and an
  * event says "not ready" to its first FAKE_CUDA_EVENT_POLLS queries (default 2): so cohort
- * reading a copy's destination before the copy is known to be over reads stale data.
+ * reading a copy's destination before the copy is known to be over reads stale data. With
+ * FAKE_CUDA_SYNC_OPENED_FAIL=1 a synchronous copy to or from memory opened from another
+ * process's handle fails (cudaErrorNotPermitted), so a run shows that cohort's copy out of a
+ * peer's memory is asynchronous where it must be (the point-to-point single copy, made from
+ * progress: src/proto/cuda_ipc.c).
  *
  * Built only with CUDA (it needs the runtime's headers for its types) and only for tests: see
  * tests/gpu/fake_check.sh. Single-threaded, like the ranks that use it. Its settings
- * (FAKE_CUDA_NO_DEVICE_RANK, FAKE_CUDA_IPC_FAIL_RANK, FAKE_CUDA_EVENT_POLLS) are read at each
+ * (FAKE_CUDA_NO_DEVICE_RANK, FAKE_CUDA_IPC_FAIL_RANK, FAKE_CUDA_EVENT_POLLS,
+ * FAKE_CUDA_SYNC_OPENED_FAIL) are read at each
  * call they govern, never kept, so that configurations run one after the other in one process
  * (tests/mpi/cuda_coll, harness.h's test_configs) each see their own.
  */
@@ -196,13 +201,45 @@ typedef struct {
 static fake_stream_t fake_streams[FAKE_STREAMS];
 
 /* Make @a st's copies up to number @a upto. */
-static cudaError_t fake_run(fake_stream_t *st, unsigned long long upto)
+/* FAKE_CUDA_SYNC_OPENED_FAIL=1 and a copy touching memory opened from another process's
+ * handle that the caller waits for: cudaMemcpy, or a stream synchronized (the CUDA module's
+ * synchronous copy is an asynchronous one on its own lane, then that lane synchronized). */
+static int fake_sync_refused(const void *dst, const void *src)
+{
+    const char *no_sync = getenv("FAKE_CUDA_SYNC_OPENED_FAIL");
+    fake_alloc_t *d = fake_find(dst), *s = fake_find(src);
+
+    return no_sync != NULL && strcmp(no_sync, "1") == 0 &&
+           ((d != NULL && d->opened) || (s != NULL && s->opened));
+}
+
+/* A copy, made now: the synchronous one's and a queued asynchronous one's, once due. */
+static cudaError_t fake_copy(void *dst, const void *src, size_t bytes)
+{
+    fake_alloc_t *d = fake_find(dst), *s = fake_find(src);
+
+    if ((d != NULL && (char *)dst + bytes > d->base + d->len) ||
+        (s != NULL && (const char *)src + bytes > s->base + s->len)) {
+        return fake_set(cudaErrorInvalidValue); /* past the end of an allocation */
+    }
+    fake_open(d, 1);
+    fake_open(s, 1);
+    memmove(dst, src, bytes);
+    fake_open(d, 0);
+    fake_open(s, 0);
+    return cudaSuccess;
+}
+
+static cudaError_t fake_run(fake_stream_t *st, unsigned long long upto, int waited)
 {
     cudaError_t e;
 
     while (st->head < upto) {
-        e = cudaMemcpy(st->op[st->head % FAKE_QUEUE].dst, st->op[st->head % FAKE_QUEUE].src,
-                       st->op[st->head % FAKE_QUEUE].bytes, cudaMemcpyDefault);
+        e = waited && fake_sync_refused(st->op[st->head % FAKE_QUEUE].dst,
+                                        st->op[st->head % FAKE_QUEUE].src)
+                ? cudaErrorNotPermitted
+                : fake_copy(st->op[st->head % FAKE_QUEUE].dst, st->op[st->head % FAKE_QUEUE].src,
+                            st->op[st->head % FAKE_QUEUE].bytes);
         if (e != cudaSuccess && st->err == cudaSuccess) {
             st->err = e;
         }
@@ -249,7 +286,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
     fake_stream_t *st = (fake_stream_t *)s;
 
-    return st != NULL ? fake_set(fake_run(st, st->tail)) : cudaSuccess;
+    return st != NULL ? fake_set(fake_run(st, st->tail, 1)) : cudaSuccess;
 }
 
 cudaError_t cudaDeviceSynchronize(void)
@@ -257,7 +294,7 @@ cudaError_t cudaDeviceSynchronize(void)
     cudaError_t e = cudaSuccess;
 
     for (int i = 0; i < FAKE_STREAMS; i++) {
-        if (fake_run(&fake_streams[i], fake_streams[i].tail) != cudaSuccess) {
+        if (fake_run(&fake_streams[i], fake_streams[i].tail, 1) != cudaSuccess) {
             e = cudaErrorUnknown;
         }
     }
@@ -330,18 +367,11 @@ cudaError_t cudaFreeHost(void *p)
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
-    fake_alloc_t *d = fake_find(dst), *s = fake_find(src);
-
-    if ((d != NULL && (char *)dst + bytes > d->base + d->len) ||
-        (s != NULL && (const char *)src + bytes > s->base + s->len)) {
-        return fake_set(cudaErrorInvalidValue); /* past the end of an allocation */
+    (void)kind;
+    if (fake_sync_refused(dst, src)) {
+        return fake_set(cudaErrorNotPermitted);
     }
-    fake_open(d, 1);
-    fake_open(s, 1);
-    memmove(dst, src, bytes);
-    fake_open(d, 0);
-    fake_open(s, 0);
-    return cudaSuccess;
+    return fake_copy(dst, src, bytes);
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
@@ -350,10 +380,10 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
     fake_stream_t *st = (fake_stream_t *)s;
 
     if (st == NULL) {
-        return cudaMemcpy(dst, src, bytes, kind);
+        return fake_copy(dst, src, bytes); /* the null stream: in order with the host here */
     }
     if (st->tail - st->head == FAKE_QUEUE) {
-        fake_run(st, st->head + 1);
+        fake_run(st, st->head + 1, 0);
     }
     st->op[st->tail % FAKE_QUEUE].dst = dst;
     st->op[st->tail % FAKE_QUEUE].src = src;
@@ -402,7 +432,7 @@ cudaError_t cudaEventQuery(cudaEvent_t e)
         ev->polls--;
         return cudaErrorNotReady; /* not an error: not remembered */
     }
-    return ev->st != NULL ? fake_set(fake_run(ev->st, ev->at)) : cudaSuccess;
+    return ev->st != NULL ? fake_set(fake_run(ev->st, ev->at, 0)) : cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
@@ -410,7 +440,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
     fake_event_t *ev = (fake_event_t *)e;
 
     ev->polls = 0;
-    return ev->st != NULL ? fake_set(fake_run(ev->st, ev->at)) : cudaSuccess;
+    return ev->st != NULL ? fake_set(fake_run(ev->st, ev->at, 0)) : cudaSuccess;
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)

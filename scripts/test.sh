@@ -263,12 +263,16 @@ mkdir "$san/src" "$san/build"
 } | tar -cf - -T - | tar -xf - -C "$san/src"
 # The CUDA kernels as compute_80 PTX only (the driver compiles it for any GPU from sm_80 on,
 # where there is one): the plain build has the three targets' machine code; this build is for
-# the host code under the sanitizers.
+# the host code under the sanitizers. No torch extension (--without-torch): nothing this pass
+# runs loads it (the Python tests run on the plain build), and its torch translation unit is
+# most of a minute of CPU and a GiB of memory, taken from the tests running meanwhile. Its test
+# programs too (make check with no TESTS: built, none run), so that their compiling takes what
+# the plain pass leaves idle rather than opening the sanitizer phase.
 san_t0=$(date +%s)
 # shellcheck disable=SC2016
 bg_start "$san/build.log" sh -c 'cd "$1/build" && "$1/src/configure" -q --enable-werror \
-    --enable-sanitizers --without-mpi NVCC_ARCH=--generate-code=arch=compute_80,code=compute_80 &&
-    make -j"$(nproc)" >/dev/null' sh "$san"
+    --enable-sanitizers --without-mpi --without-torch NVCC_ARCH=--generate-code=arch=compute_80,code=compute_80 &&
+    make -j"$(nproc)" >/dev/null && make -j"$(nproc)" check TESTS= >/dev/null' sh "$san"
 san_pid=$bg_pid
 end
 

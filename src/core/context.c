@@ -61,25 +61,6 @@ cohort_status_t cohort_context_enter(cohort_context_t *ctx, const char *what)
     return status != COHORT_OK ? status : cohort_guard_enter(ctx, what);
 }
 
-int cohort_fault(cohort_context_t *ctx, cohort_fault_point_t point)
-{
-    if (ctx->cfg.fault_point != (int)point ||
-        (ctx->cfg.fault_rank >= 0 && ctx->cfg.fault_rank != ctx->rank)) {
-        return 0;
-    }
-    if (++ctx->fault_count != ctx->cfg.fault_nth) {
-        return 0;
-    }
-    cohort_warn(ctx, "COHORT_FAULT: failing pass %d through this point on purpose",
-                ctx->fault_count);
-    return 1;
-}
-
-double cohort_context_bound(const cohort_context_t *ctx, double fallback_s)
-{
-    return ctx->cfg.timeout_s > 0 ? ctx->cfg.timeout_s : fallback_s;
-}
-
 static void cohort_context_plugin_log(void *arg, int level, const char *fmt, va_list ap)
 {
     cohort_vlog(cohort_ctx_log(arg), level, fmt, ap);
@@ -233,6 +214,11 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     status = cohort_ucx_open(ctx);
     if (status != COHORT_OK) {
         goto err_plugin;
+    }
+    /* Before the address is published: nothing reaches a worker without its handler. */
+    status = cohort_am_register(ctx);
+    if (status != COHORT_OK) {
+        goto err_ucx;
     }
     if (!ctx->singleton) {
         size_t card_len = 0;

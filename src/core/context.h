@@ -172,10 +172,14 @@ cohort_status_t cohort_context_check(const cohort_context_t *ctx, const char *wh
 /* The same, and @a ctx is taken for this thread (core/guard.h): cohort_guard_leave gives it
  * back. */
 cohort_status_t cohort_context_enter(cohort_context_t *ctx, const char *what);
-/* 1 when this pass through fault point @a point must fail (COHORT_FAULT). */
+/* 1 when this pass through fault point @a point must fail (COHORT_FAULT; fault.c, a leaf the
+ * engine's files call without calling into context.c). */
 int cohort_fault(cohort_context_t *ctx, cohort_fault_point_t point);
 /* The bound for engine-internal waits that must end even when COHORT_TIMEOUT is unset. */
-double cohort_context_bound(const cohort_context_t *ctx, double fallback_s);
+static inline double cohort_context_bound(const cohort_context_t *ctx, double fallback_s)
+{
+    return ctx->cfg.timeout_s > 0 ? ctx->cfg.timeout_s : fallback_s;
+}
 /* Translate a UCX status, at the boundary. */
 cohort_status_t cohort_ucs_status(ucs_status_t status);
 

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/am.h"
 #include "core/context.h"
 #include "core/log.h"
 #include "core/ucx.h"
@@ -179,10 +178,6 @@ cohort_status_t cohort_ucx_open(cohort_context_t *ctx)
                          ucs_status_string(ucs));
             goto err_release_address;
         }
-    }
-    if (cohort_am_register(ctx) != COHORT_OK) {
-        ucs = UCS_ERR_IO_ERROR;
-        goto err_release_address;
     }
     return COHORT_OK;
 

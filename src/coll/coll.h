@@ -103,9 +103,9 @@ typedef struct cohort_coll_algo {
 #define COHORT_CHECK_FIELDS 5 /* the arguments, which must be alike */
 #define COHORT_CHECK_DEVICE 5 /* then the vote: its lowest value is the answer */
 /* then, in a group's first collective, the settings that must be alike (settings.c) */
-#define COHORT_CHECK_SETTINGS 6
+#define COHORT_CHECK_SETTINGS  6
 #define COHORT_SETTINGS_FIELDS 6
-#define COHORT_AGREE_FIELDS (COHORT_CHECK_SETTINGS + COHORT_SETTINGS_FIELDS)
+#define COHORT_AGREE_FIELDS    (COHORT_CHECK_SETTINGS + COHORT_SETTINGS_FIELDS)
 typedef struct {
     int64_t lo[COHORT_AGREE_FIELDS], hi[COHORT_AGREE_FIELDS];
 } cohort_coll_check_vals_t;
@@ -126,7 +126,8 @@ typedef struct {
     void *host_s;    /* the staged send buffer */
     void *host_r;    /* the staged receive buffer, which the algorithm sees as rbuf */
     void *user_rbuf; /* the caller's device rbuf, written from host_r at completion */
-    size_t rout;     /* bytes to write there; 0 once written */
+    size_t rout;     /* bytes to write there; 0 once the copy is enqueued */
+    uint64_t out;    /* the copy's ticket until it is seen over (polled, stage.c) */
 } cohort_coll_stage_t;
 
 /* One task of a collective's schedule (schedule.c): posted once, then progressed until it

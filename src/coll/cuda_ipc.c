@@ -33,7 +33,19 @@
 #include "mem/gpu.h"
 #include "core/log.h"
 
-typedef enum { IPC_EXCHANGE, IPC_AGREE, IPC_COMBINE, IPC_SYNC, IPC_FALLBACK } ipc_phase_t;
+typedef enum {
+    IPC_EXCHANGE,
+    IPC_AGREE,
+    IPC_COMBINE,
+    IPC_COMBINING,
+    IPC_SYNC,
+    IPC_FALLBACK,
+    IPC_FINISHING
+} ipc_phase_t;
+
+/* Every device copy and kernel of a call goes on one lane, in order, and is never waited for
+ * inside progress: the lane's mark is polled (ipc_work_test). */
+#define IPC_LANE COHORT_GPU_LANE_TO_DEVICE
 
 enum { IPC_STEP_DESC, IPC_STEP_AGREE, IPC_STEP_SYNC, IPC_STEP_FALLBACK, IPC_STEPS };
 
@@ -57,6 +69,7 @@ typedef struct {
     void *final_dst;    /* where: the caller's rbuf */
     uint8_t signal;     /* the byte each signal carries */
     uint8_t mapped;     /* IPC_*: this rank mapped every buffer of the others it needs */
+    uint64_t work;      /* the mark of the device work enqueued and not yet seen over, or 0 */
     int fb_posted;      /* the fallback's transfers are posted */
     char *fb_in;        /* fallback: device scratch for the members' inputs */
     ipc_desc_t mine;
@@ -96,10 +109,8 @@ static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const v
     if (s->scratch[k] == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
-    status = COHORT_OK;
-    if (copy > 0) {
-        status = mod->copy(s->scratch[k], user, copy);
-    }
+    /* enqueued only: the exchange phase's mark covers it (ipc_start) */
+    status = copy > 0 ? mod->copy_start(s->scratch[k], user, copy, IPC_LANE, NULL) : COHORT_OK;
     if (status == COHORT_OK) {
         status = mod->ipc_get(s->scratch[k], ipc);
     }
@@ -172,6 +183,13 @@ static cohort_status_t ipc_start(cohort_request_t *req)
         s->din = s->dout + (size_t)me * one;
         s->mine.in = s->mine.out;
         s->mine.in.offset += (size_t)me * one;
+    }
+    /* Copies into scratch, if any, are over before this rank says it mapped (IPC_AGREE): the
+     * others read its input from then on. Marked even after a failure, so that cleanup waits
+     * for what was enqueued before it returns the scratch. */
+    if (s->scratch[0] != NULL || s->scratch[1] != NULL) {
+        cohort_status_t mark = cohort_gpu_lane_mark(req->ctx, IPC_LANE, &s->work);
+        status = status == COHORT_OK ? mark : status;
     }
     if (status != COHORT_OK) {
         return status;
@@ -272,19 +290,60 @@ static cohort_status_t ipc_combine(cohort_request_t *req, ipc_state_t *s, size_t
     for (int d = 0; d < ndst; d++) {
         dsts[d] = outs[d] + dst_off;
     }
-    return cohort_gpu_reduce_multi(req->ctx, dsts, ndst, srcs, n, count, a->dt, a->op, n);
+    return cohort_gpu_reduce_multi_start(req->ctx, dsts, ndst, srcs, n, count, a->dt, a->op, n,
+                                         IPC_LANE);
 }
 
-/* The result into the caller's rbuf when it was computed in scratch. */
-static cohort_status_t ipc_finish(cohort_request_t *req, ipc_state_t *s)
+/* The call's device work enqueued so far, marked (whatever @a status says: what was enqueued
+ * before a failure must be over before cleanup unmaps and gives back what it touches). */
+static cohort_status_t ipc_work_mark(cohort_request_t *req, ipc_state_t *s, cohort_status_t status)
 {
-    cohort_status_t status = COHORT_OK;
+    cohort_status_t mark;
 
-    if (s->out_is_scratch) {
-        status = cohort_gpu_copy(req->ctx, s->final_dst, s->dout, s->out_bytes);
-        s->out_is_scratch = 0;
+    if (s->work != 0) {
+        /* an earlier mark on the lane, which the new one covers */
+        cohort_gpu_mark_drop(req->ctx, s->work);
+        s->work = 0;
     }
+    mark = cohort_gpu_lane_mark(req->ctx, IPC_LANE, &s->work);
+
+    return status != COHORT_OK ? status : mark;
+}
+
+/* COHORT_OK once the call's device work is over, COHORT_INPROGRESS (the request polled: no
+ * completion announces it) or the device's error. */
+static cohort_status_t ipc_work_test(cohort_request_t *req, ipc_state_t *s)
+{
+    cohort_status_t status;
+
+    if (s->work == 0) {
+        return COHORT_OK;
+    }
+    status = cohort_gpu_copy_test(req->ctx, s->work);
+    if (status == COHORT_INPROGRESS) {
+        cohort_request_poll(req);
+        return status;
+    }
+    s->work = 0; /* spent, over or failed */
     return status;
+}
+
+/* The result into the caller's rbuf when it was computed in scratch (enqueued after whatever
+ * computed it: @a enqueued, whose enqueueing said @a status), then all of it seen over. */
+static cohort_status_t ipc_finish(cohort_request_t *req, ipc_state_t *s, cohort_status_t status,
+                                  int enqueued)
+{
+    if (status == COHORT_OK && s->out_is_scratch) {
+        status =
+            cohort_gpu_copy_start(req->ctx, s->final_dst, s->dout, s->out_bytes, IPC_LANE, NULL);
+        s->out_is_scratch = 0;
+        enqueued = 1;
+    }
+    if (enqueued) {
+        status = ipc_work_mark(req, s, status);
+    }
+    s->phase = IPC_FINISHING;
+    return status == COHORT_OK ? ipc_work_test(req, s) : status;
 }
 
 /* The fallback's messages with member @a k: where its data lands here (NULL: none comes) and
@@ -374,13 +433,14 @@ static cohort_status_t ipc_fallback(cohort_request_t *req, ipc_state_t *s)
         for (int k = 0; k < n; k++) {
             srcs[k] = k == me ? s->din + (rs ? (size_t)me * one : 0) : s->fb_in + (size_t)k * one;
         }
-        status = cohort_gpu_reduce_multi(req->ctx, (void *const *)&s->dout, 1, srcs, n, a->count,
-                                         a->dt, a->op, n);
+        status = cohort_gpu_reduce_multi_start(req->ctx, (void *const *)&s->dout, 1, srcs, n,
+                                               a->count, a->dt, a->op, n, IPC_LANE);
     } else if (a->coll == COHORT_COLL_ALLGATHER || a->coll == COHORT_COLL_ALLTOALL) {
         size_t off = a->coll == COHORT_COLL_ALLTOALL ? (size_t)me * one : 0;
-        status = cohort_gpu_copy(req->ctx, s->dout + (size_t)me * one, s->din + off, one);
+        status = cohort_gpu_copy_start(req->ctx, s->dout + (size_t)me * one, s->din + off, one,
+                                       IPC_LANE, NULL);
     }
-    return status == COHORT_OK ? ipc_finish(req, s) : status;
+    return ipc_finish(req, s, status, 1);
 }
 
 static cohort_status_t ipc_progress(cohort_request_t *req)
@@ -407,7 +467,12 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
         /* fall through */
     case IPC_AGREE:
         /* Every member must know that every other could map: one that could not would leave
-         * its block uncomputed and its output unwritten. */
+         * its block uncomputed and its output unwritten. This rank's input is in its scratch
+         * before it says so: the others read it from then on. */
+        status = s->posted ? COHORT_OK : ipc_work_test(req, s);
+        if (status != COHORT_OK) {
+            return status;
+        }
         status = ipc_round(req, s, IPC_STEP_AGREE, s->sig_rx + n, 1, &s->mapped, 1);
         if (status != COHORT_OK) {
             return status;
@@ -439,17 +504,27 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
             status = me == a->root ? ipc_combine(req, s, 0, a->count, &s->dout, 1, 0) : COHORT_OK;
         } else if (a->coll == COHORT_COLL_BCAST) {
             status = me == a->root ? COHORT_OK
-                                   : cohort_gpu_copy(req->ctx, s->dout, s->in_map[a->root], one);
+                                   : cohort_gpu_copy_start(req->ctx, s->dout, s->in_map[a->root],
+                                                           one, IPC_LANE, NULL);
         } else {
             /* allgather: every member's input into its block; alltoall: block me of every
              * member's input into its block */
             size_t off = a->coll == COHORT_COLL_ALLTOALL ? (size_t)me * one : 0;
             status = COHORT_OK;
             for (int k = 0; k < n && status == COHORT_OK; k++) {
-                status =
-                    cohort_gpu_copy(req->ctx, s->dout + (size_t)k * one, s->in_map[k] + off, one);
+                status = cohort_gpu_copy_start(req->ctx, s->dout + (size_t)k * one,
+                                               s->in_map[k] + off, one, IPC_LANE, NULL);
             }
         }
+        status = ipc_work_mark(req, s, status);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        s->phase = IPC_COMBINING;
+        /* fall through */
+    case IPC_COMBINING:
+        /* the others are told only once this rank's reads and writes of their memory are over */
+        status = ipc_work_test(req, s);
         if (status != COHORT_OK) {
             return status;
         }
@@ -462,9 +537,11 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
         if (status != COHORT_OK) {
             return status;
         }
-        return ipc_finish(req, s);
+        return ipc_finish(req, s, COHORT_OK, 0);
     case IPC_FALLBACK:
         return ipc_fallback(req, s);
+    case IPC_FINISHING:
+        return ipc_work_test(req, s);
     }
     return COHORT_ERR_INVALID_ARG; /* not reached */
 }
@@ -477,6 +554,11 @@ static void ipc_cleanup(cohort_request_t *req)
 
     if (mod == NULL) {
         return;
+    }
+    if (s->work != 0) {
+        /* the device may still read or write the mappings and scratch given back below */
+        (void)cohort_gpu_copy_finish(req->ctx, s->work);
+        s->work = 0;
     }
     for (int k = 0; s->opened != NULL && k < 2 * n; k++) {
         if (s->opened[k] != NULL) {

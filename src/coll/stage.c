@@ -142,21 +142,39 @@ int cohort_coll_stage_all_device(cohort_request_t *req)
            ((rin == 0 && rout == 0) || cohort_gpu_mem_type(req->ctx, a->rbuf) == COHORT_MEM_CUDA);
 }
 
+/* The result's copy to the device, started once and then polled (it runs in progress, which
+ * waits for nothing: no completion announces its end, so the request is polled). */
 cohort_status_t cohort_coll_stage_out(cohort_request_t *req)
 {
     cohort_coll_stage_t *st = &cohort_coll_base(req)->stage;
     cohort_status_t status = COHORT_OK;
 
     if (st->user_rbuf != NULL && st->rout > 0) {
-        status = cohort_gpu_copy(req->ctx, st->user_rbuf, st->host_r, st->rout);
+        status = cohort_gpu_copy_start(req->ctx, st->user_rbuf, st->host_r, st->rout,
+                                       COHORT_GPU_LANE_TO_DEVICE, &st->out);
         st->rout = 0; /* once, even if progress is asked again */
     }
+    if (status != COHORT_OK || st->out == 0) {
+        return status;
+    }
+    status = cohort_gpu_copy_test(req->ctx, st->out);
+    if (status == COHORT_INPROGRESS) {
+        cohort_request_poll(req);
+        return status;
+    }
+    st->out = 0;
     return status;
 }
 
 void cohort_coll_stage_release(cohort_request_t *req)
 {
     cohort_coll_stage_t *st = &cohort_coll_base(req)->stage;
+
+    if (st->out != 0) {
+        /* the copy reads host_r, which goes back to the cache below */
+        (void)cohort_gpu_copy_finish(req->ctx, st->out);
+        st->out = 0;
+    }
 
     cohort_gpu_pinned_put(req->ctx, st->host_s);
     cohort_gpu_pinned_put(req->ctx, st->host_r);

@@ -139,6 +139,11 @@ cohort_status_t cohort_gpu_copy_start(cohort_context_t *ctx, void *dst, const vo
                             "copy of device data");
 }
 
+cohort_status_t cohort_gpu_lane_mark(cohort_context_t *ctx, int lane, uint64_t *ticket)
+{
+    return cohort_gpu_check(ctx, ctx->gpu.mod->lane_mark(lane, ticket), "marking a copy lane");
+}
+
 cohort_status_t cohort_gpu_stream_mark(cohort_context_t *ctx, void *stream, uint64_t *ticket)
 {
     return cohort_gpu_check(ctx, ctx->gpu.mod->stream_mark(stream, ticket),
@@ -176,6 +181,16 @@ cohort_status_t cohort_gpu_reduce_multi(cohort_context_t *ctx, void *const *dsts
 {
     return cohort_gpu_check(
         ctx, ctx->gpu.mod->reduce_multi(dsts, ndst, srcs, nsrc, count, dt, op, nranks),
+        "n-way reduction on the device");
+}
+
+cohort_status_t cohort_gpu_reduce_multi_start(cohort_context_t *ctx, void *const *dsts, int ndst,
+                                              const void *const *srcs, int nsrc, size_t count,
+                                              cohort_dtype_t dt, cohort_op_t op, int nranks,
+                                              int lane)
+{
+    return cohort_gpu_check(
+        ctx, ctx->gpu.mod->reduce_multi_start(dsts, ndst, srcs, nsrc, count, dt, op, nranks, lane),
         "n-way reduction on the device");
 }
 

@@ -59,10 +59,14 @@ cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr);
 cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *src, size_t bytes);
 /* An asynchronous copy on @a lane (COHORT_GPU_LANE_TO_HOST or _TO_DEVICE): *ticket 0 when it
  * is over already; else poll it with cohort_gpu_copy_test (COHORT_OK once done, or
- * COHORT_INPROGRESS) or wait with cohort_gpu_copy_finish, which spend it. */
+ * COHORT_INPROGRESS) or wait with cohort_gpu_copy_finish, which spend it. @a ticket NULL:
+ * enqueued only, told by a later cohort_gpu_lane_mark. */
 cohort_status_t cohort_gpu_copy_start(cohort_context_t *ctx, void *dst, const void *src,
                                       size_t bytes, int lane, uint64_t *ticket);
 cohort_status_t cohort_gpu_copy_test(cohort_context_t *ctx, uint64_t ticket);
+/* A ticket as a copy's, for the work enqueued on @a lane so far (copy_start with no ticket,
+ * cohort_gpu_reduce_multi_start). */
+cohort_status_t cohort_gpu_lane_mark(cohort_context_t *ctx, int lane, uint64_t *ticket);
 /* A ticket as a copy's, for the work enqueued on the caller's CUDA @a stream so far. */
 cohort_status_t cohort_gpu_stream_mark(cohort_context_t *ctx, void *stream, uint64_t *ticket);
 void cohort_gpu_mark_drop(cohort_context_t *ctx, uint64_t ticket);
@@ -72,6 +76,11 @@ cohort_status_t cohort_gpu_reduce(cohort_context_t *ctx, void *dst, const void *
 cohort_status_t cohort_gpu_reduce_multi(cohort_context_t *ctx, void *const *dsts, int ndst,
                                         const void *const *srcs, int nsrc, size_t count,
                                         cohort_dtype_t dt, cohort_op_t op, int nranks);
+/* The same enqueued on @a lane, its end told by cohort_gpu_lane_mark. */
+cohort_status_t cohort_gpu_reduce_multi_start(cohort_context_t *ctx, void *const *dsts, int ndst,
+                                              const void *const *srcs, int nsrc, size_t count,
+                                              cohort_dtype_t dt, cohort_op_t op, int nranks,
+                                              int lane);
 cohort_status_t cohort_gpu_finish(cohort_context_t *ctx, void *buf, size_t count, cohort_dtype_t dt,
                                   cohort_op_t op, int nranks);
 /* A page-locked host buffer of at least @a bytes from the context's cache, or NULL (logged). */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include "cohort.h"
 
-#define COHORT_GPU_MODULE_ABI    3
+#define COHORT_GPU_MODULE_ABI    4
 #define COHORT_GPU_MODULE_SYMBOL "cohort_gpu_module"
 #define COHORT_GPU_MODULE_FILE   "cohort_cuda.so"
 /* cudaIpcMemHandle_t is 64 bytes; kept opaque here. */
@@ -63,9 +63,12 @@ typedef struct cohort_gpu_module {
     cohort_status_t (*copy)(void *dst, const void *src, size_t bytes);
     /* An asynchronous copy (any direction) on stream @a lane (COHORT_GPU_LANE_*), its end
      * polled: *ticket names it until copy_test or copy_finish says it is over (0: it already
-     * is). Copies on one lane run in the order they were started. */
+     * is). Work on one lane runs in the order it was enqueued. @a ticket NULL: enqueued only,
+     * its end told by a later ticket on the same lane (lane_mark). */
     cohort_status_t (*copy_start)(void *dst, const void *src, size_t bytes, int lane,
                                   uint64_t *ticket);
+    /* A ticket, polled and spent as a copy's, for all the work enqueued on @a lane so far. */
+    cohort_status_t (*lane_mark)(int lane, uint64_t *ticket);
     /* COHORT_OK: done (the ticket is spent), COHORT_INPROGRESS, or COHORT_ERR_CUDA (spent). */
     cohort_status_t (*copy_test)(uint64_t ticket);
     /* Waits for it; the ticket is spent. */
@@ -84,6 +87,11 @@ typedef struct cohort_gpu_module {
      * A dst may alias a src exactly. ndst, nsrc <= COHORT_GPU_MULTI_MAX. */
     cohort_status_t (*reduce_multi)(void *const *dsts, int ndst, const void *const *srcs, int nsrc,
                                     size_t count, cohort_dtype_t dt, cohort_op_t op, int nranks);
+    /* The same enqueued on @a lane and not waited for (its end told by lane_mark): work that
+     * reads or writes another process's memory never waits inside a progress call. */
+    cohort_status_t (*reduce_multi_start)(void *const *dsts, int ndst, const void *const *srcs,
+                                          int nsrc, size_t count, cohort_dtype_t dt, cohort_op_t op,
+                                          int nranks, int lane);
     /* COHORT_AVG's division, as cohort_reduce_finish. */
     cohort_status_t (*finish)(void *buf, size_t count, cohort_dtype_t dt, cohort_op_t op,
                               int nranks);

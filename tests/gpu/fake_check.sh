@@ -8,8 +8,9 @@
 # member gets a status); with the test module whose kernels are host loops
 # (tests/gpu/fake_kernels.c, found first on COHORT_PLUGIN_PATH) every collective runs through
 # CUDA IPC (once with rank 1 unable to map the others' memory, FAKE_CUDA_IPC_FAIL_RANK: the
-# fallback; once point-to-point alone with every synchronous copy of a peer's memory refused,
-# FAKE_CUDA_SYNC_OPENED_FAIL: the receiver's copy out of it is made from progress, polled), and
+# fallback; once with every copy or kernel touching a peer's memory refused when its caller
+# waits for it, FAKE_CUDA_SYNC_OPENED_FAIL: the collectives' copies and reductions and the
+# point-to-point receiver's copy are enqueued and their ends polled from progress), and
 # then every message-based algorithm on the device buffers themselves
 # (COHORT_CUDA_PIPELINE_MIN=0: local copies and reductions on the "device", each transfer
 # staged on its own; a kernel handed host memory fails the run); and (FAKE_CHECK_PART=vote)
@@ -65,7 +66,7 @@ export TEST_RUNS="2 COHORT_CUDA_IPC=on $kernels
 3 COHORT_CUDA_IPC=on COHORT_CUDA_IPC_CACHE=0 $kernels
 4 COHORT_CUDA_IPC=on $kernels
 3 COHORT_CUDA_IPC=on FAKE_CUDA_IPC_FAIL_RANK=1 CUDA_COLL_ONLY=bcast,reduce,allreduce,reduce_scatter,allgather,alltoall,p2p $kernels
-3 COHORT_CUDA_IPC_MIN=1g CUDA_COLL_ONLY=p2p FAKE_CUDA_SYNC_OPENED_FAIL=1 $kernels
+3 COHORT_CUDA_IPC=on CUDA_COLL_EXPECT_IPC=1 FAKE_CUDA_SYNC_OPENED_FAIL=1 $kernels
 3 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=ring COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_BCAST=knomial COHORT_ALGO_REDUCE=knomial $kernels
 4 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=rabenseifner COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck COHORT_ALGO_ALLTOALL=bruck COHORT_ALGO_BCAST=scatter_allgather $kernels
 3 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=recursive_doubling $kernels"

@@ -177,8 +177,8 @@ const char *cudaGetErrorName(cudaError_t e)
     return e == cudaSuccess ? "cudaSuccess" : "cudaErrorFake";
 }
 
-/* A stream: the asynchronous copies enqueued on it and not made yet (tail enqueued, head
- * made), in order. */
+/* A stream: the asynchronous copies and host functions (the fake kernels' launches,
+ * fake_kernels.c) enqueued on it and not run yet (tail enqueued, head run), in order. */
 #define FAKE_QUEUE   1024
 #define FAKE_STREAMS 8
 typedef struct {
@@ -186,6 +186,8 @@ typedef struct {
         void *dst;
         const void *src;
         size_t bytes;
+        cudaHostFn_t fn; /* a host function instead of a copy */
+        void *arg;
     } op[FAKE_QUEUE];
     unsigned long long head, tail;
     cudaError_t err; /* the first failed copy, reported by the next wait */
@@ -204,13 +206,22 @@ static fake_stream_t fake_streams[FAKE_STREAMS];
 /* FAKE_CUDA_SYNC_OPENED_FAIL=1 and a copy touching memory opened from another process's
  * handle that the caller waits for: cudaMemcpy, or a stream synchronized (the CUDA module's
  * synchronous copy is an asynchronous one on its own lane, then that lane synchronized). */
+/* A host function's cudaMemcpy (a fake kernel's) is the queued work's own: refused only when
+ * the queue runs because somebody waits for it. */
+static enum { FAKE_NOT_QUEUED, FAKE_QUEUED_POLLED, FAKE_QUEUED_WAITED } fake_queued;
+static cudaError_t fake_fn_err; /* a host function's failed copy */
+
 static int fake_sync_refused(const void *dst, const void *src)
 {
     const char *no_sync = getenv("FAKE_CUDA_SYNC_OPENED_FAIL");
-    fake_alloc_t *d = fake_find(dst), *s = fake_find(src);
+    fake_alloc_t *d, *s;
 
-    return no_sync != NULL && strcmp(no_sync, "1") == 0 &&
-           ((d != NULL && d->opened) || (s != NULL && s->opened));
+    if (no_sync == NULL || strcmp(no_sync, "1") != 0 || fake_queued == FAKE_QUEUED_POLLED) {
+        return 0;
+    }
+    d = fake_find(dst);
+    s = fake_find(src);
+    return (d != NULL && d->opened) || (s != NULL && s->opened);
 }
 
 /* A copy, made now: the synchronous one's and a queued asynchronous one's, once due. */
@@ -230,16 +241,32 @@ static cudaError_t fake_copy(void *dst, const void *src, size_t bytes)
     return cudaSuccess;
 }
 
+/* Host function @a fn run as queued work, waited for or not; its copies' first error. */
+static cudaError_t fake_run_fn(cudaHostFn_t fn, void *arg, int waited)
+{
+    fake_queued = waited ? FAKE_QUEUED_WAITED : FAKE_QUEUED_POLLED;
+    fake_fn_err = cudaSuccess;
+    fn(arg);
+    fake_queued = FAKE_NOT_QUEUED;
+    return fake_fn_err;
+}
+
 static cudaError_t fake_run(fake_stream_t *st, unsigned long long upto, int waited)
 {
     cudaError_t e;
 
     while (st->head < upto) {
-        e = waited && fake_sync_refused(st->op[st->head % FAKE_QUEUE].dst,
-                                        st->op[st->head % FAKE_QUEUE].src)
-                ? cudaErrorNotPermitted
-                : fake_copy(st->op[st->head % FAKE_QUEUE].dst, st->op[st->head % FAKE_QUEUE].src,
-                            st->op[st->head % FAKE_QUEUE].bytes);
+        if (st->op[st->head % FAKE_QUEUE].fn != NULL) {
+            e = fake_run_fn(st->op[st->head % FAKE_QUEUE].fn, st->op[st->head % FAKE_QUEUE].arg,
+                            waited);
+        } else {
+            e = waited && fake_sync_refused(st->op[st->head % FAKE_QUEUE].dst,
+                                            st->op[st->head % FAKE_QUEUE].src)
+                    ? cudaErrorNotPermitted
+                    : fake_copy(st->op[st->head % FAKE_QUEUE].dst,
+                                st->op[st->head % FAKE_QUEUE].src,
+                                st->op[st->head % FAKE_QUEUE].bytes);
+        }
         if (e != cudaSuccess && st->err == cudaSuccess) {
             st->err = e;
         }
@@ -367,11 +394,14 @@ cudaError_t cudaFreeHost(void *p)
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
+    cudaError_t e;
+
     (void)kind;
-    if (fake_sync_refused(dst, src)) {
-        return fake_set(cudaErrorNotPermitted);
+    e = fake_sync_refused(dst, src) ? fake_set(cudaErrorNotPermitted) : fake_copy(dst, src, bytes);
+    if (e != cudaSuccess && fake_queued != FAKE_NOT_QUEUED && fake_fn_err == cudaSuccess) {
+        fake_fn_err = e;
     }
-    return fake_copy(dst, src, bytes);
+    return e;
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
@@ -388,6 +418,26 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
     st->op[st->tail % FAKE_QUEUE].dst = dst;
     st->op[st->tail % FAKE_QUEUE].src = src;
     st->op[st->tail % FAKE_QUEUE].bytes = bytes;
+    st->op[st->tail % FAKE_QUEUE].fn = NULL;
+    st->tail++;
+    return cudaSuccess;
+}
+
+/* The fake kernels' launch (fake_kernels.c): queued like a copy, run when the stream gets there
+ * (a real kernel runs when the device does, not in cudaLaunchKernel). Unlike CUDA's, the
+ * function may call cudaMemcpy: its copies are the queued work's. */
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *arg)
+{
+    fake_stream_t *st = (fake_stream_t *)s;
+
+    if (st == NULL) {
+        return fake_set(fake_run_fn(fn, arg, 1)); /* the null stream: in order with the host */
+    }
+    if (st->tail - st->head == FAKE_QUEUE) {
+        fake_run(st, st->head + 1, 0);
+    }
+    st->op[st->tail % FAKE_QUEUE].fn = fn;
+    st->op[st->tail % FAKE_QUEUE].arg = arg;
     st->tail++;
     return cudaSuccess;
 }

@@ -223,6 +223,9 @@ static cohort_status_t cohort_cuda_copy_start(void *dst, const void *src, size_t
     cohort_status_t status;
     int i;
 
+    if (ticket == NULL) {
+        return bytes == 0 || dst == src ? COHORT_OK : cohort_cuda_copy_async(dst, src, bytes, lane);
+    }
     *ticket = 0;
     if (bytes == 0 || dst == src) {
         return COHORT_OK;
@@ -248,6 +251,15 @@ static cohort_status_t cohort_cuda_stream_mark(void *stream, uint64_t *ticket)
     }
     e = cudaStreamSynchronize((cudaStream_t)stream);
     return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("cudaStreamSynchronize", e);
+}
+
+static cohort_status_t cohort_cuda_lane_mark(int lane, uint64_t *ticket)
+{
+    *ticket = 0;
+    if (cohort_cuda.lane[lane] == NULL) {
+        return COHORT_OK; /* nothing was ever enqueued on it */
+    }
+    return cohort_cuda_stream_mark(cohort_cuda.lane[lane], ticket);
 }
 
 /* The slot a ticket names, or -1 for one not in flight. */
@@ -299,10 +311,11 @@ static void cohort_cuda_mark_drop(uint64_t ticket)
     (void)cohort_cuda_copy_end(ticket, 2);
 }
 
-/* Every reduction of the module is the one kernel's (kernels.cu), run to completion. */
-static cohort_status_t cohort_cuda_reduce_multi(void *const *dsts, int ndst,
-                                                const void *const *srcs, int nsrc, size_t count,
-                                                cohort_dtype_t dt, cohort_op_t op, int nranks)
+/* Every reduction of the module is the one kernel's (kernels.cu), enqueued on @a lane. */
+static cohort_status_t cohort_cuda_reduce_multi_start(void *const *dsts, int ndst,
+                                                      const void *const *srcs, int nsrc,
+                                                      size_t count, cohort_dtype_t dt,
+                                                      cohort_op_t op, int nranks, int lane)
 {
     cudaError_t e;
 
@@ -310,11 +323,19 @@ static cohort_status_t cohort_cuda_reduce_multi(void *const *dsts, int ndst,
         return COHORT_ERR_CUDA;
     }
     e = cohort_cuda_reduce_multi_launch(dsts, ndst, srcs, nsrc, count, dt, op, nranks,
-                                        cohort_cuda.lane[COHORT_GPU_LANE_SYNC]);
-    if (e != cudaSuccess) {
-        return cohort_cuda_fail("reduction kernel", e);
-    }
-    return cohort_cuda_copy_wait(COHORT_GPU_LANE_SYNC);
+                                        cohort_cuda.lane[lane]);
+    return e == cudaSuccess ? COHORT_OK : cohort_cuda_fail("reduction kernel", e);
+}
+
+/* The same, run to completion. */
+static cohort_status_t cohort_cuda_reduce_multi(void *const *dsts, int ndst,
+                                                const void *const *srcs, int nsrc, size_t count,
+                                                cohort_dtype_t dt, cohort_op_t op, int nranks)
+{
+    cohort_status_t status = cohort_cuda_reduce_multi_start(dsts, ndst, srcs, nsrc, count, dt, op,
+                                                            nranks, COHORT_GPU_LANE_SYNC);
+
+    return status == COHORT_OK ? cohort_cuda_copy_wait(COHORT_GPU_LANE_SYNC) : status;
 }
 
 /* dst = a op b: two sources, no division (AVG sums here; finish divides). */
@@ -443,12 +464,14 @@ __attribute__((visibility("default"))) const cohort_gpu_module_t cohort_gpu_modu
     .ptr_kind = cohort_cuda_ptr_kind,
     .copy = cohort_cuda_copy,
     .copy_start = cohort_cuda_copy_start,
+    .lane_mark = cohort_cuda_lane_mark,
     .copy_test = cohort_cuda_copy_test,
     .copy_finish = cohort_cuda_copy_finish,
     .stream_mark = cohort_cuda_stream_mark,
     .mark_drop = cohort_cuda_mark_drop,
     .reduce = cohort_cuda_reduce,
     .reduce_multi = cohort_cuda_reduce_multi,
+    .reduce_multi_start = cohort_cuda_reduce_multi_start,
     .finish = cohort_cuda_finish,
     .host_alloc = cohort_cuda_host_alloc,
     .host_free = cohort_cuda_host_free,

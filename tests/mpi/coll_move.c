@@ -2,12 +2,12 @@
 /* run: 6 */
 /* run: 8 */
 /* run: 6 COHORT_ALGO_BCAST=knomial COHORT_ALGO_ALLGATHER=bruck COHORT_ALGO_ALLTOALL=bruck */
-/* run: 8 COHORT_ALGO_BCAST=knomial COHORT_ALGO_ALLGATHER=bruck COHORT_ALGO_ALLTOALL=bruck */
+/* run: 8 --full-only COHORT_ALGO_BCAST=knomial COHORT_ALGO_ALLGATHER=bruck COHORT_ALGO_ALLTOALL=bruck */
 /* run: 4 COHORT_CMA=on COHORT_CMA_MIN=1 */
 /* run: 4 COHORT_CMA=on COHORT_CMA_MIN=1 COHORT_FAULT=cma:5 COHORT_ALGO_BCAST=knomial COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise */
 /* run: 4 COHORT_CMA=off */
 /* run: 5 COHORT_ALGO_BCAST=scatter_allgather COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise */
-/* run: 8 COHORT_ALGO_BCAST=scatter_allgather COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise */
+/* run: 8 --full-only COHORT_ALGO_BCAST=scatter_allgather COHORT_ALGO_ALLGATHER=ring COHORT_ALGO_ALLTOALL=pairwise */
 /* run: 3 COHORT_CHECK=1 COHORT_PROGRESS=block */
 /* run: 6 COHORT_ALGO_ALLTOALL=pairwise COHORT_ALGO_ALLTOALL_PAIRWISE_WINDOW=1 */
 /* run: 4 COHORT_ALGO_BCAST=direct COHORT_ALGO_ALLGATHER=direct COHORT_ALGO_ALLTOALL=direct */
@@ -24,7 +24,9 @@
  * is a function of (world rank, byte index, call number). Then several requests outstanding on
  * one group waited in reverse order; two overlapping groups posted in different orders on
  * different ranks; and bad input rejected without a crash. Quick mode (TEST_FULL=0): the world
- * makes the whole matrix, every other shape a third of it, the shapes' thirds in turn.
+ * makes the whole matrix, every other shape a third of it, the shapes' thirds in turn; the
+ * forced algorithms run at 6 and 5 ranks (knomial/bruck, scatter_allgather/ring/pairwise), at 8
+ * in full mode only, beside the default 8-rank line.
  */
 #include <stdint.h>
 #include <string.h>

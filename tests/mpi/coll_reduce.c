@@ -5,7 +5,7 @@
 /* run: 6 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving */
 /* run: 4 COHORT_CMA=on COHORT_CMA_MIN=1 */
 /* run: 4 COHORT_CMA=off */
-/* run: 8 COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving */
+/* run: 8 --full-only COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving */
 /* run: 6 COHORT_ALGO_ALLREDUCE=rabenseifner COHORT_ALGO_REDUCE_SCATTER=ring */
 /* run: 8 COHORT_ALGO_ALLREDUCE=rabenseifner COHORT_ALGO_REDUCE=knomial */
 /* run: 3 COHORT_CHECK=1 COHORT_PROGRESS=block */
@@ -38,6 +38,8 @@
  * pair of the other dimensions meets in the world shape. The rounding calls are thinned alike;
  * a reduce visits every root, alternating the sizes, and the 6 MiB vector goes through one
  * collective per shape: at 8 ranks 2,177 calls instead of 5,088 (counted from these loops).
+ * Ring with recursive halving at 8 ranks is full mode only: the 6-rank line forces the same
+ * pair, and halving's fold at 6 leaves a power-of-two core, the 8-rank case's path.
  */
 #include <math.h>
 #include <stdint.h>

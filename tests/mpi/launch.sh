@@ -84,6 +84,19 @@ together=0
 plain() { case " $2" in *" --"*) return 1 ;; esac; [ "$1" != singleton ]; }
 root=
 [ "$(id -u)" = 0 ] && root=--allow-run-as-root
+# Every rank this script starts carries its id (TEST_LAUNCH_ID, given to the ranks with -x), so
+# that a run's leftover ranks are killed by that and not by name: make check runs two tests at
+# a time, and two of them run the same program (tests/gpu's scripts, cuda_coll), whose other
+# ranks a failed run must leave alone.
+TEST_LAUNCH_ID="$$.$(date +%s%N)"
+export TEST_LAUNCH_ID
+kill_ours() { # program
+    dir=$(cd "$(dirname "$1")" && pwd)
+    for p in $(pgrep -f "^$dir/(\.libs/)?(lt-)?$(basename "$1")\$" 2>/dev/null); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "TEST_LAUNCH_ID=$TEST_LAUNCH_ID" &&
+            kill -KILL "$p" 2>/dev/null
+    done
+}
 status=0
 echo "$runs" | {
     skipped=0
@@ -137,14 +150,14 @@ echo "$runs" | {
                 # shellcheck disable=SC2086
                 TEST_CONFIGS=$configs timeout -k 5 "$bound" env $vars "$mpirun" $root \
                     --oversubscribe --bind-to none $opts -x COHORT_PLUGIN_PATH -x TEST_SRCDIR \
-                    -x TEST_CONFIGS -x TEST_FULL -np "$np" "$prog" </dev/null >"$out" 2>&1 || rc=$?
+                    -x TEST_CONFIGS -x TEST_FULL -x TEST_LAUNCH_ID -np "$np" "$prog" </dev/null \
+                    >"$out" 2>&1 || rc=$?
                 cat "$out"
                 { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ "$retry" = 1 ] || break
                 retry=0
                 # Said on a line of its own: scripts/test.sh counts the retries in its summary.
                 echo "RETRY: $name: $np $envs timed out after $bound s: once more (--retry-on-timeout)"
-                dir=$(cd "$(dirname "$prog")" && pwd)
-                pkill -KILL -f "^$dir/(\.libs/)?(lt-)?$name\$" 2>/dev/null
+                kill_ours "$prog"
             done
             if [ "$rc" = 0 ] && [ -n "$configs" ]; then
                 got=$(grep -c "^$name: passed" "$out")
@@ -177,9 +190,9 @@ echo "$runs" | {
         *)
             echo "== $name: $np $envs failed (rc $rc; 124 or 137: timed out after $bound s)"
             # mpirun may die before its ranks: leave no rank behind to load the machine. Only
-            # this tree's ranks: another checkout's run of the same test is not ours to kill.
-            dir=$(cd "$(dirname "$prog")" && pwd)
-            pkill -KILL -f "^$dir/(\.libs/)?(lt-)?$name\$" 2>/dev/null
+            # this run's ranks: another test's or checkout's run of the same program is not
+            # ours to kill.
+            kill_ours "$prog"
             exit 1
             ;;
         esac

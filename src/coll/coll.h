@@ -127,6 +127,7 @@ typedef struct {
     void *host_r;    /* the staged receive buffer, which the algorithm sees as rbuf */
     void *user_rbuf; /* the caller's device rbuf, written from host_r at completion */
     size_t rout;     /* bytes to write there; 0 once the copy is enqueued */
+    uint64_t in;     /* the copies to the host: their mark until seen over (polled, stage.c) */
     uint64_t out;    /* the copy's ticket until it is seen over (polled, stage.c) */
 } cohort_coll_stage_t;
 
@@ -137,7 +138,7 @@ typedef struct {
     cohort_status_t (*post)(cohort_request_t *req);
     cohort_status_t (*progress)(cohort_request_t *req);
 } cohort_coll_task_t;
-#define COHORT_COLL_TASKS_MAX 5
+#define COHORT_COLL_TASKS_MAX 6
 
 /* Every algorithm's state begins with this. */
 typedef struct {
@@ -271,6 +272,9 @@ cohort_status_t cohort_coll_pid_check(cohort_request_t *req, int k, int32_t pid)
  * (COHORT_CUDA_PIPELINE_MIN) whose buffers are all on the device, nothing is copied whole: the
  * algorithm runs on them (on_device), its transfers staged one by one. */
 cohort_status_t cohort_coll_stage_in(cohort_request_t *req, const cohort_coll_algo_t *algo);
+/* COHORT_OK once stage_in's copies are over (the algorithm may start), COHORT_INPROGRESS (the
+ * request polled), or the device's error. */
+cohort_status_t cohort_coll_stage_in_test(cohort_request_t *req);
 cohort_status_t cohort_coll_stage_out(cohort_request_t *req);
 /* Whether every buffer this rank passes to the call (those it reads or writes) is device
  * memory: its vote on CUDA IPC. */

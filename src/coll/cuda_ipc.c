@@ -314,18 +314,7 @@ static cohort_status_t ipc_work_mark(cohort_request_t *req, ipc_state_t *s, coho
  * completion announces it) or the device's error. */
 static cohort_status_t ipc_work_test(cohort_request_t *req, ipc_state_t *s)
 {
-    cohort_status_t status;
-
-    if (s->work == 0) {
-        return COHORT_OK;
-    }
-    status = cohort_gpu_copy_test(req->ctx, s->work);
-    if (status == COHORT_INPROGRESS) {
-        cohort_request_poll(req);
-        return status;
-    }
-    s->work = 0; /* spent, over or failed */
-    return status;
+    return cohort_gpu_ticket_poll(req, &s->work);
 }
 
 /* The result into the caller's rbuf when it was computed in scratch (enqueued after whatever

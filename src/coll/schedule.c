@@ -1,11 +1,12 @@
 /*
  * A collective as a short schedule of tasks (UCC's ucc_schedule_t is the model): wait for the
  * group's stream, stage the buffers in late, the members' agreement (COHORT_CHECK, the CUDA IPC
- * vote, a group's first-call settings), the algorithm, stage out. cohort_coll_post picks the
- * tasks a call needs and takes every number the call uses (the group's sequence, the shared
- * segment's call) before any task runs, so a task that waits never changes how the members
- * pair their calls. Each task is posted once, then progressed until it is done; the next one
- * is posted only then. The request's progress runs the schedule; nothing else knows its order.
+ * vote, a group's first-call settings), the staging copies seen over, the algorithm, stage out.
+ * cohort_coll_post picks the tasks a call needs and takes every number the call uses (the group's
+ * sequence, the shared segment's call) before any task runs, so a task that waits never changes how
+ * the members pair their calls. Each task is posted once, then progressed until it is done; the
+ * next one is posted only then. The request's progress runs the schedule; nothing else knows its
+ * order.
  */
 #include "coll/coll.h"
 #include "mem/gpu.h"
@@ -20,15 +21,7 @@ static cohort_status_t task_none(cohort_request_t *req)
  * completion announces). */
 static cohort_status_t stream_progress(cohort_request_t *req)
 {
-    cohort_coll_base_t *b = cohort_coll_base(req);
-    cohort_status_t status = cohort_gpu_copy_test(req->ctx, b->stream_mark);
-
-    if (status == COHORT_INPROGRESS) {
-        cohort_request_poll(req);
-        return status;
-    }
-    b->stream_mark = 0;
-    return status;
+    return cohort_gpu_ticket_poll(req, &cohort_coll_base(req)->stream_mark);
 }
 
 /* Device buffers staged once they may be read: after the stream, or after a vote that chose
@@ -74,7 +67,10 @@ static const cohort_coll_task_t cohort_task_stream = {
     "not started: waiting for the work on its CUDA stream (cohort_group_set_stream)", task_none,
     stream_progress};
 static const cohort_coll_task_t cohort_task_stage_in = {"at staging its device buffers in",
-                                                        stage_in_post, task_none};
+                                                        stage_in_post, cohort_coll_stage_in_test};
+/* Staged at post: its copies polled before the algorithm starts. */
+static const cohort_coll_task_t cohort_task_stage_wait = {"at staging its device buffers in",
+                                                          task_none, cohort_coll_stage_in_test};
 static const cohort_coll_task_t cohort_task_agree = {"at the members' agreement", agree_post,
                                                      agree_progress};
 static const cohort_coll_task_t cohort_task_algo = {"at the algorithm", algo_post, algo_progress};
@@ -96,6 +92,9 @@ void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int
     }
     if (vote) {
         b->tasks[n++] = &cohort_task_stage_in;
+    }
+    if (b->stage.in != 0) {
+        b->tasks[n++] = &cohort_task_stage_wait; /* its copies overlap the agreement */
     }
     b->tasks[n++] = &cohort_task_algo;
     b->tasks[n++] = &cohort_task_stage_out;

@@ -1,10 +1,11 @@
 /*
  * Device buffers of a collective, staged through page-locked host memory around the host
- * algorithm: the input is copied to the host when the call is made (the caller's data is ready
- * then, DESIGN.md "CUDA streams"), the algorithm runs on host buffers as it always does, and the
- * result is copied to the device before the request completes. Each buffer is looked at on its
- * own, so host and device buffers mix in one call; a call with host buffers only costs one
- * pointer query per buffer (nothing at all without a device).
+ * algorithm: the input's copy to the host is enqueued when the call is made (the caller's data
+ * is ready then, DESIGN.md "CUDA streams") and the algorithm starts once it is seen over
+ * (polled: progress never waits for a copy), runs on host buffers as it always does, and the
+ * result's copy to the device is enqueued and polled before the request completes. Each buffer is
+ * looked at on its own, so host and device buffers mix in one call; a call with host buffers only
+ * costs one pointer query per buffer (nothing at all without a device).
  *
  * Large calls on device buffers skip this and run the algorithm on them (on_device, see
  * cohort_coll_stage_on_device), when the algorithm allows it.
@@ -54,7 +55,9 @@ static void cohort_coll_stage_sizes(const cohort_coll_args_t *a, int n, int me, 
     }
 }
 
-/* A page-locked buffer of @a cap bytes in @a *host, holding the first @a in bytes of @a dev. */
+/* A page-locked buffer of @a cap bytes in @a *host, the first @a in bytes of @a dev copied
+ * into it on the lane to the host (enqueued only: cohort_coll_stage_in marks the lane after
+ * the call's copies, and the algorithm starts once the mark is over). */
 static cohort_status_t cohort_coll_stage_one(cohort_context_t *ctx, void **host, const void *dev,
                                              size_t cap, size_t in)
 {
@@ -62,7 +65,17 @@ static cohort_status_t cohort_coll_stage_one(cohort_context_t *ctx, void **host,
     if (*host == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
-    return cohort_gpu_copy(ctx, *host, dev, in);
+    return cohort_gpu_copy_start(ctx, *host, dev, in, COHORT_GPU_LANE_TO_HOST, NULL);
+}
+
+/* The call's copies to the host so far, marked (after a failure too: release waits for what
+ * was enqueued before the buffers go back). */
+static cohort_status_t cohort_coll_stage_mark(cohort_request_t *req, cohort_status_t status)
+{
+    cohort_coll_stage_t *st = &cohort_coll_base(req)->stage;
+    cohort_status_t mark = cohort_gpu_lane_mark(req->ctx, COHORT_GPU_LANE_TO_HOST, &st->in);
+
+    return status != COHORT_OK ? status : mark;
 }
 
 /* Whether the algorithm runs on the device buffers as they are: it can (device_ok), every
@@ -110,14 +123,14 @@ cohort_status_t cohort_coll_stage_in(cohort_request_t *req, const cohort_coll_al
     if (s_dev) {
         status = cohort_coll_stage_one(ctx, &st->host_s, a->sbuf, sbytes, sbytes);
         if (status != COHORT_OK) {
-            return status;
+            return cohort_coll_stage_mark(req, status);
         }
         a->sbuf = st->host_s;
     }
     if (r_dev) {
         status = cohort_coll_stage_one(ctx, &st->host_r, a->rbuf, rcap, rin);
         if (status != COHORT_OK) {
-            return status;
+            return cohort_coll_stage_mark(req, status);
         }
         st->user_rbuf = a->rbuf;
         st->rout = rout;
@@ -126,7 +139,12 @@ cohort_status_t cohort_coll_stage_in(cohort_request_t *req, const cohort_coll_al
         }
         a->rbuf = st->host_r;
     }
-    return COHORT_OK;
+    return s_dev || r_dev ? cohort_coll_stage_mark(req, COHORT_OK) : COHORT_OK;
+}
+
+cohort_status_t cohort_coll_stage_in_test(cohort_request_t *req)
+{
+    return cohort_gpu_ticket_poll(req, &cohort_coll_base(req)->stage.in);
 }
 
 int cohort_coll_stage_all_device(cohort_request_t *req)
@@ -154,24 +172,20 @@ cohort_status_t cohort_coll_stage_out(cohort_request_t *req)
                                        COHORT_GPU_LANE_TO_DEVICE, &st->out);
         st->rout = 0; /* once, even if progress is asked again */
     }
-    if (status != COHORT_OK || st->out == 0) {
-        return status;
-    }
-    status = cohort_gpu_copy_test(req->ctx, st->out);
-    if (status == COHORT_INPROGRESS) {
-        cohort_request_poll(req);
-        return status;
-    }
-    st->out = 0;
-    return status;
+    return status != COHORT_OK ? status : cohort_gpu_ticket_poll(req, &st->out);
 }
 
 void cohort_coll_stage_release(cohort_request_t *req)
 {
     cohort_coll_stage_t *st = &cohort_coll_base(req)->stage;
 
+    if (st->in != 0) {
+        /* the copies write host_s and host_r, which go back to the cache below */
+        (void)cohort_gpu_copy_finish(req->ctx, st->in);
+        st->in = 0;
+    }
     if (st->out != 0) {
-        /* the copy reads host_r, which goes back to the cache below */
+        /* the copy reads host_r */
         (void)cohort_gpu_copy_finish(req->ctx, st->out);
         st->out = 0;
     }

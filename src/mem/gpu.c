@@ -163,6 +163,22 @@ cohort_status_t cohort_gpu_copy_test(cohort_context_t *ctx, uint64_t ticket)
                                        : cohort_gpu_check(ctx, status, "copy of device data");
 }
 
+cohort_status_t cohort_gpu_ticket_poll(cohort_request_t *req, uint64_t *ticket)
+{
+    cohort_status_t status;
+
+    if (*ticket == 0) {
+        return COHORT_OK;
+    }
+    status = cohort_gpu_copy_test(req->ctx, *ticket);
+    if (status == COHORT_INPROGRESS) {
+        cohort_request_poll(req);
+        return status;
+    }
+    *ticket = 0;
+    return status;
+}
+
 cohort_status_t cohort_gpu_copy_finish(cohort_context_t *ctx, uint64_t ticket)
 {
     return cohort_gpu_check(ctx, ctx->gpu.mod->copy_finish(ticket), "copy of device data");

@@ -13,25 +13,6 @@
 #include "core/log.h"
 #include "mem/gpu.h"
 
-int cohort_coll_node_local(cohort_comm_t *g)
-{
-    cohort_context_t *ctx = g->ctx;
-
-    if (g->node_local == 0) {
-        g->node_local = 1;
-        for (int k = 0; k < g->size && g->node_local > 0; k++) {
-            cohort_peer_t *peer = cohort_peer_get(ctx, cohort_comm_world_rank(g, k));
-            if (peer == NULL || (peer->rank != ctx->rank && !cohort_peer_same_node(peer))) {
-                g->node_local = -1;
-            }
-        }
-    }
-    if (g->node_local < 0 || g->node_off || !ctx->cma_direct) {
-        return 0;
-    }
-    return COHORT_NODE_DIRECT | (ctx->cfg.check || !ctx->fd_share ? 0 : COHORT_NODE_SHM);
-}
-
 /* Start wiring every peer the algorithm will send to, so the lookups overlap. */
 static void cohort_coll_announce(cohort_comm_t *g, const cohort_coll_args_t *a,
                                  const cohort_coll_algo_t *algo)

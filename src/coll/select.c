@@ -7,6 +7,7 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "core/context.h"
+#include "core/endpoint.h"
 
 const char *const cohort_coll_env_names[COHORT_COLL_LAST] = {
     "BARRIER", "BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL"};
@@ -278,6 +279,25 @@ const cohort_coll_algo_t *cohort_coll_select(cohort_context_t *ctx, const cohort
             cohort_rules_pick(ctx, sel->defaults[c], sel->ndefaults[c], args, gsize, node, 0, vote);
     }
     return algo;
+}
+
+int cohort_coll_node_local(cohort_comm_t *g)
+{
+    cohort_context_t *ctx = g->ctx;
+
+    if (g->node_local == 0) {
+        g->node_local = 1;
+        for (int k = 0; k < g->size && g->node_local > 0; k++) {
+            cohort_peer_t *peer = cohort_peer_get(ctx, cohort_comm_world_rank(g, k));
+            if (peer == NULL || (peer->rank != ctx->rank && !cohort_peer_same_node(peer))) {
+                g->node_local = -1;
+            }
+        }
+    }
+    if (g->node_local < 0 || g->node_off || !ctx->cma_direct) {
+        return 0;
+    }
+    return COHORT_NODE_DIRECT | (ctx->cfg.check || !ctx->fd_share ? 0 : COHORT_NODE_SHM);
 }
 
 const cohort_coll_algo_t *cohort_coll_pick(cohort_comm_t *g, const cohort_coll_args_t *args,

@@ -180,7 +180,7 @@ static void cohort_cma_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
 
 /* The kernel would not let us read the sender: the data is asked for, and single copy is off
  * here from now on. */
-void cohort_cma_refused(cohort_context_t *ctx, int world_rank, const char *why)
+static void cohort_cma_refused(cohort_context_t *ctx, int world_rank, const char *why)
 {
     if (ctx->cma_usable) {
         cohort_warn(ctx,
@@ -233,6 +233,7 @@ const cohort_proto_t cohort_proto_cma = {
     .payload = cohort_sc_payload,
     .read_step = cohort_cma_read_step,
     .read_stop = cohort_cma_read_stop,
+    .read_refused = cohort_cma_refused,
     .describe = cohort_sc_describe,
     .init = cohort_cma_init,
     .cleanup = cohort_sc_cleanup,

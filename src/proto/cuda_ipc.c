@@ -133,7 +133,7 @@ static void cohort_cuda_ipc_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
 
 /* Its device memory could not be mapped here: the data is asked for, and the sender stops
  * offering us device memory. */
-void cohort_cuda_ipc_refused(cohort_context_t *ctx, int world_rank, const char *why)
+static void cohort_cuda_ipc_refused(cohort_context_t *ctx, int world_rank, const char *why)
 {
     int first = ctx->gpu.ipc_warned++ == 0;
 
@@ -175,5 +175,6 @@ const cohort_proto_t cohort_proto_cuda_ipc = {
     .payload = cohort_sc_payload,
     .read_step = cohort_cuda_ipc_read_step,
     .read_stop = cohort_cuda_ipc_read_stop,
+    .read_refused = cohort_cuda_ipc_refused,
     .describe = cohort_cuda_ipc_describe,
 };

@@ -56,6 +56,9 @@ typedef struct cohort_proto {
     /* Optional, likewise: the read is over or given up on: let go of what it holds, once what
      * it started that writes the receive's buffer is over (its owner gets the buffer next). */
     void (*read_stop)(cohort_context_t *ctx, cohort_xfer_t *x);
+    /* Optional, likewise: a read_step said this rank cannot read what world rank
+     * @a world_rank offers (@a why): say so (once) and offer or take less from now on. */
+    void (*read_refused)(cohort_context_t *ctx, int world_rank, const char *why);
     /* Say where @a x is (timeout messages). */
     void (*describe)(const cohort_xfer_t *x, char *buf, size_t len);
     /* Optional: once per context, at creation and at destruction. */

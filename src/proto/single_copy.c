@@ -141,10 +141,8 @@ static void cohort_sc_read_over(cohort_context_t *ctx, cohort_xfer_t *x, int wor
     cohort_sc_ack_t *a;
 
     if (status == COHORT_ERR_UNSUPPORTED) {
-        if (x->proto == &cohort_proto_cuda_ipc) {
-            cohort_cuda_ipc_refused(ctx, world_rank, why);
-        } else {
-            cohort_cma_refused(ctx, world_rank, why);
+        if (x->proto->read_refused != NULL) {
+            x->proto->read_refused(ctx, world_rank, why);
         }
         cohort_sc_refused(ctx, x, world_rank, token);
         return;

@@ -91,14 +91,12 @@ void cohort_sc_cleanup(cohort_context_t *ctx);
  * matched the descriptor in x->ps.sc.desc from world rank x->ps.sc.reader (checked: its magic,
  * its length fits). CMA reads the next COHORT_CMA_CHUNK bytes per step (x->ps.sc.off so far);
  * CUDA IPC maps the sender's memory and copies the whole asynchronously, polled by the next
- * steps. COHORT_ERR_UNSUPPORTED (why): this rank cannot read it, the row says so once (logged,
- * below) and the data is asked for. */
-void cohort_cma_refused(cohort_context_t *ctx, int world_rank, const char *why);
+ * steps. COHORT_ERR_UNSUPPORTED (why): this rank cannot read it, the row's read_refused says so
+ * (logged once) and the data is asked for. */
 /* A read's device copy (x->ps.sc.ticket, 0: none), for both rows: test, COHORT_OK once over
  * (or none), COHORT_INPROGRESS, or its error; wait, before the receive's buffer is its owner's
  * again (the copy writes it). Either spends the ticket once the copy is over. */
 cohort_status_t cohort_sc_copy_test(cohort_context_t *ctx, cohort_xfer_t *x);
 void cohort_sc_copy_wait(cohort_context_t *ctx, cohort_xfer_t *x);
-void cohort_cuda_ipc_refused(cohort_context_t *ctx, int world_rank, const char *why);
 
 #endif

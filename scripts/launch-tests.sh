@@ -22,13 +22,22 @@
 # (scripts/test.sh --full): every run line under srun, cohort_peers 3 times per configuration.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-if [ "${COHORT_LAUNCH_TESTS:-1}" = 0 ]; then
+# Its switches, read here and taken out of the environment of everything it starts: cohort
+# warns about a COHORT_ setting it does not know in every rank's cohort_init, and a test that
+# reads a program's output would take the warning for the program's.
+skip_all=${COHORT_LAUNCH_TESTS:-1}
+all_hosts=${COHORT_LAUNCH_HOSTS:-0}
+full=${COHORT_LAUNCH_FULL:-0}
+prrte_progs=${COHORT_LAUNCH_PRRTE_PROGS:-groups wiring p2p layout}
+hosts_progs=${COHORT_LAUNCH_HOSTS_PROGS:-groups wiring p2p finalize_peer}
+unset COHORT_LAUNCH_TESTS COHORT_LAUNCH_HOSTS COHORT_LAUNCH_FULL COHORT_LAUNCH_PRRTE_PROGS \
+    COHORT_LAUNCH_HOSTS_PROGS
+if [ "$skip_all" = 0 ]; then
     echo "launch-tests: skipped (COHORT_LAUNCH_TESTS=0)"
     exit 0
 fi
 scripts="tests/launch/slurm.sh tests/launch/linkcut.sh tests/launch/prrte.sh tests/launch/hosts.sh"
-[ "${COHORT_LAUNCH_HOSTS:-0}" = 1 ] && scripts="$scripts tests/launch/slurm_hosts.sh"
-full=${COHORT_LAUNCH_FULL:-0}
+[ "$all_hosts" = 1 ] && scripts="$scripts tests/launch/slurm_hosts.sh"
 if [ "$full" != 1 ]; then
     export LAUNCH_ONE_RUN=${LAUNCH_ONE_RUN-coll_move coll_reduce}
     export COHL_PEERS_REPEAT=${COHL_PEERS_REPEAT:-1}
@@ -40,9 +49,8 @@ for s in $scripts; do
     # prterun: the quick programs only; the collective suites already ran under mpirun and srun,
     # and the first run builds PRRTE (CI time).
     progs=${LAUNCH_PROGS:-}
-    [ "$s" = tests/launch/prrte.sh ] && progs=${COHORT_LAUNCH_PRRTE_PROGS:-groups wiring p2p layout}
-    [ "$s" = tests/launch/hosts.sh ] && [ "${COHORT_LAUNCH_HOSTS:-0}" != 1 ] &&
-        progs=${COHORT_LAUNCH_HOSTS_PROGS:-groups wiring p2p finalize_peer}
+    [ "$s" = tests/launch/prrte.sh ] && progs=$prrte_progs
+    [ "$s" = tests/launch/hosts.sh ] && [ "$all_hosts" != 1 ] && progs=$hosts_progs
     LAUNCH_PROGS=$progs timeout -k 30 1800 bash "$s" >"$s.log" 2>&1
     rc=$?
     # A launch run once more (tests/launch/common.sh, launch_run_one) is said whatever the end.
@@ -57,7 +65,7 @@ for s in $scripts; do
         ;;
     esac
 done
-[ "${COHORT_LAUNCH_HOSTS:-0}" = 1 ] ||
+[ "$all_hosts" = 1 ] ||
     echo "launch-tests: slurm_hosts.sh not run, hosts.sh with the quick programs (COHORT_LAUNCH_HOSTS=1: all)"
 [ "$full" = 1 ] ||
     echo "launch-tests: quick: the first run line only of ${LAUNCH_ONE_RUN:-nothing} under srun, cohort_peers $COHL_PEERS_REPEAT time(s) per configuration (COHORT_LAUNCH_FULL=1: all)"

@@ -113,7 +113,7 @@ finish() {
     else
         echo "test.sh: FAILED (rc $rc) after $(($(date +%s) - start)) s"
     fi
-    rm -f "$summary" "$summary.counts"
+    rm -f "$summary" "$summary.counts" ${launch_env:+"$launch_env"}
 }
 trap finish EXIT
 
@@ -147,7 +147,8 @@ launch_rc=
 launch_start() {
     launch_log=$(mktemp /tmp/cohort-launch.XXXXXX)
     launch_t0=$(date +%s)
-    { rc=0; scripts/launch-tests.sh >"$launch_log" 2>&1 || rc=$?; echo "$rc" >"$launch_log.rc"; } &
+    # shellcheck disable=SC1090 # the COHORT_LAUNCH_* settings saved at the start
+    { rc=0; (. "$launch_env" && scripts/launch-tests.sh) >"$launch_log" 2>&1 || rc=$?; echo "$rc" >"$launch_log.rc"; } &
     launch_pid=$!
     echo "test.sh: the launch tests run in the background from now on (pid $launch_pid, log $launch_log)"
 }
@@ -181,7 +182,20 @@ install_missing() {
 # In quick mode a "runs: together" program's runs of one rank count share one mpirun; the
 # launch tests run the collective suites once each under srun (scripts/launch-tests.sh); the
 # tests skip their --full-only run lines and run their quick matrices (TEST_FULL=0, launch.sh).
-[ $full = 1 ] && export TEST_TOGETHER=0 TEST_FULL=1 COHORT_LAUNCH_FULL=1
+[ $full = 1 ] && export TEST_TOGETHER=0 TEST_FULL=1
+
+# The launch tests' switches (COHORT_LAUNCH_*, scripts/launch-tests.sh) are this suite's, not
+# cohort's: kept for the launch tests alone (launch_env, read by launch_start) and out of every
+# other phase's environment, where each rank's cohort_init would warn about a COHORT_ setting
+# it does not know, and a test that reads a program's output (bench_json.sh) would fail on the
+# warning (seen in --full, which set COHORT_LAUNCH_FULL for the whole suite).
+launch_tests=${COHORT_LAUNCH_TESTS:-1}
+launch_env=$(mktemp /tmp/cohort-launch-env.XXXXXX)
+for v in $(env | sed -n 's/^\(COHORT_LAUNCH_[A-Z_]*\)=.*/\1/p'); do
+    printf "export %s='%s'\n" "$v" "$(printenv "$v" | sed "s/'/'\\\\''/g")" >>"$launch_env"
+    unset "$v"
+done
+[ $full = 1 ] && echo "export COHORT_LAUNCH_FULL=1" >>"$launch_env"
 
 # The plain pass runs two tests at a time (TEST_JOBS): most of its tests wait on timeouts,
 # peers or daemons for much of their time, so one test alone leaves a core idle (measured on
@@ -207,7 +221,7 @@ check_all() { # label, jobs
 pkgs="gcc make autoconf automake libtool pkg-config libucx-dev ucx-utils libpmix-dev openmpi-bin
 libopenmpi-dev check python3 python3-numpy python3-torch libtorch-dev pybind11-dev python3-dev
 clang procps"
-[ "$(id -u)" = 0 ] && [ "${COHORT_LAUNCH_TESTS:-1}" != 0 ] &&
+[ "$(id -u)" = 0 ] && [ "$launch_tests" != 0 ] &&
     pkgs="$pkgs slurm-wlm munge iproute2 util-linux libevent-dev libhwloc-dev xz-utils"
 begin "packages"
 # shellcheck disable=SC2086
@@ -219,14 +233,14 @@ end
 # The launch phase waits for it, and fails if it failed.
 prrte_pid=
 prrte_log=
-if [ "$(id -u)" = 0 ] && [ "${COHORT_LAUNCH_TESTS:-1}" != 0 ] &&
+if [ "$(id -u)" = 0 ] && [ "$launch_tests" != 0 ] &&
     [ ! -x "${COHL_PRRTE_CACHE:-/var/cache/cohl-prrte}/install/bin/prterun" ]; then
     prrte_log=$(mktemp /tmp/cohort-prrte-build.XXXXXX)
     prrte_t0=$(date +%s)
     bg_start "$prrte_log" bash tests/launch/prrte.sh --build-only
     prrte_pid=$bg_pid
     echo "test.sh: building OpenPMIx and PRRTE in the background (pid $prrte_pid, log $prrte_log)"
-elif [ "$(id -u)" = 0 ] && [ "${COHORT_LAUNCH_TESTS:-1}" != 0 ]; then
+elif [ "$(id -u)" = 0 ] && [ "$launch_tests" != 0 ]; then
     note "prrte: OpenPMIx + PRRTE from the cache ${COHL_PRRTE_CACHE:-/var/cache/cohl-prrte}"
 fi
 # Its status, once it ended (waited for at priority 0); a failed build fails the suite.

@@ -2,11 +2,16 @@
 /* run: 8 */
 /* run: 5 COHORT_PROGRESS=block */
 /* run: 3 COHORT_PROGRESS=spin */
+/* run: 5 COHORT_ALGO_BARRIER=dissemination */
 /*
  * Nobody leaves a barrier before the last member has entered it. One rank at a time is made
  * late (it spins before entering); every rank records when it left, and all ranks share one
  * clock (one node), so a leave before the late entry is a broken barrier. Covers the world,
  * subgroups of every size down to one, and nonblocking barriers outstanding together.
+ *
+ * Every member on one node takes the shared segment's barrier (shm, the default there); the
+ * message-based one (dissemination, what groups spanning nodes take) runs when forced, at 5
+ * ranks (rounds of distance 1, 2, 4 wrapping around a group that is not a power of two).
  */
 #include <string.h>
 #include <time.h>

@@ -91,6 +91,16 @@ static const cohort_gpu_module_t *ipc_mod(cohort_request_t *req)
     return req->ctx->gpu.mod;
 }
 
+/* The call's device work enqueued so far, marked (whatever @a status says: what was enqueued
+ * before a failure must be over before cleanup unmaps and gives back what it touches). Every
+ * phase that marks comes after the last mark was seen over (s->work 0): one mark at a time. */
+static cohort_status_t ipc_work_mark(cohort_request_t *req, ipc_state_t *s, cohort_status_t status)
+{
+    cohort_status_t mark = cohort_gpu_lane_mark(req->ctx, IPC_LANE, &s->work);
+
+    return status != COHORT_OK ? status : mark;
+}
+
 /* @a user as an exportable device buffer of @a bytes: itself, or scratch slot @a k holding a
  * copy of its first @a copy bytes. */
 static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const void *user,
@@ -109,7 +119,7 @@ static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const v
     if (s->scratch[k] == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
-    /* enqueued only: the exchange phase's mark covers it (ipc_start) */
+    /* enqueued only: ipc_start's mark covers it */
     status = copy > 0 ? mod->copy_start(s->scratch[k], user, copy, IPC_LANE, NULL) : COHORT_OK;
     if (status == COHORT_OK) {
         status = mod->ipc_get(s->scratch[k], ipc);
@@ -188,8 +198,7 @@ static cohort_status_t ipc_start(cohort_request_t *req)
      * others read its input from then on. Marked even after a failure, so that cleanup waits
      * for what was enqueued before it returns the scratch. */
     if (s->scratch[0] != NULL || s->scratch[1] != NULL) {
-        cohort_status_t mark = cohort_gpu_lane_mark(req->ctx, IPC_LANE, &s->work);
-        status = status == COHORT_OK ? mark : status;
+        status = ipc_work_mark(req, s, status);
     }
     if (status != COHORT_OK) {
         return status;
@@ -292,22 +301,6 @@ static cohort_status_t ipc_combine(cohort_request_t *req, ipc_state_t *s, size_t
     }
     return cohort_gpu_reduce_multi_start(req->ctx, dsts, ndst, srcs, n, count, a->dt, a->op, n,
                                          IPC_LANE);
-}
-
-/* The call's device work enqueued so far, marked (whatever @a status says: what was enqueued
- * before a failure must be over before cleanup unmaps and gives back what it touches). */
-static cohort_status_t ipc_work_mark(cohort_request_t *req, ipc_state_t *s, cohort_status_t status)
-{
-    cohort_status_t mark;
-
-    if (s->work != 0) {
-        /* an earlier mark on the lane, which the new one covers */
-        cohort_gpu_mark_drop(req->ctx, s->work);
-        s->work = 0;
-    }
-    mark = cohort_gpu_lane_mark(req->ctx, IPC_LANE, &s->work);
-
-    return status != COHORT_OK ? status : mark;
 }
 
 /* COHORT_OK once the call's device work is over, COHORT_INPROGRESS (the request polled: no

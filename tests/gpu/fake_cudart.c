@@ -404,6 +404,22 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpy
     return e;
 }
 
+/* A copy (@a fn NULL) or a host function queued at the tail of @a st; a full queue runs its
+ * oldest entry first, as a device would have got to it. */
+static void fake_enqueue(fake_stream_t *st, void *dst, const void *src, size_t bytes,
+                         cudaHostFn_t fn, void *arg)
+{
+    if (st->tail - st->head == FAKE_QUEUE) {
+        fake_run(st, st->head + 1, 0);
+    }
+    st->op[st->tail % FAKE_QUEUE].dst = dst;
+    st->op[st->tail % FAKE_QUEUE].src = src;
+    st->op[st->tail % FAKE_QUEUE].bytes = bytes;
+    st->op[st->tail % FAKE_QUEUE].fn = fn;
+    st->op[st->tail % FAKE_QUEUE].arg = arg;
+    st->tail++;
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
                             cudaStream_t s)
 {
@@ -412,14 +428,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
     if (st == NULL) {
         return fake_copy(dst, src, bytes); /* the null stream: in order with the host here */
     }
-    if (st->tail - st->head == FAKE_QUEUE) {
-        fake_run(st, st->head + 1, 0);
-    }
-    st->op[st->tail % FAKE_QUEUE].dst = dst;
-    st->op[st->tail % FAKE_QUEUE].src = src;
-    st->op[st->tail % FAKE_QUEUE].bytes = bytes;
-    st->op[st->tail % FAKE_QUEUE].fn = NULL;
-    st->tail++;
+    fake_enqueue(st, dst, src, bytes, NULL, NULL);
     return cudaSuccess;
 }
 
@@ -433,12 +442,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *arg)
     if (st == NULL) {
         return fake_set(fake_run_fn(fn, arg, 1)); /* the null stream: in order with the host */
     }
-    if (st->tail - st->head == FAKE_QUEUE) {
-        fake_run(st, st->head + 1, 0);
-    }
-    st->op[st->tail % FAKE_QUEUE].fn = fn;
-    st->op[st->tail % FAKE_QUEUE].arg = arg;
-    st->tail++;
+    fake_enqueue(st, NULL, NULL, 0, fn, arg);
     return cudaSuccess;
 }
 

@@ -223,12 +223,14 @@ static cohort_status_t cohort_cuda_copy_start(void *dst, const void *src, size_t
     cohort_status_t status;
     int i;
 
-    if (ticket == NULL) {
-        return bytes == 0 || dst == src ? COHORT_OK : cohort_cuda_copy_async(dst, src, bytes, lane);
+    if (ticket != NULL) {
+        *ticket = 0;
     }
-    *ticket = 0;
     if (bytes == 0 || dst == src) {
         return COHORT_OK;
+    }
+    if (ticket == NULL) {
+        return cohort_cuda_copy_async(dst, src, bytes, lane);
     }
     i = cohort_cuda_copy_slot();
     status = cohort_cuda_copy_async(dst, src, bytes, lane);

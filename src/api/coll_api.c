@@ -3,7 +3,7 @@
  * waits. */
 #include <stdio.h>
 #include "coll/coll.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "group/group.h"

@@ -6,10 +6,10 @@
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "core/time.h"
+#include "base/time.h"
 #include "group/group.h"
 #include "proto/proto.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 static void cohort_p2p_describe(const cohort_request_t *req, char *buf, size_t len)
 {

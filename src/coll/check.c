@@ -20,7 +20,7 @@
 #include <string.h>
 #include "coll/coll.h"
 #include "core/comm.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 

@@ -256,7 +256,7 @@ int cohort_coll_ident_same(cohort_request_t *req, const cohort_coll_ident_t *min
 int cohort_coll_ident_check(cohort_request_t *req, const cohort_coll_ident_t *mine,
                             const void *descs, size_t stride, size_t off);
 /* Every other member's pid (an int32_t at byte @a off of each descriptor) against what that
- * rank published through PMIx (core/card.h), before any byte is copied from or into it:
+ * rank published through PMIx (core/address_card.h), before any byte is copied from or into it:
  * COHORT_OK, MISMATCH (logged), COHORT_INPROGRESS while a card is fetched, or why a member
  * is unreachable. cohort_coll_pids_know starts the fetches early (at start). */
 void cohort_coll_pids_know(cohort_request_t *req);

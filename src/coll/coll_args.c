@@ -5,7 +5,7 @@
  */
 #include <stdint.h>
 #include "coll/coll.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/log.h"
 #include "reduce/reduce.h"
 

@@ -36,7 +36,7 @@
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "mem/scratch.h"
-#include "core/time.h"
+#include "base/time.h"
 
 typedef enum { D_EXCHANGE, D_DESCS, D_READ, D_SYNC } direct_phase_t;
 

@@ -14,7 +14,7 @@
 #include "core/am.h"
 #include "core/endpoint.h"
 #include "core/log.h"
-#include "core/time.h"
+#include "base/time.h"
 
 struct cohort_orphans {
     cohort_list_t msgs;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
-#include "core/card.h"
+#include "core/address_card.h"
 #include "proto/proto.h"
 #include "core/comm.h"
 #include "core/context.h"
@@ -17,7 +17,7 @@
 #include "core/plugin.h"
 #include "core/progress.h"
 #include "core/request.h"
-#include "core/time.h"
+#include "base/time.h"
 #include "core/ucx.h"
 
 extern char **environ;

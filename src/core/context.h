@@ -9,10 +9,10 @@
 #include "core/am_header.h"
 #include "core/config.h"
 #include "mem/gpu.h"
-#include "core/list.h"
+#include "base/list.h"
 #include "core/log.h"
-#include "core/map.h"
-#include "core/poison.h"
+#include "base/map.h"
+#include "base/poison.h"
 #include "mem/scratch.h"
 #include "pmix_plugins/plugin.h"
 
@@ -172,7 +172,7 @@ cohort_status_t cohort_context_check(const cohort_context_t *ctx, const char *wh
 /* The same, and @a ctx is taken for this thread (core/guard.h): cohort_guard_leave gives it
  * back. */
 cohort_status_t cohort_context_enter(cohort_context_t *ctx, const char *what);
-/* 1 when this pass through fault point @a point must fail (COHORT_FAULT; fault.c, a leaf the
+/* 1 when this pass through fault point @a point must fail (COHORT_FAULT; fault_inject.c, a leaf the
  * engine's files call without calling into context.c). */
 int cohort_fault(cohort_context_t *ctx, cohort_fault_point_t point);
 /* The bound for engine-internal waits that must end even when COHORT_TIMEOUT is unset. */

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/card.h"
+#include "core/address_card.h"
 #include "core/endpoint.h"
 #include "core/log.h"
-#include "core/time.h"
+#include "base/time.h"
 
 cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank)
 {

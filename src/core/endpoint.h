@@ -28,7 +28,7 @@ struct cohort_peer {
     uint8_t ipc_off; /* it could not map our device memory (CUDA IPC): stage what we send it */
     uint8_t heard;   /* it sent us something: told at finalize that we leave, wired or not */
     uint8_t pid_only; /* the lookup in flight is for its pid: no endpoint when it ends */
-    int32_t pid;     /* its process, from its card (card.h); 0 until its address arrived */
+    int32_t pid;     /* its process, from its card (address_card.h); 0 until its address arrived */
     ucp_ep_h ep;
     cohort_pmix_lookup_t *lookup;
     cohort_status_t error; /* why it is FAILED */
@@ -62,7 +62,7 @@ int cohort_peer_watch(cohort_peer_t *peer);
 /* Start fetching its card for its pid only (a peer this rank reads from but may never send
  * to gets no endpoint); nothing when its pid is known or a lookup is in flight. */
 void cohort_peer_know(cohort_peer_t *peer);
-/* Whether @a pid is what the peer published as its process (card.h): COHORT_OK, MISMATCH,
+/* Whether @a pid is what the peer published as its process (address_card.h): COHORT_OK, MISMATCH,
  * COHORT_INPROGRESS while its card is being fetched (started here), or why it failed. */
 cohort_status_t cohort_peer_pid_check(cohort_peer_t *peer, int32_t pid);
 /* Advance lookups in flight; wire and flush the peers whose address arrived. */

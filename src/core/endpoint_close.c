@@ -9,7 +9,7 @@
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "core/time.h"
+#include "base/time.h"
 
 /* Closing endpoints at finalize: how long to let them flush when COHORT_TIMEOUT is unset. A
  * healthy peer acknowledges within milliseconds; one that died is forced closed. */

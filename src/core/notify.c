@@ -5,7 +5,7 @@
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "core/notify.h"
-#include "core/time.h"
+#include "base/time.h"
 
 /* One tree to pass on: in this rank's revoked communicator @a gid, rooted at group rank
  * @a root. */

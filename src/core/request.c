@@ -20,7 +20,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/request.h"
-#include "core/time.h"
+#include "base/time.h"
 
 #define COHORT_REQ_LIVE     0x5e9a11feu
 #define COHORT_REQ_FREED    0xdeadf5eeu

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include "cohort.h"
 #include "core/am_header.h"
-#include "core/list.h"
+#include "base/list.h"
 #include "proto/state.h"
 
 typedef struct cohort_comm cohort_comm_t;

@@ -3,7 +3,7 @@
 
 #include "cohort.h"
 #include "core/comm.h"
-#include "core/list.h"
+#include "base/list.h"
 
 typedef enum {
     COHORT_GROUP_USER,  /* cohort_group_create: freed by cohort_group_free */

@@ -194,7 +194,7 @@ static void cohort_sc_read_end(cohort_context_t *ctx, cohort_xfer_t *x)
 }
 
 /* Before the first byte of receive @a x (READING, on no list) is read: the pid its descriptor
- * names must be the one world rank x->ps.sc.reader published (core/card.h), or another
+ * names must be the one world rank x->ps.sc.reader published (core/address_card.h), or another
  * process's memory would be read. A card not here yet is asked for only with @a may_ask (from
  * progress; not inside UCX's callback or a post). @return 1: read on; 0: its card is on its
  * way, nothing read; -1: it is over (finished, its sender answered). */

@@ -3,7 +3,7 @@
  * process_vm_readv) and CUDA IPC point-to-point (cuda_ipc.c, device memory mapped by the
  * receiver). The sender sends a small descriptor (its pid, the buffer's address or IPC handle,
  * its length, a token) in place of the data; the receiver, once it has matched it, checks that
- * the pid is the one the sender published through PMIx (its card, core/card.h; waiting from
+ * the pid is the one the sender published through PMIx (its card, core/address_card.h; waiting from
  * progress while the card is fetched; CMA only, CUDA IPC names memory by handle: a difference
  * is COHORT_ERR_MISMATCH on the receive, nothing read, the sender answered), then copies the
  * data straight into the receive buffer (CMA: COHORT_CMA_CHUNK bytes per progress call, never

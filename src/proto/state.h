@@ -15,7 +15,7 @@ typedef struct {
     uint8_t state;     /* COHORT_SC_*: where it is in the handshake */
     uint8_t cancel;    /* send: cancelled (x->status) while its reader may read it */
     uint8_t pid_ok;    /* recv (READING): the descriptor's pid is the one its rank published
-                        * (core/card.h); 0 while that card is on its way, nothing read. CUDA IPC:
+                        * (core/address_card.h); 0 while that card is on its way, nothing read. CUDA IPC:
                         * 1 from the start (its offer names the memory by handle, not by pid) */
     int32_t reader;    /* send: the world rank that reads it (its group may be gone); recv
                         * (READING): the world rank it reads */

@@ -1,6 +1,6 @@
 /*
  * Host reduction kernels: dst = a op b, elementwise, for every (dtype, op) pair, plus the
- * final division of COHORT_AVG. The dtype table (sizes, names) is core/dtype.c.
+ * final division of COHORT_AVG. The dtype table (sizes, names) is base/dtype.c.
  *
  * Layout of this file: the element operations (sum_i8, min_f32, ...) are in elem.h, shared
  * with the CUDA kernels; here one macro expansion per type defines the loops over them. Each loop
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "reduce/elem.h"
 #include "reduce/reduce.h"
 

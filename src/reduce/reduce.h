@@ -3,7 +3,7 @@
 #define COHORT_REDUCE_H
 
 #include "cohort.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 /**
  * Validate a (dtype, op) pair: COHORT_ERR_INVALID_ARG for an unknown dtype or op, or for

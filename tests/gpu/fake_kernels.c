@@ -12,7 +12,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "reduce/cuda/kernels.h"
 #include "reduce/reduce.h"
 

@@ -4,7 +4,7 @@
 /* run: 2 PID_CASE=p2p_known COHORT_CMA=on COHORT_FAULT=pid:2@0 */
 /*
  * A same-node descriptor's pid is checked against what its rank published through PMIx (its
- * card, core/card.h) before any byte moves. One member's first direct allreduce names its
+ * card, core/address_card.h) before any byte moves. One member's first direct allreduce names its
  * parent process instead of itself (COHORT_FAULT=pid): every member must return
  * COHORT_ERR_MISMATCH, nothing written past any output (a canary after each), and the group's
  * next allreduce must be right. Only the members that read the false descriptor can see it is

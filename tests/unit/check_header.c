@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am_header.h"
-#include "core/card.h"
-#include "core/map.h"
+#include "core/address_card.h"
+#include "base/map.h"
 
 START_TEST(test_roundtrip)
 {
@@ -96,7 +96,7 @@ START_TEST(test_rejects_bad_headers)
 }
 END_TEST
 
-/* A rank's published card (core/card.h): its pid and address come back as made; what is not a
+/* A rank's published card (core/address_card.h): its pid and address come back as made; what is not a
  * card (an older cohort's bare address, a truncated value, a pid of 0) is refused, never read
  * as a pid to copy from. */
 START_TEST(test_card)

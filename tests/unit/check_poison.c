@@ -1,9 +1,9 @@
-/* The ids whose messages are dropped on arrival (core/poison.h): a job that creates and frees
+/* The ids whose messages are dropped on arrival (base/poison.h): a job that creates and frees
  * groups all day keeps a bounded set; a lost message's mark survives any number of frees until
  * its group is created. */
 #include <check.h>
 #include <stdlib.h>
-#include "core/poison.h"
+#include "base/poison.h"
 
 START_TEST(test_freed_bounded)
 {

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <config.h>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "reduce/elem.h"
 #include "reduce/gpu_module.h"
 #include "reduce/reduce.h"

@@ -1,5 +1,5 @@
 /* The datatypes and reduction operations: sizes and printable names, for every layer. */
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 typedef struct {
     const char *name;

@@ -1,5 +1,5 @@
 #include <stdlib.h>
-#include "core/map.h"
+#include "base/map.h"
 
 static size_t cohort_map_slot(uint64_t key, size_t cap)
 {

@@ -1,7 +1,7 @@
-/* A rank's published card (card.h). */
+/* A rank's published card (address_card.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "core/card.h"
+#include "core/address_card.h"
 
 void *cohort_card_make(int32_t pid, const void *addr, size_t addr_len, size_t *len)
 {

@@ -12,7 +12,7 @@
 #define COHORT_POISON_H
 
 #include <stdint.h>
-#include "core/map.h"
+#include "base/map.h"
 
 #define COHORT_POISON_FREED_KEEP 1024
 

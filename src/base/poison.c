@@ -1,6 +1,6 @@
 /* Ids whose messages are dropped on arrival (poison.h). */
 #include <string.h>
-#include "core/poison.h"
+#include "base/poison.h"
 
 void cohort_poison_init(cohort_poison_t *p)
 {

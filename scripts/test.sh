@@ -227,8 +227,17 @@ begin "packages"
 install_missing $pkgs
 end
 
+# The CUDA kernels (where nvcc is there) for one target in quick mode: compute_80 PTX, which the
+# driver compiles for any GPU from sm_80 on, and nvcc's quickest (no machine code: about a
+# minute less than configure's default of sm_80, sm_90 and compute_90 PTX, which no test here
+# runs: the fake-GPU tests launch kernels of their own). --full, like a plain ./configure,
+# builds all three.
+nvcc_one=--generate-code=arch=compute_80,code=compute_80
+nvcc_arch=$nvcc_one
+[ $full = 0 ] || nvcc_arch=
+
 begin "build (setup.sh, check-layers)"
-scripts/setup.sh --enable-werror
+NVCC_ARCH=$nvcc_arch scripts/setup.sh --enable-werror
 scripts/check-layers.sh
 san=$(mktemp -d /tmp/cohort-san.XXXXXX)
 # The sanitizer build (ASan + UBSan), in a build directory of its own, configured from the
@@ -242,9 +251,8 @@ mkdir "$san/src" "$san/build"
     for f in configure Makefile.in aclocal.m4 config.h.in; do [ ! -f "$f" ] || echo "$f"; done
     find build-aux m4 -type f
 } | tar -cf - -T - | tar -xf - -C "$san/src"
-# The CUDA kernels as compute_80 PTX only (the driver compiles it for any GPU from sm_80 on,
-# where there is one): the plain build has the three targets' machine code; this build is for
-# the host code under the sanitizers. No torch extension (--without-torch): nothing this pass
+# The CUDA kernels for one target in both modes ($nvcc_one): this build is for the host code
+# under the sanitizers. No torch extension (--without-torch): nothing this pass
 # runs loads it (the Python tests run on the plain build), and its torch translation unit is
 # most of a minute of CPU and a GiB of memory, taken from the tests running meanwhile. Its test
 # programs too (make check with no TESTS: built, none run), so that their compiling takes what
@@ -252,8 +260,8 @@ mkdir "$san/src" "$san/build"
 san_t0=$(date +%s)
 # shellcheck disable=SC2016
 bg_start "$san/build.log" sh -c 'cd "$1/build" && "$1/src/configure" -q --enable-werror \
-    --enable-sanitizers --without-mpi --without-torch NVCC_ARCH=--generate-code=arch=compute_80,code=compute_80 &&
-    make -j"$(nproc)" >/dev/null && make -j"$(nproc)" check TESTS= >/dev/null' sh "$san"
+    --enable-sanitizers --without-mpi --without-torch NVCC_ARCH="$2" &&
+    make -j"$(nproc)" >/dev/null && make -j"$(nproc)" check TESTS= >/dev/null' sh "$san" "$nvcc_one"
 san_pid=$bg_pid
 end
 

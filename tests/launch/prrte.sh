@@ -10,10 +10,11 @@
 # runtime, not a PMIx kit) and no package on PyPI carries OpenPMIx 5.0.11's, so cohort's plugins
 # are built on Debian's PMIx 4.2.2 headers and linked to the wheel's libpmix (configure
 # --with-pmix=DIR, DIR put together in the environment: Debian's headers, the wheel's library,
-# RPATH). The library is the same ABI (libpmix.so.2 in both; every PMIx function the plugins
-# call is there), and it is the library, the launcher's own, that speaks to the server: the
-# group plugin's debug log says both ("built on PMIx headers 4.2.2, (client PMIx 5.0.11rc1,
-# server PMIx 5.0.11rc1)"). What is left out: a build against PMIx 5's own headers. Then:
+# RPATH). Both libraries are libpmix.so.2 (the soname a library changes when it breaks its
+# ABI), every PMIx function the plugins call is in the wheel's (nm), and it is the library,
+# the launcher's own, that speaks to the server: the group plugin's debug log says both
+# ("built on PMIx headers 4.2.2, (client PMIx 5.0.11rc1, server PMIx 5.0.11rc1)"), and the
+# group checks below require that client. Left out: a build on PMIx 5's own headers. Then:
 #  - the test programs' run lines and cohort_peers --json (checked by check_peers.py) under
 #    prterun with cohort's plugins as built (on Debian's PMIx 4.2.2: a 4.2.2 client of the
 #    5.0.11 server, where dmodex, fence and global work);

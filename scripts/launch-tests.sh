@@ -1,7 +1,7 @@
 #!/bin/bash
 # Launchers and hosts beyond `make check`'s single-host mpirun (tests/launch; root, iproute2;
-# Slurm and munge are installed if missing). Called at the end of scripts/test.sh, on the tree
-# it built.
+# Slurm and munge are installed if missing). Started by scripts/test.sh in the background once
+# its install check passed, on the tree it built.
 #   tests/launch/slurm.sh    srun --mpi=pmix on a one-node Slurm started by hand      (~2 min)
 #   tests/launch/linkcut.sh  2 hosts (network namespaces), a data link cut mid-run    (~1 min)
 #   tests/launch/prrte.sh    prterun (PRRTE 3.0.14 + OpenPMIx 5.0.11 from Open MPI's wheel
@@ -9,7 +9,7 @@
 #                            environment in ~5 s); groups, wiring, p2p, layout and
 #                            cohort_peers; the plugins relinked to the wheel's libpmix
 #                            and the group plugin with them; the 4.2.2 client's group
-#                            plugin refused)                                         (~0.5 min)
+#                            plugin refused                                          (~0.5 min)
 #   tests/launch/hosts.sh        2 and 3 hosts, the programs, cohort_peers shm vs tcp: here the
 #                                quick programs (groups, wiring, p2p, finalize_peer)    (~4 min)
 #   tests/launch/slurm_hosts.sh  two-node Slurm on 2 hosts, the same                  (~5 min)

@@ -1,15 +1,15 @@
 #!/bin/bash
 # Launchers and hosts beyond `make check`'s single-host mpirun (tests/launch; root, iproute2;
-# Slurm and munge are installed if missing). Called at the end of scripts/test.sh, on the tree
-# it built.
+# Slurm and munge are installed if missing). Started by scripts/test.sh in the background once
+# its install check passed, on the tree it built.
 #   tests/launch/slurm.sh    srun --mpi=pmix on a one-node Slurm started by hand      (~2 min)
 #   tests/launch/linkcut.sh  2 hosts (network namespaces), a data link cut mid-run    (~1 min)
-#   tests/launch/prrte.sh    prterun (OpenPMIx 5.0.5 + PRRTE 3.0.8 built once into a cache
-#                            from Debian 13's openmpi source; minutes the first time, which
-#                            scripts/test.sh starts in the background; then groups,
-#                            wiring, p2p, layout and cohort_peers; the
-#                            plugins rebuilt on OpenPMIx 5.0.5 and the group plugin with
-#                            them; the 4.2.2 client's group plugin refused)          (~0.5 min)
+#   tests/launch/prrte.sh    prterun (PRRTE 3.0.14 + OpenPMIx 5.0.11 from Open MPI's wheel
+#                            on PyPI, pinned, installed once into a cached virtual
+#                            environment in ~5 s); groups, wiring, p2p, layout and
+#                            cohort_peers; the plugins relinked to the wheel's libpmix
+#                            and the group plugin with them; the 4.2.2 client's group
+#                            plugin refused                                          (~0.5 min)
 #   tests/launch/hosts.sh        2 and 3 hosts, the programs, cohort_peers shm vs tcp: here the
 #                                quick programs (groups, wiring, p2p, finalize_peer)    (~4 min)
 #   tests/launch/slurm_hosts.sh  two-node Slurm on 2 hosts, the same                  (~5 min)
@@ -46,8 +46,7 @@ status=0
 for s in $scripts; do
     start=$(date +%s)
     # Each script bounds its own runs; this bounds the script as a whole too.
-    # prterun: the quick programs only; the collective suites already ran under mpirun and srun,
-    # and the first run builds PRRTE (CI time).
+    # prterun: the quick programs only; the collective suites already ran under mpirun and srun.
     progs=${LAUNCH_PROGS:-}
     [ "$s" = tests/launch/prrte.sh ] && progs=$prrte_progs
     [ "$s" = tests/launch/hosts.sh ] && [ "$all_hosts" != 1 ] && progs=$hosts_progs

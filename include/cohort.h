@@ -158,7 +158,7 @@ typedef struct {
  *       one case: whether a member shares this node must be known when a group first picks a
  *       collective algorithm (every member must pick alike), so a member that has not called
  *       cohort_init_exchange() yet is waited for there, polling get, within COHORT_TIMEOUT.
- *       A peer that never puts its card fails with COHORT_ERR_TIMEOUT after COHORT_TIMEOUT
+ *       A peer that never puts its card fails with COHORT_ERR_TIMEOUT within COHORT_TIMEOUT
  *       (300 s when unset), logged with the key. COHORT_PMIX_PLUGIN is not used; cohort_stats()
  *       names the exchange "user". Every rank of the world must call cohort_init_exchange()
  *       with the same size over the same store, making its contexts in the same order. Release
@@ -647,10 +647,13 @@ typedef struct {
 COHORT_API cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
                                             cohort_peer_info_t *info);
 
-/** Where a rank runs, as the launcher says (PMIx job data). */
+/** Where a rank runs, as the launcher says (PMIx job data), or under cohort_init_exchange() as
+ *  the rank put it in the store (host name, boot id, PID namespace; node_id UINT32_MAX). */
 typedef struct {
     int world_rank;
-    int same_node;     /**< 1 when it runs on this rank's node (PMIX_LOCAL_PEERS) */
+    int same_node;     /**< 1 when it runs on this rank's node (PMIX_LOCAL_PEERS; under
+                            cohort_init_exchange(), the same host name, boot id and PID
+                            namespace) */
     uint32_t node_id;  /**< the launcher's node id, UINT32_MAX when it does not say (Open MPI
                             4.1 gives it for this node's ranks only) */
     char hostname[64]; /**< the node's host name ("" when the launcher does not say) */
@@ -660,9 +663,11 @@ typedef struct {
  * Describe where world rank @a world_rank runs (any rank of the job, this one included).
  * @param [out] info  set only on success.
  * @return COHORT_OK, or COHORT_ERR_INVALID_ARG for a bad context, rank or NULL info (logged);
- *         COHORT_ERR_PMIX when the launcher does not say.
+ *         COHORT_ERR_PMIX when the launcher does not say; under cohort_init_exchange(),
+ *         COHORT_ERR_TIMEOUT (logged) when the rank never put its card.
  * @note Answered from the job data the local PMIx client holds: no message to any peer. A
- *       singleton is node 0 of its own host.
+ *       singleton is node 0 of its own host. Under cohort_init_exchange(), from the rank's key,
+ *       read once (a get), waited for within COHORT_TIMEOUT when the rank has not put it yet.
  */
 COHORT_API cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
                                             cohort_node_info_t *info);
@@ -675,7 +680,8 @@ typedef struct {
     uint64_t messages_sent;     /**< active messages sent */
     uint64_t messages_dropped;  /**< messages nobody could take, dropped: for groups not
                                      created here (over COHORT_ORPHAN_LIMIT), freed or revoked */
-    const char *pmix_plugin;    /**< exchange plugin in use ("singleton" without a server) */
+    const char *pmix_plugin;    /**< exchange plugin in use ("singleton" without a server,
+                                     "user" under cohort_init_exchange()) */
     const char *progress;       /**< "yield", "spin" or "block" */
     uint64_t messages_rejected; /**< messages dropped as malformed: a bad header, or a sender
                                      that is not a member of the group the message names */

@@ -19,6 +19,9 @@
  * missing (SIZE-1 ranks started, COHORT_TIMEOUT=3): the absent rank's key never comes. A send to
  *   it fails with COHORT_ERR_TIMEOUT within the bound, saying which key was missing; a world
  *   barrier fails on every rank that was started, never hangs.
+ * coexist (under mpirun, RANK and SIZE -1): a PMIx context first (cohort_init), then one over the
+ *   store with the rank and size the first one gives, in the same processes: both worlds'
+ *   collectives right, the store's keys those of the second context ("cohort/1/...").
  * bad (1 process): bad input refused with COHORT_ERR_INVALID_ARG and a log line naming the
  *   argument; a put that fails fails init with its status; a get that fails, or that gives bytes
  *   cohort did not put, fails the lookup with that status (or MISMATCH) at once, not after the
@@ -444,6 +447,29 @@ static void mode_missing(int me, int n)
     CHECK_OK(cohort_finalize(ctx));
 }
 
+static void mode_coexist(void)
+{
+    cohort_context_t *pmix = test_init(), *ctx;
+    int me = cohort_world_rank(pmix), n = cohort_world_size(pmix), all[8];
+    cohort_stats_t st;
+
+    CHECK(n >= 2 && n <= 8);
+    CHECK_OK(cohort_stats(pmix, &st));
+    CHECK(strcmp(st.pmix_plugin, "user") != 0 && strcmp(st.pmix_plugin, "singleton") != 0);
+    ctx = init(me, n);
+    collectives(cohort_world(pmix), "PMIx world");
+    collectives(cohort_world(ctx), "store world");
+    for (int r = 0; r < n; r++) {
+        all[r] = r;
+    }
+    check_reads("the store world", me, all, n);
+    for (int i = 0; i < store.nkeys; i++) {
+        CHECK(strncmp(store.keys[i].key, "cohort/1/", 9) == 0);
+    }
+    CHECK_OK(cohort_finalize(ctx));
+    CHECK_OK(cohort_finalize(pmix));
+}
+
 /* cohort_init_exchange(ex) with stderr caught: it must fail with @a want, saying @a says. */
 static void refused(const cohort_exchange_t *ex, cohort_context_t **ctx, cohort_status_t want,
                     const char *says)
@@ -531,7 +557,7 @@ int main(int argc, char **argv)
     int me, n;
 
     if (argc != 5) {
-        fprintf(stderr, "usage: %s main|pid|missing|bad RANK SIZE DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s main|pid|missing|coexist|bad RANK SIZE DIR\n", argv[0]);
         return 2;
     }
     me = atoi(argv[2]);
@@ -544,6 +570,9 @@ int main(int argc, char **argv)
         mode_pid(me, n);
     } else if (strcmp(argv[1], "missing") == 0) {
         mode_missing(me, n);
+    } else if (strcmp(argv[1], "coexist") == 0) {
+        mode_coexist();
+        me = test_rank;
     } else if (strcmp(argv[1], "bad") == 0) {
         mode_bad();
     } else {

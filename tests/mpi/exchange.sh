@@ -53,8 +53,35 @@ run() {
     echo "== exchange: $mode, $started of $size ranks: passed in $(($(date +%s) - t0)) s"
 }
 
+# coexist: 3 ranks under mpirun, a PMIx context and one over the store in each process.
+coexist() {
+    mpirun=${MPIRUN:-mpirun}
+    command -v "$mpirun" >/dev/null 2>&1 || {
+        echo "== exchange: coexist not run: no $mpirun here"
+        return
+    }
+    root=
+    [ "$(id -u)" = 0 ] && root=--allow-run-as-root
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/cohort-exchange.XXXXXX")
+    echo "== exchange: coexist, 3 ranks under $mpirun"
+    t0=$(date +%s)
+    rc=0
+    timeout -k 5 "$bound" "$mpirun" $root --oversubscribe --bind-to none -x COHORT_PLUGIN_PATH \
+        -np 3 "$prog" coexist -1 -1 "$dir" </dev/null >"$dir.out" 2>&1 || rc=$?
+    cat "$dir.out"
+    got=$(grep -c '^exchange coexist: rank [0-2] passed' "$dir.out")
+    rm -rf "$dir" "$dir.out"
+    dir=
+    if [ "$rc" != 0 ] || [ "$got" != 3 ]; then
+        echo "== exchange: coexist failed (rc $rc, $got of 3 ranks passed)"
+        exit 1
+    fi
+    echo "== exchange: coexist: passed in $(($(date +%s) - t0)) s"
+}
+
 run bad 1 1
 run main 4 4
 run main 3 3
 run pid 2 2
 run missing 3 4
+coexist

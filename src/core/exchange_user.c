@@ -264,6 +264,11 @@ static cohort_status_t cohort_xu_missing(cohort_pmix_ctx_t *p, int rank, cohort_
     return COHORT_ERR_TIMEOUT;
 }
 
+static double cohort_xu_backoff_next(double backoff)
+{
+    return backoff * 2 < COHORT_XU_BACKOFF_MAX_S ? backoff * 2 : COHORT_XU_BACKOFF_MAX_S;
+}
+
 static void cohort_xu_nap(double s)
 {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -301,7 +306,7 @@ static cohort_status_t cohort_xu_known(cohort_pmix_ctx_t *p, int rank, cohort_xu
                           rank);
         }
         cohort_xu_nap(backoff);
-        backoff = backoff * 2 < COHORT_XU_BACKOFF_MAX_S ? backoff * 2 : COHORT_XU_BACKOFF_MAX_S;
+        backoff = cohort_xu_backoff_next(backoff);
     }
     return status;
 }
@@ -356,8 +361,7 @@ static cohort_status_t cohort_xu_lookup_test(cohort_pmix_lookup_t *op, void **ad
             /* The last ask at the bound itself, not up to a backoff after it. */
             op->retry_at = now + op->backoff < op->start + p->bound_s ? now + op->backoff
                                                                       : op->start + p->bound_s;
-            op->backoff = op->backoff * 2 < COHORT_XU_BACKOFF_MAX_S ? op->backoff * 2
-                                                                    : COHORT_XU_BACKOFF_MAX_S;
+            op->backoff = cohort_xu_backoff_next(op->backoff);
             return COHORT_INPROGRESS;
         }
         if (status != COHORT_OK) {

@@ -19,13 +19,15 @@
  * missing (SIZE-1 ranks started, COHORT_TIMEOUT=3): the absent rank's key never comes. A send to
  *   it fails with COHORT_ERR_TIMEOUT within the bound, saying which key was missing; a world
  *   barrier fails on every rank that was started, never hangs.
- * coexist (under mpirun, RANK and SIZE -1): a PMIx context first (cohort_init), then one over the
- *   store with the rank and size the first one gives, in the same processes: both worlds'
- *   collectives right, the store's keys those of the second context ("cohort/1/...").
- * bad (1 process): bad input refused with COHORT_ERR_INVALID_ARG and a log line naming the
- *   argument; a put that fails fails init with its status; a get that fails, or that gives bytes
- *   cohort did not put, fails the lookup with that status (or MISMATCH) at once, not after the
- *   timeout.
+ * late (3 ranks): rank 2 calls cohort_init_exchange 1 s after the others. Rank 0's send to it
+ *   waits from progress: its post and every cohort_test return at once (under 50 ms) until rank 2's
+ * key comes; rank 1's world allreduce, posted at once, is right once rank 2 joins. coexist (under
+ * mpirun, RANK and SIZE -1): a PMIx context first (cohort_init), then one over the store with the
+ * rank and size the first one gives, in the same processes: both worlds' collectives right, the
+ * store's keys those of the second context ("cohort/1/..."). bad (1 process): bad input refused
+ * with COHORT_ERR_INVALID_ARG and a log line naming the argument; a put that fails fails init with
+ * its status; a get that fails, or that gives bytes cohort did not put, fails the lookup with that
+ * status (or MISMATCH) at once, not after the timeout.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -447,6 +449,44 @@ static void mode_missing(int me, int n)
     CHECK_OK(cohort_finalize(ctx));
 }
 
+#define LATE_S 1.0
+
+static void mode_late(int me, int n)
+{
+    cohort_context_t *ctx;
+    cohort_request_t *r;
+    cohort_status_t st;
+    int v = 42, sum = 0, done = 0;
+    double t0, slowest = 0;
+
+    CHECK(n == 3);
+    if (me == 2) {
+        struct timespec late = {(time_t)LATE_S, 0};
+        nanosleep(&late, NULL); /* the scenario: this rank is started late */
+    }
+    ctx = init(me, n);
+    t0 = test_now();
+    if (me == 0) {
+        CHECK_OK(cohort_isend(cohort_world(ctx), &v, 1, COHORT_INT32, 2, 4, &r));
+        slowest = test_now() - t0;
+        do {
+            double t = test_now();
+            st = cohort_test(r, &done);
+            slowest = test_now() - t > slowest ? test_now() - t : slowest;
+        } while (st == COHORT_OK && !done);
+        CHECK_OK(st);
+        cohort_request_free(r);
+        /* It did wait for rank 2, and never inside a call. */
+        CHECK(test_now() - t0 > LATE_S / 2 && slowest < 0.05);
+    } else if (me == 2) {
+        CHECK_OK(cohort_recv(cohort_world(ctx), &v, 1, COHORT_INT32, 0, 4));
+        CHECK(v == 42);
+    }
+    CHECK_OK(cohort_allreduce(cohort_world(ctx), &me, &sum, 1, COHORT_INT32, COHORT_SUM));
+    CHECK(sum == 3);
+    CHECK_OK(cohort_finalize(ctx));
+}
+
 static void mode_coexist(void)
 {
     cohort_context_t *pmix = test_init(), *ctx;
@@ -557,7 +597,7 @@ int main(int argc, char **argv)
     int me, n;
 
     if (argc != 5) {
-        fprintf(stderr, "usage: %s main|pid|missing|coexist|bad RANK SIZE DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s main|pid|late|missing|coexist|bad RANK SIZE DIR\n", argv[0]);
         return 2;
     }
     me = atoi(argv[2]);
@@ -570,6 +610,8 @@ int main(int argc, char **argv)
         mode_pid(me, n);
     } else if (strcmp(argv[1], "missing") == 0) {
         mode_missing(me, n);
+    } else if (strcmp(argv[1], "late") == 0) {
+        mode_late(me, n);
     } else if (strcmp(argv[1], "coexist") == 0) {
         mode_coexist();
         me = test_rank;

@@ -83,5 +83,6 @@ run bad 1 1
 run main 4 4
 run main 3 3
 run pid 2 2
+run late 3 3
 run missing 3 4
 coexist

@@ -19,15 +19,17 @@
  * missing (SIZE-1 ranks started, COHORT_TIMEOUT=3): the absent rank's key never comes. A send to
  *   it fails with COHORT_ERR_TIMEOUT within the bound, saying which key was missing; a world
  *   barrier fails on every rank that was started, never hangs.
- * late (3 ranks): rank 2 calls cohort_init_exchange 1 s after the others. Rank 0's send to it
- *   waits from progress: its post and every cohort_test return at once (under 50 ms) until rank 2's
- * key comes; rank 1's world allreduce, posted at once, is right once rank 2 joins. coexist (under
- * mpirun, RANK and SIZE -1): a PMIx context first (cohort_init), then one over the store with the
- * rank and size the first one gives, in the same processes: both worlds' collectives right, the
- * store's keys those of the second context ("cohort/1/..."). bad (1 process): bad input refused
- * with COHORT_ERR_INVALID_ARG and a log line naming the argument; a put that fails fails init with
- * its status; a get that fails, or that gives bytes cohort did not put, fails the lookup with that
- * status (or MISMATCH) at once, not after the timeout.
+ * late (3 ranks): rank 2 calls cohort_init_exchange only once rank 0 has posted a send to it
+ *   and tested it for 0.5 s: that send is not done meanwhile, its post and every test return
+ *   at once (the lookup is polled from progress, never waited on inside a call), and it
+ *   completes once rank 2 comes; rank 1's world allreduce, posted at once, is right.
+ * coexist (under mpirun, RANK and SIZE -1): a PMIx context first (cohort_init), then one over
+ *   the store with the rank and size the first one gives, in the same processes: both worlds'
+ *   collectives right, the store's keys those of the second context ("cohort/1/...").
+ * bad (1 process): bad input refused with COHORT_ERR_INVALID_ARG and a log line naming the
+ *   argument; a put that fails fails init with its status; a get that fails, or that gives
+ *   bytes cohort did not put, fails the lookup with that status (or MISMATCH) at once, not
+ *   after the timeout.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -449,39 +451,72 @@ static void mode_missing(int me, int n)
     CHECK_OK(cohort_finalize(ctx));
 }
 
-#define LATE_S 1.0
+/* Rank 0's polling before it lets rank 2 start, and the longest one call may take. A call
+ * that waited for rank 2 inside it would never return before rank 2 starts, which waits for
+ * rank 0: it would take the lookup's whole bound (COHORT_TIMEOUT=20), not a scheduling delay. */
+#define LATE_POLL_S 0.5
+#define LATE_CALL_S 2.0
+
+/* Rank 0 tells rank 2 to start: a file beside the store's keys. */
+static void late_go_path(char *path, size_t len)
+{
+    snprintf(path, len, "%s/go", store.dir);
+}
+
+/* Rank 0's send to rank 2 before rank 2 exists: posted, and tested for LATE_POLL_S, never
+ * done meanwhile and every call quick; then rank 2 may start, and the send completes. */
+static void late_send(cohort_context_t *ctx)
+{
+    cohort_request_t *r;
+    cohort_status_t st;
+    char path[4096];
+    int v = 42, done = 0, go = 0;
+    double t0 = test_now(), t, slowest;
+    FILE *f;
+
+    CHECK_OK(cohort_isend(cohort_world(ctx), &v, 1, COHORT_INT32, 2, 4, &r));
+    slowest = test_now() - t0;
+    do {
+        t = test_now();
+        st = cohort_test(r, &done);
+        slowest = test_now() - t > slowest ? test_now() - t : slowest;
+        if (!go && test_now() - t0 >= LATE_POLL_S) {
+            CHECK(!done); /* rank 2 has not even started */
+            late_go_path(path, sizeof(path));
+            CHECK((f = fopen(path, "w")) != NULL && fclose(f) == 0);
+            go = 1;
+        }
+    } while (st == COHORT_OK && !done);
+    CHECK_OK(st);
+    CHECK(go && slowest < LATE_CALL_S);
+    cohort_request_free(r);
+}
 
 static void mode_late(int me, int n)
 {
     cohort_context_t *ctx;
-    cohort_request_t *r;
-    cohort_status_t st;
-    int v = 42, sum = 0, done = 0;
-    double t0, slowest = 0;
+    char path[4096];
+    int v = 0, sum = 0;
 
     CHECK(n == 3);
+    setenv("COHORT_TIMEOUT", "20", 1);
     if (me == 2) {
-        struct timespec late = {(time_t)LATE_S, 0};
-        nanosleep(&late, NULL); /* the scenario: this rank is started late */
+        double t0 = test_now();
+        late_go_path(path, sizeof(path));
+        while (access(path, F_OK) != 0) {
+            struct timespec nap = {0, 10 * 1000 * 1000};
+            CHECK(test_now() - t0 < 60);
+            nanosleep(&nap, NULL);
+        }
     }
     ctx = init(me, n);
-    t0 = test_now();
     if (me == 0) {
-        CHECK_OK(cohort_isend(cohort_world(ctx), &v, 1, COHORT_INT32, 2, 4, &r));
-        slowest = test_now() - t0;
-        do {
-            double t = test_now();
-            st = cohort_test(r, &done);
-            slowest = test_now() - t > slowest ? test_now() - t : slowest;
-        } while (st == COHORT_OK && !done);
-        CHECK_OK(st);
-        cohort_request_free(r);
-        /* It did wait for rank 2, and never inside a call. */
-        CHECK(test_now() - t0 > LATE_S / 2 && slowest < 0.05);
+        late_send(ctx);
     } else if (me == 2) {
         CHECK_OK(cohort_recv(cohort_world(ctx), &v, 1, COHORT_INT32, 0, 4));
         CHECK(v == 42);
     }
+    /* Rank 1 posts it at once: its algorithm pick waits for rank 2's host identity. */
     CHECK_OK(cohort_allreduce(cohort_world(ctx), &me, &sum, 1, COHORT_INT32, COHORT_SUM));
     CHECK(sum == 3);
     CHECK_OK(cohort_finalize(ctx));

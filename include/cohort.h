@@ -164,7 +164,8 @@ typedef struct {
  *       with the same size over the same store, making its contexts in the same order. Release
  *       with cohort_finalize().
  */
-COHORT_API cohort_status_t cohort_init_exchange(const cohort_exchange_t *ex, cohort_context_t **ctx);
+COHORT_API cohort_status_t cohort_init_exchange(const cohort_exchange_t *ex,
+                                                cohort_context_t **ctx);
 
 /**
  * Release everything the context owns: groups, layouts, endpoints, the UCX worker and the

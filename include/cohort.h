@@ -113,6 +113,61 @@ typedef enum { COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX, COHORT_AVG } coh
 COHORT_API cohort_status_t cohort_init(cohort_context_t **ctx);
 
 /**
+ * A key-value store the caller lends cohort_init_exchange() in place of a PMIx server: the
+ * world's rank and size, and two callbacks over a store every rank of the world reaches (torch's
+ * c10d Store, a shared directory, a KV service). cohort chooses the keys, all under
+ * "cohort/<instance>/" ("cohort/0/3/card": what world rank 3 of this process's first context
+ * published), so a store shared with other users keeps theirs apart.
+ *
+ * Each callback returns a cohort_status_t and is called only from the thread inside a cohort
+ * call on the context it serves (one at a time for one context; two contexts over one store may
+ * call it from two threads at once).
+ */
+typedef struct {
+    int rank; /**< this process's world rank, 0 <= rank < size */
+    int size; /**< the world size, > 0 */
+    /** Store @a len bytes of @a value (cohort's; copy them) under @a key; called by
+     *  cohort_init_exchange() (a few keys, never again). COHORT_OK once stored: a peer's get may
+     *  come at once. Any other status fails cohort_init_exchange() with it. */
+    cohort_status_t (*put)(void *arg, const char *key, const void *value, size_t len);
+    /** Look @a key up WITHOUT waiting: COHORT_OK with *value a malloc'ed copy that cohort frees
+     *  with free() and *len its size; COHORT_INPROGRESS when nobody has put it yet (cohort asks
+     *  again from progress, backing off, until COHORT_TIMEOUT, 300 s when unset); or an error,
+     *  which fails that peer's lookup (the peer is taken as failed). */
+    cohort_status_t (*get)(void *arg, const char *key, void **value, size_t *len);
+    void *arg; /**< passed to put and get; must stay valid until cohort_finalize() */
+} cohort_exchange_t;
+
+/**
+ * cohort_init() without a PMIx server: the world rank and size come from @a ex, and a rank's
+ * card (its UCX worker address, its pid, and its host's identity: host name, boot id, PID
+ * namespace) goes through @a ex's store. For launchers with no PMIx (torchrun, a script that
+ * starts processes itself); cohort_init() stays the way under mpirun, srun and prterun.
+ *
+ * @param [in]  ex   the store and this rank's place in the world; copied (ex->arg is not: it
+ *                   must stay valid until cohort_finalize()).
+ * @param [out] ctx  the new context; set only on success.
+ * @return COHORT_OK; COHORT_ERR_INVALID_ARG for a NULL @a ex or @a ctx, a NULL put or get, a
+ *         rank or size out of range, or a bad COHORT_* setting (each logged, naming it); the
+ *         status put returned when it fails; COHORT_ERR_UCX for UCX failures.
+ * @note Communicates only through @a ex's callbacks: one put, here, of this rank's card
+ *       ("cohort/<instance>/<rank>/card"), and nothing else at init. A peer's card is read on
+ *       this rank's first use of that peer (a send to it, a collective of a group holding it, a
+ *       question about its node) and never before: a rank reads the cards of its groups'
+ *       members and of no other rank. Reads are polled from progress, never waited on, except
+ *       one case: whether a member shares this node must be known when a group first picks a
+ *       collective algorithm (every member must pick alike), so a member that has not called
+ *       cohort_init_exchange() yet is waited for there, polling get, within COHORT_TIMEOUT.
+ *       A peer that never puts its card fails with COHORT_ERR_TIMEOUT within COHORT_TIMEOUT
+ *       (300 s when unset), logged with the key. COHORT_PMIX_PLUGIN is not used; cohort_stats()
+ *       names the exchange "user". Every rank of the world must call cohort_init_exchange()
+ *       with the same size over the same store, making its contexts in the same order. Release
+ *       with cohort_finalize().
+ */
+COHORT_API cohort_status_t cohort_init_exchange(const cohort_exchange_t *ex,
+                                                cohort_context_t **ctx);
+
+/**
  * Release everything the context owns: groups, layouts, endpoints, the UCX worker and the
  * PMIx connection. Accepts NULL.
  *
@@ -593,10 +648,13 @@ typedef struct {
 COHORT_API cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
                                             cohort_peer_info_t *info);
 
-/** Where a rank runs, as the launcher says (PMIx job data). */
+/** Where a rank runs, as the launcher says (PMIx job data), or under cohort_init_exchange() as
+ *  the rank put it in the store (host name, boot id, PID namespace; node_id UINT32_MAX). */
 typedef struct {
     int world_rank;
-    int same_node;     /**< 1 when it runs on this rank's node (PMIX_LOCAL_PEERS) */
+    int same_node;     /**< 1 when it runs on this rank's node (PMIX_LOCAL_PEERS; under
+                            cohort_init_exchange(), the same host name, boot id and PID
+                            namespace) */
     uint32_t node_id;  /**< the launcher's node id, UINT32_MAX when it does not say (Open MPI
                             4.1 gives it for this node's ranks only) */
     char hostname[64]; /**< the node's host name ("" when the launcher does not say) */
@@ -606,9 +664,11 @@ typedef struct {
  * Describe where world rank @a world_rank runs (any rank of the job, this one included).
  * @param [out] info  set only on success.
  * @return COHORT_OK, or COHORT_ERR_INVALID_ARG for a bad context, rank or NULL info (logged);
- *         COHORT_ERR_PMIX when the launcher does not say.
+ *         COHORT_ERR_PMIX when the launcher does not say; under cohort_init_exchange(),
+ *         COHORT_ERR_TIMEOUT (logged) when the rank never put its card.
  * @note Answered from the job data the local PMIx client holds: no message to any peer. A
- *       singleton is node 0 of its own host.
+ *       singleton is node 0 of its own host. Under cohort_init_exchange(), from the rank's key,
+ *       read once (a get), waited for within COHORT_TIMEOUT when the rank has not put it yet.
  */
 COHORT_API cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
                                             cohort_node_info_t *info);
@@ -621,7 +681,8 @@ typedef struct {
     uint64_t messages_sent;     /**< active messages sent */
     uint64_t messages_dropped;  /**< messages nobody could take, dropped: for groups not
                                      created here (over COHORT_ORPHAN_LIMIT), freed or revoked */
-    const char *pmix_plugin;    /**< exchange plugin in use ("singleton" without a server) */
+    const char *pmix_plugin;    /**< exchange plugin in use ("singleton" without a server,
+                                     "user" under cohort_init_exchange()) */
     const char *progress;       /**< "yield", "spin" or "block" */
     uint64_t messages_rejected; /**< messages dropped as malformed: a bad header, or a sender
                                      that is not a member of the group the message names */

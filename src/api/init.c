@@ -2,6 +2,7 @@
  * collective layer's configuration, the world group, layouts. */
 #include "coll/coll.h"
 #include "core/context.h"
+#include "core/exchange_user.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -9,17 +10,19 @@
 
 void cohort_layout_free_all(cohort_context_t *ctx);
 
-cohort_status_t cohort_init(cohort_context_t **ctx_p)
+/* Both ways in: @a ex NULL is PMIx's (or a singleton's), else the caller's store. */
+static cohort_status_t cohort_init_with(const cohort_exchange_t *ex, cohort_context_t **ctx_p,
+                                        const char *what)
 {
     cohort_context_t *ctx;
     cohort_status_t status;
 
     if (ctx_p == NULL) {
-        cohort_error(NULL, "cohort_init: ctx is NULL");
+        cohort_error(NULL, "%s: ctx is NULL", what);
         return COHORT_ERR_INVALID_ARG;
     }
     /* The collective layer's settings are read before anything connects. */
-    status = cohort_context_create(&ctx, cohort_coll_config);
+    status = cohort_context_create(&ctx, cohort_coll_config, ex);
     if (status != COHORT_OK) {
         return status;
     }
@@ -37,6 +40,19 @@ err_destroy:
     cohort_group_free_all(ctx);
     (void)cohort_context_destroy(ctx);
     return status;
+}
+
+cohort_status_t cohort_init(cohort_context_t **ctx_p)
+{
+    return cohort_init_with(NULL, ctx_p, "cohort_init");
+}
+
+cohort_status_t cohort_init_exchange(const cohort_exchange_t *ex, cohort_context_t **ctx_p)
+{
+    if (cohort_exchange_user_check(ex) != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    return cohort_init_with(ex, ctx_p, "cohort_init_exchange");
 }
 
 cohort_status_t cohort_finalize(cohort_context_t *ctx)

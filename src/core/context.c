@@ -11,6 +11,7 @@
 #include "core/comm.h"
 #include "core/context.h"
 #include "core/endpoint.h"
+#include "core/exchange_user.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/notify.h"
@@ -122,7 +123,8 @@ static void cohort_context_unregister(cohort_context_t *ctx)
 }
 
 cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
-                                      cohort_context_configure_t configure)
+                                      cohort_context_configure_t configure,
+                                      const cohort_exchange_t *ex)
 {
     cohort_context_t *ctx;
     cohort_pmix_opts_t opts;
@@ -183,8 +185,10 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
         goto err_free;
     }
 
-    status = cohort_plugin_load(ctx);
-    if (status != COHORT_OK) {
+    /* The caller's store is built in; PMIx's exchanges are modules (COHORT_PMIX_PLUGIN). */
+    if (ex != NULL) {
+        ctx->plugin = &cohort_exchange_user;
+    } else if ((status = cohort_plugin_load(ctx)) != COHORT_OK) {
         goto err_free;
     }
     pthread_mutex_lock(&cohort_live_lock);
@@ -194,7 +198,8 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     opts.log = cohort_context_plugin_log;
     opts.log_arg = ctx;
     opts.instance = ctx->instance;
-    status = ctx->plugin->init(&opts, &ctx->pmix, &job);
+    status = ex != NULL ? cohort_exchange_user_init(ex, &opts, &ctx->pmix, &job)
+                        : ctx->plugin->init(&opts, &ctx->pmix, &job);
     if (status != COHORT_OK) {
         goto err_unload;
     }

@@ -65,7 +65,8 @@ struct cohort_context {
     int singleton;
     int instance; /* contexts made before this one in this process: keys its PMIx address */
 
-    const cohort_pmix_plugin_t *plugin;
+    const cohort_pmix_plugin_t *plugin; /* the exchange: a PMIx module, or the caller's store
+                                         * (core/exchange_user.h, name "user", no plugin_dl) */
     void *plugin_dl;
     cohort_pmix_ctx_t *pmix;
 
@@ -160,9 +161,11 @@ struct cohort_context {
 typedef cohort_status_t (*cohort_context_configure_t)(cohort_context_t *ctx, char *err,
                                                       size_t errlen);
 
-/* Create the engine part of a context: config (then @a configure), plugin, UCX worker,
- * published address. */
-cohort_status_t cohort_context_create(cohort_context_t **ctx, cohort_context_configure_t configure);
+/* Create the engine part of a context: config (then @a configure), the exchange (the caller's
+ * store @a ex, checked already, or with @a ex NULL the PMIx plugin COHORT_PMIX_PLUGIN names),
+ * UCX worker, published address. */
+cohort_status_t cohort_context_create(cohort_context_t **ctx, cohort_context_configure_t configure,
+                                      const cohort_exchange_t *ex);
 /* Tear down what cohort_context_create made, after the layers above released theirs:
  * cancels every request, says goodbye to wired peers, closes endpoints (bounded). Torn down
  * whatever happens; an error is the plugin's finalize failing (e.g. a group destruct). */

@@ -121,7 +121,13 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     b->seg_call = seg ? cohort_shm_call_number(g) : 0;
     b->fp = cohort_coll_fingerprint(&a);
     cohort_am_coll_posted(g, b->seq, b->fp);
-    cohort_coll_announce(g, &a, algo);
+    /* A call on the segment sends nothing once it is there, nor to set it up: its peers are
+     * not wired (direct's pids are fetched without an endpoint, cohort_coll_pids_know). */
+    if (!seg) {
+        cohort_coll_announce(g, &a, algo);
+    } else if (b->seg_call == 1) {
+        cohort_shm_prefetch(g);
+    }
     cohort_coll_schedule(b, b->stream_mark != 0, stage_late, agree, vote);
     status = cohort_coll_schedule_post(req);
     if (status != COHORT_OK) {

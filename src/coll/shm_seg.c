@@ -12,7 +12,15 @@
  * in: it sends a one-byte "no" to every member, which each receives in a receive posted at the
  * setup's start (a receive needs no endpoint; only the failing member wires). Those receives
  * are also what waits on the members during setup, so a member that dies meanwhile is watched
- * and found (COHORT_WATCH_S) as for any receive.
+ * and found (COHORT_WATCH_S) as for any receive. After a "no" the name stays until every member
+ * has answered (attached, or said "no" itself), so that none misses it and waits for ever.
+ *
+ * Where the setup's call is the group's first collective, it also carries the settings every
+ * member must share (settings.c), written in the header as each member attaches and compared
+ * once all are in (check.c, cohort_coll_check_settle), with no message. A member whose settings
+ * sent it down the message path never attaches: its agreement's first message, to group rank
+ * r + 1, lands in a receive posted at the setup's start, and that member joins the agreement by
+ * messages, which reaches the next one the same way; a failed setup agrees so too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -57,6 +65,9 @@ typedef struct {
     uint32_t nattached; /* attachers so far: the one that makes it n - 1 unlinks the name */
     uint8_t pad[28];
     uint8_t attached[COHORT_SHM_MAX_N]; /* member k mapped it and checked it */
+    /* Member k's must-match settings (settings.c), written before attached[k]: the group's
+     * first collective agrees on them here when it runs on the segment. */
+    int64_t settings[COHORT_SHM_MAX_N][COHORT_SETTINGS_FIELDS];
     shm_slot_t slot[];
 } shm_seg_t;
 
@@ -172,8 +183,27 @@ static uint64_t shm_members_hash(const cohort_comm_t *comm)
 
 static void shm_name(const cohort_comm_t *comm, shm_group_t *g, int32_t pid)
 {
-    snprintf(g->name, sizeof(g->name), "/cohort-%d-%016llx", (int)pid,
+    /* The context's instance as the PMIx key has it: two contexts of one process make groups
+     * of the same id, which must not meet in one segment. */
+    snprintf(g->name, sizeof(g->name), "/cohort-%d-%d-%016llx", (int)pid, comm->ctx->instance,
              (unsigned long long)comm->id);
+}
+
+/* This rank's must-match settings, where the call agrees on them in the setup (else NULL). */
+static const int64_t *shm_settings(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+
+    return b->settle ? b->check->mine + COHORT_CHECK_SETTINGS : NULL;
+}
+
+static void shm_settings_put(cohort_request_t *req, shm_group_t *g)
+{
+    const int64_t *mine = shm_settings(req);
+
+    if (mine != NULL) {
+        memcpy(g->seg->settings[req->comm->rank], mine, sizeof(g->seg->settings[0]));
+    }
 }
 
 /* Group rank 0: make it, exclusively, and publish its identity. @return whether it worked. */
@@ -209,6 +239,7 @@ static int shm_create(cohort_request_t *req, shm_group_t *g)
     g->seg->pid = (int32_t)(cohort_fault(req->ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
     g->seg->gid = comm->id;
     g->seg->members = shm_members_hash(comm);
+    shm_settings_put(req, g);
     g->seg->attached[0] = 1;
     __atomic_store_n(&g->seg->ready, 1, __ATOMIC_RELEASE);
     return 1;
@@ -295,44 +326,136 @@ static void shm_setup_end(cohort_request_t *req, shm_group_t *g, shm_seg_state_t
     g->state = state;
 }
 
-/* Whether a member said "no" (a receive finished); an error there is the setup's status. */
-static cohort_status_t shm_setup_heard(cohort_request_t *req, cohort_shm_call_t *c)
+/* Whether a member said "no" (a receive finished; only group rank 0's when @a creator_only);
+ * an error there (the member is dead) is the setup's status whoever it was. */
+static cohort_status_t shm_setup_heard(cohort_request_t *req, int creator_only)
 {
     cohort_xfer_t *x = cohort_coll_base(req)->xfers;
 
     for (int k = 0; k < req->comm->size; k++) {
-        if (x[k].req != NULL && x[k].done) {
-            return x[k].status != COHORT_OK ? x[k].status : COHORT_ERR_UNSUPPORTED;
+        if (x[k].req != NULL && x[k].done && x[k].status != COHORT_OK) {
+            return x[k].status;
         }
     }
-    (void)c;
+    for (int k = 0; k < (creator_only ? 1 : req->comm->size); k++) {
+        if (x[k].req != NULL && x[k].done) {
+            return COHORT_ERR_UNSUPPORTED;
+        }
+    }
     return COHORT_OK;
+}
+
+/* The settings by messages (check.c's agreement, joined), where they ride this setup: a member
+ * took the message path (its first message came), or the setup failed and every member says
+ * so. COHORT_OK once agreed alike (or nothing to agree), INPROGRESS, MISMATCH (the group
+ * revoked) or a transfer's error. */
+static cohort_status_t shm_settle_msgs(cohort_request_t *req, cohort_shm_call_t *c)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status;
+
+    if (!b->settle || c->settled) {
+        return COHORT_OK;
+    }
+    if (!c->joined) {
+        c->joined = 1;
+        status = cohort_coll_check_join(req, b->check);
+        if (status != COHORT_OK) {
+            return status;
+        }
+    }
+    status = cohort_coll_check_progress(req, b->check);
+    c->settled = status == COHORT_OK;
+    return status;
+}
+
+/* During the setup's waits: a member on the message path is joined. */
+static cohort_status_t shm_settle_trip(cohort_request_t *req, cohort_shm_call_t *c)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+
+    if (!b->settle || c->settled || (!c->joined && !cohort_coll_check_tripped(b->check))) {
+        return COHORT_OK;
+    }
+    return shm_settle_msgs(req, c);
+}
+
+/* Whether every other member attached or said "no" (or its receive failed: it is dead). */
+static int shm_all_answered(cohort_request_t *req, const shm_group_t *g)
+{
+    const cohort_xfer_t *x = cohort_coll_base(req)->xfers;
+
+    for (int k = 0; k < req->comm->size; k++) {
+        if (k != req->comm->rank && !(x[k].req != NULL && x[k].done) &&
+            !(g->seg != NULL && __atomic_load_n(&g->seg->attached[k], __ATOMIC_ACQUIRE))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The setup failed here with @a status; an agreed one (UNSUPPORTED: a member's "no") waits for
+ * the settings first, which every member then agrees on by messages. */
+static cohort_status_t shm_setup_failed(cohort_request_t *req, cohort_shm_call_t *c, shm_group_t *g,
+                                        cohort_status_t status)
+{
+    cohort_status_t st;
+
+    c->sround = 4;
+    /* The name stays until every member has answered (attached, or said "no"): one still
+     * looking for it must find it and give its own verdict, not miss it and hang. */
+    if (status == COHORT_ERR_UNSUPPORTED && g->state == SEG_SETTING_UP && g->named &&
+        !shm_all_answered(req, g)) {
+        return cohort_shm_wait(req);
+    }
+    if (g->state == SEG_SETTING_UP) {
+        shm_setup_end(req, g, SEG_FAILED);
+    }
+    if (status != COHORT_ERR_UNSUPPORTED) {
+        return status;
+    }
+    st = shm_settle_msgs(req, c);
+    if (st == COHORT_INPROGRESS) {
+        return cohort_shm_wait(req);
+    }
+    return st == COHORT_OK ? status : st;
 }
 
 /* The first call: make or reach the segment, then wait until every member has it, or one said
  * it cannot. No message when it works. */
 static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, shm_group_t *g)
 {
-    cohort_xfer_t *x = cohort_coll_base(req)->xfers;
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_xfer_t *x = b->xfers;
     int n = req->comm->size, me = req->comm->rank;
     cohort_status_t status = COHORT_OK;
 
+    if (c->sround == 4) {
+        return shm_setup_failed(req, c, g, COHORT_ERR_UNSUPPORTED);
+    }
     if (c->sround == 0) {
         for (int k = 0; k < n && status == COHORT_OK; k++) {
             if (k != me) {
                 status = cohort_coll_recv(req, &x[k], k, SHM_STEP_FAIL, &c->oks[k], 1);
             }
         }
+        if (status == COHORT_OK && b->settle) {
+            status = cohort_coll_check_arm(req, b->check);
+        }
         if (status != COHORT_OK) {
-            shm_setup_end(req, g, SEG_FAILED);
-            return status;
+            return shm_setup_failed(req, c, g, status);
         }
         c->ok = me != 0 ? 0 : shm_create(req, g) ? 1 : 2;
         c->sround = 1;
     }
+    status = shm_settle_trip(req, c);
+    if (status != COHORT_OK && status != COHORT_INPROGRESS) {
+        return shm_setup_failed(req, c, g, status);
+    }
     if (c->sround == 1 && c->ok == 0) {
         cohort_peer_t *peer0 = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, 0));
         int got = 0;
+        status = COHORT_OK;
         if (peer0 == NULL) {
             status = COHORT_ERR_NO_MEMORY;
         } else {
@@ -342,14 +465,16 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
             } else if (peer0->pid != 0) {
                 /* Tried even after another member's "no": its own verdict is logged here. */
                 got = shm_attach(req, g, peer0->pid);
+                /* Only group rank 0's "no" ends the wait for the name: another's leaves it
+                 * there until every member answered (shm_setup_failed), so that this rank
+                 * finds it and answers too. */
                 if (got == 0) {
-                    status = shm_setup_heard(req, c); /* a "no" ends the wait for the name */
+                    status = shm_setup_heard(req, 1);
                 }
             }
         }
         if (status != COHORT_OK) {
-            shm_setup_end(req, g, SEG_FAILED);
-            return status; /* a "no" says UNSUPPORTED: every member alike */
+            return shm_setup_failed(req, c, g, status); /* a "no": UNSUPPORTED, alike */
         }
         if (got == 0) {
             return cohort_shm_wait(req);
@@ -357,6 +482,7 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
         c->ok = got > 0 ? 1 : 2;
         if (got > 0) {
             g->named = 1; /* until the last attacher unlinks it, or this setup ends */
+            shm_settings_put(req, g);
             __atomic_store_n(&g->seg->attached[me], 1, __ATOMIC_RELEASE);
             if (__atomic_add_fetch(&g->seg->nattached, 1, __ATOMIC_ACQ_REL) == (uint32_t)n - 1) {
                 shm_name_drop(g);
@@ -368,6 +494,7 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
     }
     if (c->sround == 3) {
         /* This rank cannot have it: every member hears so, and fails the call alike. */
+        status = COHORT_OK;
         if (!c->posted) {
             for (int k = 0; k < n && status == COHORT_OK; k++) {
                 if (k != me) {
@@ -382,17 +509,23 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
         if (status == COHORT_INPROGRESS) {
             return status;
         }
-        shm_setup_end(req, g, SEG_FAILED);
-        return status == COHORT_OK ? COHORT_ERR_UNSUPPORTED : status;
+        return shm_setup_failed(req, c, g, status == COHORT_OK ? COHORT_ERR_UNSUPPORTED : status);
     }
     for (int k = 0; k < n; k++) {
         if (__atomic_load_n(&g->seg->attached[k], __ATOMIC_ACQUIRE) == 0) {
-            status = shm_setup_heard(req, c);
+            status = shm_setup_heard(req, 0);
             if (status != COHORT_OK) {
-                shm_setup_end(req, g, SEG_FAILED);
-                return status;
+                return shm_setup_failed(req, c, g, status);
             }
             return cohort_shm_wait(req);
+        }
+    }
+    /* Every member took this path: the settings are compared here, alike on every member. */
+    if (b->settle && !c->settled) {
+        status = cohort_coll_check_settle(req, b->check, &g->seg->settings[0][0]);
+        c->settled = 1;
+        if (status != COHORT_OK) {
+            return shm_setup_failed(req, c, g, status);
         }
     }
     shm_setup_end(req, g, SEG_READY);
@@ -413,7 +546,7 @@ cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *
     if (c->begun) {
         return COHORT_OK;
     }
-    if (c->setup && g->state == SEG_SETTING_UP) {
+    if (c->setup && (g->state == SEG_SETTING_UP || c->sround == 4)) {
         status = shm_setup(req, c, g);
         if (status != COHORT_OK && status != COHORT_ERR_UNSUPPORTED) {
             return status; /* INPROGRESS, or a member failed: the group is revoked */

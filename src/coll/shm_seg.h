@@ -32,11 +32,15 @@ typedef struct {
     uint64_t s;          /* the call's number on the group, from 1 */
     int setup;           /* this call makes the segment */
     int sround;          /* the setup's step: 0 post the "no" receives (and make it: group rank 0),
-                          * 1 reach it (the others), 2 wait until every member has, 3 say "no" */
+                          * 1 reach it (the others), 2 wait until every member has, 3 say "no",
+                          * 4 it failed: the settings agreed by messages, then the end */
     int posted;          /* the "no" sends are posted */
     int begun;           /* it was this rank's turn, and the segment is there */
     uint8_t ok;          /* this rank reached the segment (setup): 1, or could not: 2 */
     uint8_t *oks;        /* n: a member's "no" lands here (setup) */
+    int joined;          /* the settings ride the setup, and this rank joined their agreement
+                          * by messages (a member took another path, or the setup failed) */
+    int settled;         /* ... they are agreed */
     int wait_word;       /* what it waits for now: a word (-1: nothing in the segment) */
     uint64_t wait_value; /* ... to reach this */
     int wait_member;     /* ... for this member (-1: every member) */

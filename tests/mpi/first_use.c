@@ -11,15 +11,15 @@
  * A group's first collective costs no endpoint beyond what its messages need (issue 37).
  *
  * Default case: every group of the layout tp=2,pp=2,ep=2,etp=1, all on this node, runs its
- * first allreduce (one float), kinds in order; then every endpoint this rank holds
- * (cohort_wired_peers) must be to a peer some message of those calls went to: the group's first
- * collective agrees on the settings in a dissemination (group rank r sends to r + 2^k), and
- * nothing else sends. Before, a same-node group's shared segment (shm) was set up with
- * descriptors between group rank 0 and every member, and direct announced every member at post:
- * rank 0 of a group of 4 held an endpoint to r + 3 too. With the algorithm forced to shm or
- * direct, a second allreduce in every group sends no message at all; ring is there to show the
- * rule also holds for a message algorithm. COHORT_WATCH_S=0: under load a receive waiting over
- * a second wires its source to watch it, which is not what this counts.
+ * first allreduce (one float), kinds in order. With shm or direct (the default for this size,
+ * or forced), the call runs on the group's shared segment, which is reached and on which the
+ * members agree on their settings without any message: no rank holds any endpoint afterwards,
+ * and a second allreduce in every group sends nothing either. Before, the segment's setup sent
+ * descriptors between group rank 0 and every member, the first collective's settings went round
+ * a dissemination (group rank r to r + 2^k), and direct announced every member at post. With
+ * ring forced, every endpoint a rank holds must be to a peer a message went to: the agreement's
+ * partners (r + 2^k) and the ring's next member. COHORT_WATCH_S=0: under load a receive waiting
+ * over a second wires its source to watch it, which is not what this counts.
  *
  * FIRST_CASE=race: two groups with the same members and tag, created back to back (different
  * ids), run their first allreduces posted together and waited in reverse order, three times:
@@ -51,18 +51,39 @@ static int in_list(const int *l, int n, int v)
     return 0;
 }
 
-/* How many names in /dev/shm carry group @a g's id (shm_seg.c names them /cohort-PID-ID). */
-static int names_left(cohort_group_t *g)
+/* The pid of @a g's group rank 0, told over a group of its own (@a g's first call must stay
+ * the one the case is about). */
+static int pid_of_rank0(cohort_context_t *ctx, cohort_group_t *g)
 {
-    char id[32];
+    int n = cohort_group_size(g), members[64];
+    int32_t pid = (int32_t)getpid();
+    cohort_group_t *p;
+
+    CHECK(n <= 64);
+    for (int k = 0; k < n; k++) {
+        members[k] = cohort_group_world_rank(g, k);
+    }
+    CHECK_OK(cohort_group_create(ctx, "pids", members, n, &p));
+    CHECK_OK(cohort_bcast(p, &pid, 1, COHORT_INT32, 0));
+    CHECK_OK(cohort_group_free(p));
+    return pid;
+}
+
+/* How many names in /dev/shm are @a g's segment (shm_seg.c names them
+ * /cohort-PID-INSTANCE-ID, PID group rank 0's): other jobs on the machine have groups of the
+ * same id, made by other processes. */
+static int names_left(cohort_group_t *g, int pid0)
+{
+    char id[32], pre[32];
     struct dirent *e;
     DIR *d = opendir("/dev/shm");
     int n = 0;
 
     snprintf(id, sizeof(id), "-%016llx", (unsigned long long)cohort_group_id(g));
+    snprintf(pre, sizeof(pre), "cohort-%d-", pid0);
     CHECK(d != NULL);
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "cohort-", 7) == 0 && strstr(e->d_name, id) != NULL) {
+        if (strncmp(e->d_name, pre, strlen(pre)) == 0 && strstr(e->d_name, id) != NULL) {
             fprintf(stderr, "rank %d: /dev/shm/%s is left\n", test_rank, e->d_name);
             n++;
         }
@@ -134,6 +155,12 @@ static void layout_case(cohort_context_t *ctx)
             exit(1);
         }
     }
+    /* On the segment the settings are agreed there too: nothing is sent, nobody is wired. */
+    if (quiet && nwired != 0) {
+        fprintf(stderr, "rank %d: %d endpoints after the first calls, all on shared segments\n", me,
+                nwired);
+        exit(1);
+    }
     printf("rank %d: %d groups, %d endpoints after their first allreduce (%d allowed)\n", me, ng,
            nwired, nallowed);
     CHECK_OK(cohort_stats(ctx, &st0));
@@ -149,7 +176,7 @@ static void layout_case(cohort_context_t *ctx)
 
 static void race_case(cohort_context_t *ctx)
 {
-    int n = cohort_world_size(ctx), members[64];
+    int n = cohort_world_size(ctx), members[64], pid0;
     cohort_group_t *a, *b;
 
     CHECK(n <= 64);
@@ -158,6 +185,7 @@ static void race_case(cohort_context_t *ctx)
     }
     CHECK_OK(cohort_group_create(ctx, "twin", members, n, &a));
     CHECK_OK(cohort_group_create(ctx, "twin", members, n, &b));
+    pid0 = pid_of_rank0(ctx, a);
     CHECK(cohort_group_id(a) != cohort_group_id(b));
     for (int it = 0; it < 3; it++) {
         int32_t va = cohort_group_rank(a) + 1, vb = 100 * (cohort_group_rank(b) + 1), ra = 0,
@@ -172,7 +200,7 @@ static void race_case(cohort_context_t *ctx)
         CHECK(ra == n * (n + 1) / 2);
         CHECK(rb == 100 * n * (n + 1) / 2);
     }
-    CHECK(names_left(a) == 0 && names_left(b) == 0);
+    CHECK(names_left(a, pid0) == 0 && names_left(b, pid0) == 0);
     CHECK_OK(cohort_group_free(a));
     CHECK_OK(cohort_group_free(b));
 }
@@ -184,6 +212,7 @@ static void death_case(cohort_context_t *ctx)
     float v = 1, sum = 0;
     double t0;
     cohort_status_t st;
+    int pid0 = pid_of_rank0(ctx, w);
 
     /* The world's first collective, by messages: its agreement is behind it. */
     CHECK_OK(cohort_barrier(w));
@@ -198,7 +227,7 @@ static void death_case(cohort_context_t *ctx)
         exit(1);
     }
     printf("rank %d: PEER_FAILED after %.2f s\n", me, test_now() - t0);
-    CHECK(names_left(w) == 0);
+    CHECK(names_left(w, pid0) == 0);
     CHECK_OK(cohort_finalize(ctx));
     printf("rank %d: rank passed\n", me);
 }

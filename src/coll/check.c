@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "coll/coll.h"
+#include "core/am.h"
 #include "core/comm.h"
 #include "base/dtype.h"
 #include "core/endpoint.h"
@@ -49,7 +50,10 @@ size_t cohort_coll_check_size(void)
     return sizeof(cohort_coll_check_t);
 }
 
-cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *c)
+static cohort_status_t cohort_check_verdict(cohort_request_t *req, cohort_coll_check_t *c);
+
+/* The agreement's state as its first round finds it: this rank's values in acc and mine. */
+static void cohort_check_init(cohort_request_t *req, cohort_coll_check_t *c)
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
     const cohort_coll_args_t *a = &b->args;
@@ -71,8 +75,15 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
     memcpy(c->mine, mine, sizeof(mine));
     c->active = 1;
     c->dist = 1;
-    /* The agreement's messages carry no fingerprint: they must match whatever was called. */
     c->fp = b->fp;
+}
+
+cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *c)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+
+    cohort_check_init(req, c);
+    /* The agreement's messages carry no fingerprint: they must match whatever was called. */
     b->fp = 0;
     b->xfers = c->x;
     b->nxfers = 2;
@@ -80,6 +91,47 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
         return COHORT_OK;
     }
     return cohort_check_post(req, c);
+}
+
+/* The algorithm runs on the segment (ident: its messages go with fingerprint 0, as the
+ * agreement's do) and keeps its own transfers in b->xfers. */
+cohort_status_t cohort_coll_check_arm(cohort_request_t *req, cohort_coll_check_t *c)
+{
+    int n = req->comm->size, me = req->comm->rank;
+
+    cohort_check_init(req, c);
+    return cohort_coll_recv(req, &c->x[1], (me - 1 + n) % n, -1, &c->in, sizeof(c->in));
+}
+
+int cohort_coll_check_tripped(const cohort_coll_check_t *c)
+{
+    return c->x[1].req != NULL && c->x[1].done;
+}
+
+cohort_status_t cohort_coll_check_join(cohort_request_t *req, cohort_coll_check_t *c)
+{
+    int n = req->comm->size, me = req->comm->rank;
+
+    c->out = c->acc;
+    return cohort_coll_send(req, &c->x[0], (me + 1) % n, -1, &c->out, sizeof(c->out));
+}
+
+cohort_status_t cohort_coll_check_settle(cohort_request_t *req, cohort_coll_check_t *c,
+                                         const int64_t *vals)
+{
+    if (c->x[1].req != NULL && !c->x[1].done) {
+        cohort_xfer_cancel(&c->x[1], COHORT_OK); /* nobody took the message path */
+    }
+    for (int k = 0; k < req->comm->size; k++) {
+        for (int f = 0; f < COHORT_SETTINGS_FIELDS; f++) {
+            int64_t v = vals[(size_t)k * COHORT_SETTINGS_FIELDS + f];
+            int i = COHORT_CHECK_SETTINGS + f;
+            c->acc.lo[i] = v < c->acc.lo[i] ? v : c->acc.lo[i];
+            c->acc.hi[i] = v > c->acc.hi[i] ? v : c->acc.hi[i];
+        }
+    }
+    c->active = 0;
+    return cohort_check_verdict(req, c);
 }
 
 /* A field's value as people read it: names for the collective, the dtype and the op. */

@@ -53,7 +53,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     cohort_coll_base_t *b;
     cohort_status_t status;
     size_t size;
-    int vote, agree, seg, stage_late;
+    int vote, agree, seg, settle, stage_late;
 
     if (req_p == NULL) {
         cohort_error(g->ctx, "cohort_i%s: req is NULL", cohort_coll_names[a.coll]);
@@ -86,7 +86,9 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         size = ipc->state_size(&a, g->size);
     }
     size = (size + 63) & ~(size_t)63;
-    /* The group's first collective agrees on the settings (check.c), whatever they are. */
+    /* The group's first collective agrees on the settings (check.c), whatever they are: in the
+     * segment's setup when it runs there (no message unless a member took another path). */
+    settle = seg && cohort_coll_carries_settings(g->coll_seq);
     agree = g->ctx->cfg.check || vote || cohort_coll_carries_settings(g->coll_seq);
     req = cohort_request_alloc(g, &cohort_coll_ops, size + (agree ? cohort_coll_check_size() : 0));
     if (req == NULL) {
@@ -121,8 +123,15 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     b->seg_call = seg ? cohort_shm_call_number(g) : 0;
     b->fp = cohort_coll_fingerprint(&a);
     cohort_am_coll_posted(g, b->seq, b->fp);
-    cohort_coll_announce(g, &a, algo);
-    cohort_coll_schedule(b, b->stream_mark != 0, stage_late, agree, vote);
+    /* A call on the segment sends nothing once it is there, nor to set it up: its peers are
+     * not wired (direct's pids are fetched without an endpoint, cohort_coll_pids_know). */
+    if (!seg) {
+        cohort_coll_announce(g, &a, algo);
+    } else if (b->seg_call == 1) {
+        cohort_shm_prefetch(g);
+    }
+    b->settle = settle;
+    cohort_coll_schedule(b, b->stream_mark != 0, stage_late, agree && !settle, vote);
     status = cohort_coll_schedule_post(req);
     if (status != COHORT_OK) {
         cohort_request_cancel(req, status);

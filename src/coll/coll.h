@@ -162,6 +162,9 @@ typedef struct {
     /* The call's number on the group's shared segment, taken at post in posting order
      * (shm_seg.h); 0: it does not run there. */
     uint64_t seg_call;
+    /* The group's first collective runs on the segment: its settings are agreed in the
+     * segment's setup (check holds the state), not in an agreement round before it. */
+    int settle;
     cohort_status_t mem_status; /* the first failure of a cohort_coll_mem_* call */
     /* The schedule (schedule.c): its tasks, the one running, whether that one is posted. */
     const cohort_coll_task_t *tasks[COHORT_COLL_TASKS_MAX];
@@ -213,6 +216,20 @@ size_t cohort_coll_check_size(void);
 /* Start the agreement (the algorithm starts once it is over): it checks the arguments under
  * COHORT_CHECK=1, and carries this rank's vote when the request has a vote_algo. */
 cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *check);
+/* A group's first collective on its shared segment agrees on the settings there, with no
+ * message (shm_seg.c): cohort_coll_check_arm makes the state (this rank's values in mine) and
+ * posts only the first round's receive, from group rank r - 1, to which a member that took the
+ * message path (its settings differ) sends first; cohort_coll_check_tripped says it came. Then
+ * cohort_coll_check_join sends this rank's first round and the agreement goes on by messages
+ * (cohort_coll_check_progress), which carries the next member along the same way. Otherwise,
+ * once every member is in the segment, cohort_coll_check_settle takes back the receive and
+ * folds every member's settings (n x COHORT_SETTINGS_FIELDS values, group order) into the
+ * verdict: COHORT_OK or MISMATCH (the group revoked, logged), alike on every member. */
+cohort_status_t cohort_coll_check_arm(cohort_request_t *req, cohort_coll_check_t *check);
+int cohort_coll_check_tripped(const cohort_coll_check_t *check);
+cohort_status_t cohort_coll_check_join(cohort_request_t *req, cohort_coll_check_t *check);
+cohort_status_t cohort_coll_check_settle(cohort_request_t *req, cohort_coll_check_t *check,
+                                         const int64_t *vals);
 /* The call's schedule (schedule.c), chosen at post once every number is taken: waiting for the
  * group's stream (@a stream), staging after it (@a stage_late), the agreement (@a agree),
  * staging after a vote (@a vote), the algorithm, staging out. _post posts the first task (at

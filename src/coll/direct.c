@@ -521,7 +521,9 @@ static cohort_status_t direct_run(cohort_request_t *req)
             s->rc = cohort_coll_pids_check(req, s->peers, sizeof(direct_desc_t),
                                            offsetof(direct_desc_t, pid));
             if (s->rc == COHORT_INPROGRESS) {
-                return s->rc; /* a member's card is on its way: nothing copied yet */
+                /* A member's card is on its way, nothing copied yet. A pid-only lookup wires
+                 * nothing, so nothing wakes this call when it lands: polled. */
+                return cohort_shm_wait(req);
             }
         }
         if (s->rc == COHORT_OK) {
@@ -603,7 +605,7 @@ static void direct_abandon(cohort_request_t *req, cohort_status_t status)
         .name = "direct", .description = "same node: " what_ " by single copy", .coll = coll_,     \
         .state_size = direct_state_size, .start = direct_start, .progress = direct_progress,       \
         .cleanup = direct_cleanup, .peers = direct_peers, .decline = decline_, .node = node_,      \
-        .describe = direct_describe, .abandon = direct_abandon, .ident = 1, .segment = 1, knobs_    \
+        .describe = direct_describe, .abandon = direct_abandon, .ident = 1, .segment = 1, knobs_   \
     }
 
 #define DIRECT_WRITES (COHORT_NODE_DIRECT | COHORT_NODE_SHM)

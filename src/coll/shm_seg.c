@@ -1,21 +1,45 @@
 /*
- * A group's shared segment (shm_seg.h). The memfd is reached with pidfd_getfd, which the
- * kernel allows where it allows reading the peer (single copy): no name in /dev/shm to leak
- * when a rank dies, and the memory goes with the last mapping.
+ * A group's shared segment (shm_seg.h). Its name is derived from what every member knows
+ * without a message: group rank 0's pid (its card, which the pid check needs anyway) and the
+ * group's id, so reaching it costs no endpoint. Group rank 0 makes it (O_EXCL: never someone
+ * else's) and writes its identity in the header last; the others open it when it is there,
+ * polled from progress, check that identity and the creator's pid against rank 0's card before
+ * they use a byte of it, and say they attached in the header. The name lives only while the
+ * members attach: the last one unlinks it, and any member whose setup fails or is given up
+ * unlinks it too, so a rank that dies leaves nothing in /dev/shm once any member saw it.
+ *
+ * A member that fails (rank 0 cannot make it, an attacher refuses it) has no segment to say so
+ * in: it sends a one-byte "no" to every member, which each receives in a receive posted at the
+ * setup's start (a receive needs no endpoint; only the failing member wires). Those receives
+ * are also what waits on the members during setup, so a member that dies meanwhile is watched
+ * and found (COHORT_WATCH_S) as for any receive. After a "no" the name stays until every member
+ * has answered (attached, or said "no" itself), so that none misses it and waits for ever.
+ *
+ * Where the setup's call is the group's first collective, it also carries the settings every
+ * member must share (settings.c), written in the header as each member attaches and compared
+ * once all are in (check.c, cohort_coll_check_settle), with no message. A member whose settings
+ * sent it down the message path never attaches: its agreement's first message, to group rank
+ * r + 1, lands in a receive posted at the setup's start, and that member joins the agreement by
+ * messages, which reaches the next one the same way; a failed setup agrees so too.
  */
-#define _GNU_SOURCE /* memfd_create */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/pidfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "coll/shm_seg.h"
+#include "coll/coll_reduce.h"
+#include "core/am.h"
+#include "core/context.h"
 #include "core/endpoint.h"
 #include "core/log.h"
+#include "base/time.h"
 
-#define COHORT_SHM_MAGIC 0xc0c05e6du
+#define COHORT_SHM_MAGIC 0xc0c05e6eu
 
 /* Per data buffer, what its contents are: which call (number << 32 | fingerprint) and how many
  * bytes; written before SEQ is published, read after it is seen. */
@@ -29,10 +53,21 @@ typedef struct {
     uint8_t data[2][COHORT_SHM_SLOT];
 } shm_slot_t;
 
+/* The header: written by group rank 0 before it publishes ready (release); read by the others
+ * after they see it (acquire). */
 typedef struct {
     uint32_t magic;
     int32_t n;
-    uint8_t pad[56];
+    int32_t pid;        /* the creator's process, checked against group rank 0's card */
+    uint32_t ready;     /* the rest of the header is there */
+    uint64_t gid;       /* the group's id */
+    uint64_t members;   /* a hash of its world ranks in group order */
+    uint32_t nattached; /* attachers so far: the one that makes it n - 1 unlinks the name */
+    uint8_t pad[28];
+    uint8_t attached[COHORT_SHM_MAX_N]; /* member k mapped it and checked it */
+    /* Member k's must-match settings (settings.c), written before attached[k]: the group's
+     * first collective agrees on them here when it runs on the segment. */
+    int64_t settings[COHORT_SHM_MAX_N][COHORT_SETTINGS_FIELDS];
     shm_slot_t slot[];
 } shm_seg_t;
 
@@ -43,22 +78,30 @@ typedef struct {
     shm_seg_state_t state;
     shm_seg_t *seg;
     size_t bytes;
-    int fd;            /* group rank 0: the memfd, until every member has reached it */
+    int named;         /* the name may still be in /dev/shm: unlink it when setup ends here */
+    char name[64];     /* known once group rank 0's pid is */
     uint64_t calls;    /* calls numbered on the group */
     uint64_t finished; /* the last call that ended here */
 } shm_group_t;
 
-enum { SHM_STEP_DESC, SHM_STEP_ATTACHED };
+enum { SHM_STEP_FAIL };
+
+/* The name goes as soon as nobody needs it (ENOENT: someone else took it away already). */
+static void shm_name_drop(shm_group_t *g)
+{
+    if (g->named) {
+        shm_unlink(g->name);
+        g->named = 0;
+    }
+}
 
 static void shm_group_free(void *arg)
 {
     shm_group_t *g = arg;
 
+    shm_name_drop(g);
     if (g->seg != NULL) {
         munmap(g->seg, g->bytes);
-    }
-    if (g->fd >= 0) {
-        close(g->fd);
     }
     free(g);
 }
@@ -70,8 +113,7 @@ static size_t shm_seg_bytes(int n)
 
 size_t cohort_shm_call_extra(int n)
 {
-    return (size_t)n * (sizeof(cohort_shm_setup_desc_t) + 1) +
-           4 * (size_t)n * sizeof(cohort_xfer_t) + 64;
+    return (size_t)n + 4 * (size_t)n * sizeof(cohort_xfer_t) + 64;
 }
 
 cohort_status_t cohort_shm_group_make(cohort_comm_t *comm)
@@ -83,7 +125,6 @@ cohort_status_t cohort_shm_group_make(cohort_comm_t *comm)
         if (g == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
-        g->fd = -1;
         comm->node_shm = g;
         comm->node_shm_free = shm_group_free;
     }
@@ -97,14 +138,22 @@ uint64_t cohort_shm_call_number(cohort_comm_t *comm)
     return ++g->calls;
 }
 
+void cohort_shm_prefetch(cohort_comm_t *comm)
+{
+    cohort_peer_t *peer = cohort_peer_get(comm->ctx, cohort_comm_world_rank(comm, 0));
+
+    /* Group rank 0's pid names the segment: its card is fetched while the call is queued. */
+    if (comm->rank != 0 && peer != NULL) {
+        cohort_peer_know(peer);
+    }
+}
+
 cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *c, char *p)
 {
     cohort_comm_t *comm = req->comm;
     cohort_coll_base_t *b = cohort_coll_base(req);
     shm_group_t *g = comm->node_shm;
 
-    c->descs = (cohort_shm_setup_desc_t *)p;
-    p += (size_t)comm->size * sizeof(cohort_shm_setup_desc_t);
     c->oks = (uint8_t *)p;
     p += (size_t)comm->size;
     b->xfers = (cohort_xfer_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
@@ -120,116 +169,366 @@ cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *
     return COHORT_OK;
 }
 
-/* Group rank 0: the segment, and what the others need to reach it (fd -1: it failed). */
-static void shm_create(cohort_request_t *req, cohort_shm_call_t *c, shm_group_t *g)
+/* A hash of the members (FNV-1a over their world ranks), which the header carries: a segment
+ * of another group with the same id and size is still refused. */
+static uint64_t shm_members_hash(const cohort_comm_t *comm)
 {
-    int n = req->comm->size;
+    uint64_t h = 0xcbf29ce484222325ull;
 
-    g->bytes = shm_seg_bytes(n);
-    c->desc.pid = (int32_t)(cohort_fault(req->ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
-    g->fd = memfd_create("cohort-group", MFD_CLOEXEC);
-    if (g->fd < 0 || ftruncate(g->fd, (off_t)g->bytes) != 0 ||
-        (g->seg = mmap(NULL, g->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0)) ==
-            MAP_FAILED) {
-        cohort_error(req->ctx, "%s: shared segment of %zu bytes: %s", req->comm->label, g->bytes,
-                     strerror(errno));
-        g->seg = NULL;
-        c->desc.fd = -1;
-        return;
+    for (int k = 0; k < comm->size; k++) {
+        h = (h ^ (uint64_t)(uint32_t)cohort_comm_world_rank(comm, k)) * 0x100000001b3ull;
     }
-    g->seg->magic = COHORT_SHM_MAGIC;
-    g->seg->n = n;
-    c->desc.fd = g->fd;
+    return h;
 }
 
-/* The others: map rank 0's segment. @a pid_ok: whether the descriptor's pid is the one group
- * rank 0 published (its card): a file descriptor is never taken from another process.
- * @return whether it worked (logged when not). */
-static int shm_attach(cohort_request_t *req, shm_group_t *g, const cohort_shm_setup_desc_t *d,
-                      cohort_status_t pid_ok)
+static void shm_name(const cohort_comm_t *comm, shm_group_t *g, int32_t pid)
 {
-    int n = req->comm->size, pfd, fd = -1;
-    const char *why = NULL;
-    char what[96];
+    /* The context's instance as the PMIx key has it: two contexts of one process make groups
+     * of the same id, which must not meet in one segment. */
+    snprintf(g->name, sizeof(g->name), "/cohort-%d-%d-%016llx", (int)pid, comm->ctx->instance,
+             (unsigned long long)comm->id);
+}
 
-    g->bytes = shm_seg_bytes(n);
-    if (d->fd < 0) {
-        why = "group rank 0 could not make it";
-    } else if (pid_ok != COHORT_OK) {
-        snprintf(what, sizeof(what), "its descriptor names process %d: %s", (int)d->pid,
-                 pid_ok == COHORT_ERR_MISMATCH ? "not the one group rank 0 published"
-                                               : cohort_strerror(pid_ok));
-        why = what;
-    } else if (cohort_fault(req->ctx, COHORT_FAULT_SHM)) {
-        why = "COHORT_FAULT";
-    } else if ((pfd = pidfd_open((pid_t)d->pid, 0)) < 0 ||
-               (fd = pidfd_getfd(pfd, d->fd, 0), close(pfd), fd) < 0) {
-        why = strerror(errno);
-    } else {
+/* This rank's must-match settings, where the call agrees on them in the setup (else NULL). */
+static const int64_t *shm_settings(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+
+    return b->settle ? b->check->mine + COHORT_CHECK_SETTINGS : NULL;
+}
+
+static void shm_settings_put(cohort_request_t *req, shm_group_t *g)
+{
+    const int64_t *mine = shm_settings(req);
+
+    if (mine != NULL) {
+        memcpy(g->seg->settings[req->comm->rank], mine, sizeof(g->seg->settings[0]));
+    }
+}
+
+/* Group rank 0: make it, exclusively, and publish its identity. @return whether it worked. */
+static int shm_create(cohort_request_t *req, shm_group_t *g)
+{
+    cohort_comm_t *comm = req->comm;
+    int fd;
+
+    g->bytes = shm_seg_bytes(comm->size);
+    shm_name(comm, g, (int32_t)getpid());
+    fd = shm_open(g->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        cohort_error(req->ctx, "%s: shared segment %s: %s%s", comm->label, g->name, strerror(errno),
+                     errno == EEXIST ? " (left by a process that died, or another cohort context "
+                                       "of this process made the same group)"
+                                     : "");
+        return 0;
+    }
+    g->named = 1;
+    if (ftruncate(fd, (off_t)g->bytes) != 0 ||
+        (g->seg = mmap(NULL, g->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        cohort_error(req->ctx, "%s: shared segment %s of %zu bytes: %s", comm->label, g->name,
+                     g->bytes, strerror(errno));
+        g->seg = NULL;
+        close(fd);
+        shm_name_drop(g);
+        return 0;
+    }
+    close(fd);
+    g->seg->magic = COHORT_SHM_MAGIC;
+    g->seg->n = comm->size;
+    /* The fault names another live process: the attachers must refuse the segment. */
+    g->seg->pid = (int32_t)(cohort_fault(req->ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
+    g->seg->gid = comm->id;
+    g->seg->members = shm_members_hash(comm);
+    shm_settings_put(req, g);
+    g->seg->attached[0] = 1;
+    __atomic_store_n(&g->seg->ready, 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* The others: 1 once mapped and checked, 0 while not there yet (polled), -1 refused (logged). */
+static int shm_attach(cohort_request_t *req, shm_group_t *g, int32_t pid0)
+{
+    cohort_comm_t *comm = req->comm;
+    const char *why = NULL;
+    char what[128];
+    struct stat st;
+    int fd;
+
+    if (g->seg == NULL) {
+        g->bytes = shm_seg_bytes(comm->size);
+        shm_name(comm, g, pid0);
+        if (cohort_fault(req->ctx, COHORT_FAULT_SHM)) {
+            why = "COHORT_FAULT";
+            goto refused;
+        }
+        fd = shm_open(g->name, O_RDWR, 0);
+        if (fd < 0) {
+            if (errno == ENOENT) {
+                return 0; /* group rank 0 has not made it yet */
+            }
+            why = strerror(errno);
+            goto refused;
+        }
+        /* Made but not sized yet: looked at again at the next pass. */
+        if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (size_t)st.st_size < g->bytes) {
+            int not_yet = fstat(fd, &st) == 0 && st.st_uid == geteuid();
+            close(fd);
+            if (not_yet) {
+                return 0;
+            }
+            why = "it belongs to another user";
+            goto refused;
+        }
         g->seg = mmap(NULL, g->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         close(fd);
         if (g->seg == MAP_FAILED) {
             g->seg = NULL;
             why = strerror(errno);
-        } else if (g->seg->magic != COHORT_SHM_MAGIC || g->seg->n != n) {
-            why = "not the segment expected";
+            goto refused;
         }
     }
-    if (why != NULL) {
-        cohort_error(req->ctx,
-                     "%s %s: cannot reach group rank 0's shared segment (%s); this call fails "
-                     "on every member, and the group uses the other algorithms from now on",
-                     req->comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], why);
+    if (__atomic_load_n(&g->seg->ready, __ATOMIC_ACQUIRE) == 0) {
         return 0;
+    }
+    if (g->seg->magic != COHORT_SHM_MAGIC || g->seg->n != comm->size || g->seg->gid != comm->id ||
+        g->seg->members != shm_members_hash(comm)) {
+        why = "not the segment expected: another group's or another version's";
+    } else if (g->seg->pid != pid0) {
+        snprintf(what, sizeof(what), "it names process %d: not the one group rank 0 published",
+                 (int)g->seg->pid);
+        why = what;
+    }
+    if (why == NULL) {
+        return 1;
+    }
+    munmap(g->seg, g->bytes);
+    g->seg = NULL;
+refused:
+    cohort_error(req->ctx,
+                 "%s %s: cannot reach group rank 0's shared segment %s (%s); this call fails "
+                 "on every member, and the group uses the other algorithms from now on",
+                 comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], g->name, why);
+    return -1;
+}
+
+/* The setup's end here: the "no" receives still waiting are taken back (nobody sends them
+ * once every member attached), and the name goes. */
+static void shm_setup_end(cohort_request_t *req, shm_group_t *g, shm_seg_state_t state)
+{
+    cohort_xfer_t *x = cohort_coll_base(req)->xfers;
+
+    for (int k = 0; k < req->comm->size; k++) {
+        if (x[k].req != NULL && !x[k].done) {
+            cohort_xfer_cancel(&x[k], COHORT_OK);
+        }
+    }
+    shm_name_drop(g);
+    g->state = state;
+}
+
+/* Whether a member said "no" (a receive finished; only group rank 0's when @a creator_only);
+ * an error there (the member is dead) is the setup's status whoever it was. */
+static cohort_status_t shm_setup_heard(cohort_request_t *req, int creator_only)
+{
+    cohort_xfer_t *x = cohort_coll_base(req)->xfers;
+
+    for (int k = 0; k < req->comm->size; k++) {
+        if (x[k].req != NULL && x[k].done && x[k].status != COHORT_OK) {
+            return x[k].status;
+        }
+    }
+    for (int k = 0; k < (creator_only ? 1 : req->comm->size); k++) {
+        if (x[k].req != NULL && x[k].done) {
+            return COHORT_ERR_UNSUPPORTED;
+        }
+    }
+    return COHORT_OK;
+}
+
+/* The settings by messages (check.c's agreement, joined), where they ride this setup: a member
+ * took the message path (its first message came), or the setup failed and every member says
+ * so. COHORT_OK once agreed alike (or nothing to agree), INPROGRESS, MISMATCH (the group
+ * revoked) or a transfer's error. */
+static cohort_status_t shm_settle_msgs(cohort_request_t *req, cohort_shm_call_t *c)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status;
+
+    if (!b->settle || c->settled) {
+        return COHORT_OK;
+    }
+    if (!c->joined) {
+        c->joined = 1;
+        status = cohort_coll_check_join(req, b->check);
+        if (status != COHORT_OK) {
+            return status;
+        }
+    }
+    status = cohort_coll_check_progress(req, b->check);
+    c->settled = status == COHORT_OK;
+    return status;
+}
+
+/* During the setup's waits: a member on the message path is joined. */
+static cohort_status_t shm_settle_trip(cohort_request_t *req, cohort_shm_call_t *c)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+
+    if (!b->settle || c->settled || (!c->joined && !cohort_coll_check_tripped(b->check))) {
+        return COHORT_OK;
+    }
+    return shm_settle_msgs(req, c);
+}
+
+/* Whether every other member attached or said "no" (or its receive failed: it is dead). */
+static int shm_all_answered(cohort_request_t *req, const shm_group_t *g)
+{
+    const cohort_xfer_t *x = cohort_coll_base(req)->xfers;
+
+    for (int k = 0; k < req->comm->size; k++) {
+        if (k != req->comm->rank && !(x[k].req != NULL && x[k].done) &&
+            !(g->seg != NULL && __atomic_load_n(&g->seg->attached[k], __ATOMIC_ACQUIRE))) {
+            return 0;
+        }
     }
     return 1;
 }
 
-/* The first call: make or reach the segment, then agree on whether every member has it. */
+/* The setup failed here with @a status; an agreed one (UNSUPPORTED: a member's "no") waits for
+ * the settings first, which every member then agrees on by messages. */
+static cohort_status_t shm_setup_failed(cohort_request_t *req, cohort_shm_call_t *c, shm_group_t *g,
+                                        cohort_status_t status)
+{
+    cohort_status_t st;
+
+    c->sround = 4;
+    /* The name stays until every member has answered (attached, or said "no"): one still
+     * looking for it must find it and give its own verdict, not miss it and hang. */
+    if (status == COHORT_ERR_UNSUPPORTED && g->state == SEG_SETTING_UP && g->named &&
+        !shm_all_answered(req, g)) {
+        return cohort_shm_wait(req);
+    }
+    if (g->state == SEG_SETTING_UP) {
+        shm_setup_end(req, g, SEG_FAILED);
+    }
+    if (status != COHORT_ERR_UNSUPPORTED) {
+        return status;
+    }
+    st = shm_settle_msgs(req, c);
+    if (st == COHORT_INPROGRESS) {
+        return cohort_shm_wait(req);
+    }
+    return st == COHORT_OK ? status : st;
+}
+
+/* The first call: make or reach the segment, then wait until every member has it, or one said
+ * it cannot. No message when it works. */
 static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, shm_group_t *g)
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_xfer_t *x = b->xfers;
     int n = req->comm->size, me = req->comm->rank;
-    cohort_status_t status;
+    cohort_status_t status = COHORT_OK;
 
+    if (c->sround == 4) {
+        return shm_setup_failed(req, c, g, COHORT_ERR_UNSUPPORTED);
+    }
     if (c->sround == 0) {
-        if (me == 0 && c->ok == 0) {
-            shm_create(req, c, g);
-            c->ok = g->seg != NULL ? 1 : 2;
+        for (int k = 0; k < n && status == COHORT_OK; k++) {
+            if (k != me) {
+                status = cohort_coll_recv(req, &x[k], k, SHM_STEP_FAIL, &c->oks[k], 1);
+            }
         }
-        status = cohort_coll_flat_round(req, b->xfers, &c->posted, SHM_STEP_DESC, 0, c->descs,
-                                        sizeof(cohort_shm_setup_desc_t), &c->desc, sizeof(c->desc));
+        if (status == COHORT_OK && b->settle) {
+            status = cohort_coll_check_arm(req, b->check);
+        }
         if (status != COHORT_OK) {
-            return status;
+            return shm_setup_failed(req, c, g, status);
         }
+        c->ok = me != 0 ? 0 : shm_create(req, g) ? 1 : 2;
         c->sround = 1;
     }
-    if (c->sround == 1) {
-        if (me != 0) {
-            cohort_status_t pid_ok = cohort_coll_pid_check(req, 0, c->descs[0].pid);
-            if (pid_ok == COHORT_INPROGRESS) {
-                return cohort_shm_wait(req); /* group rank 0's card is on its way */
+    status = shm_settle_trip(req, c);
+    if (status != COHORT_OK && status != COHORT_INPROGRESS) {
+        return shm_setup_failed(req, c, g, status);
+    }
+    if (c->sround == 1 && c->ok == 0) {
+        cohort_peer_t *peer0 = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, 0));
+        int got = 0;
+        status = COHORT_OK;
+        if (peer0 == NULL) {
+            status = COHORT_ERR_NO_MEMORY;
+        } else {
+            cohort_peer_know(peer0);
+            if (peer0->pid == 0 && peer0->state != COHORT_PEER_LOOKING_UP) {
+                status = peer0->state == COHORT_PEER_FAILED ? peer0->error : COHORT_ERR_PEER_FAILED;
+            } else if (peer0->pid != 0) {
+                /* Tried even after another member's "no": its own verdict is logged here. */
+                got = shm_attach(req, g, peer0->pid);
+                /* Only group rank 0's "no" ends the wait for the name: another's leaves it
+                 * there until every member answered (shm_setup_failed), so that this rank
+                 * finds it and answers too. */
+                if (got == 0) {
+                    status = shm_setup_heard(req, 1);
+                }
             }
-            c->ok = shm_attach(req, g, &c->descs[0], pid_ok) ? 1 : 2;
         }
-        c->sround = 2;
+        if (status != COHORT_OK) {
+            return shm_setup_failed(req, c, g, status); /* a "no": UNSUPPORTED, alike */
+        }
+        if (got == 0) {
+            return cohort_shm_wait(req);
+        }
+        c->ok = got > 0 ? 1 : 2;
+        if (got > 0) {
+            g->named = 1; /* until the last attacher unlinks it, or this setup ends */
+            shm_settings_put(req, g);
+            __atomic_store_n(&g->seg->attached[me], 1, __ATOMIC_RELEASE);
+            if (__atomic_add_fetch(&g->seg->nattached, 1, __ATOMIC_ACQ_REL) == (uint32_t)n - 1) {
+                shm_name_drop(g);
+            }
+        }
     }
-    status = cohort_coll_flat_round(req, b->xfers + 2 * n, &c->posted, SHM_STEP_ATTACHED, -1,
-                                    c->oks, 1, &c->ok, 1);
-    if (status != COHORT_OK) {
-        return status;
+    if (c->sround == 1) {
+        c->sround = c->ok == 1 ? 2 : 3;
     }
-    c->oks[me] = c->ok;
-    g->state = SEG_READY;
+    if (c->sround == 3) {
+        /* This rank cannot have it: every member hears so, and fails the call alike. */
+        status = COHORT_OK;
+        if (!c->posted) {
+            for (int k = 0; k < n && status == COHORT_OK; k++) {
+                if (k != me) {
+                    status = cohort_coll_send(req, &x[n + k], k, SHM_STEP_FAIL, &c->ok, 1);
+                }
+            }
+            c->posted = 1;
+        }
+        if (status == COHORT_OK) {
+            status = cohort_coll_xfers_wait(x + n, n);
+        }
+        if (status == COHORT_INPROGRESS) {
+            return status;
+        }
+        return shm_setup_failed(req, c, g, status == COHORT_OK ? COHORT_ERR_UNSUPPORTED : status);
+    }
     for (int k = 0; k < n; k++) {
-        if (c->oks[k] != 1) {
-            g->state = SEG_FAILED;
+        if (__atomic_load_n(&g->seg->attached[k], __ATOMIC_ACQUIRE) == 0) {
+            status = shm_setup_heard(req, 0);
+            if (status != COHORT_OK) {
+                return shm_setup_failed(req, c, g, status);
+            }
+            return cohort_shm_wait(req);
         }
     }
-    if (g->fd >= 0) {
-        close(g->fd); /* every member that could map it has */
-        g->fd = -1;
+    /* Every member took this path: the settings are compared here, alike on every member. */
+    if (b->settle && !c->settled) {
+        status = cohort_coll_check_settle(req, b->check, &g->seg->settings[0][0]);
+        c->settled = 1;
+        if (status != COHORT_OK) {
+            return shm_setup_failed(req, c, g, status);
+        }
     }
+    shm_setup_end(req, g, SEG_READY);
     return COHORT_OK;
 }
 
@@ -247,10 +546,10 @@ cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *
     if (c->begun) {
         return COHORT_OK;
     }
-    if (c->setup && g->state == SEG_SETTING_UP) {
+    if (c->setup && (g->state == SEG_SETTING_UP || c->sround == 4)) {
         status = shm_setup(req, c, g);
-        if (status != COHORT_OK) {
-            return status;
+        if (status != COHORT_OK && status != COHORT_ERR_UNSUPPORTED) {
+            return status; /* INPROGRESS, or a member failed: the group is revoked */
         }
     }
     if (g->state == SEG_NONE || g->state == SEG_SETTING_UP ||
@@ -322,12 +621,41 @@ static int shm_word_reached(cohort_request_t *req, int k, int w, uint64_t v)
     return 1;
 }
 
+/* A wait in the segment has no receive that notify.c could watch, and the group may hold no
+ * endpoint to the members it waits for (none is needed to reach the segment): once it has
+ * lasted COHORT_WATCH_S, the members not heard from are wired, so that a death shows. */
+static void shm_watch(cohort_request_t *req, cohort_shm_call_t *c)
+{
+    double watch = req->ctx->cfg.watch_s;
+
+    if (watch <= 0 || cohort_time_now() - c->since < watch) {
+        return;
+    }
+    for (int k = 0; k < req->comm->size; k++) {
+        if ((c->wait_member < 0 || k == c->wait_member) && k != req->comm->rank &&
+            cohort_shm_word(req, k, c->wait_word) < c->wait_value) {
+            cohort_peer_t *peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, k));
+            if (cohort_peer_watch(peer)) {
+                cohort_debug(req->ctx,
+                             "watching world rank %d: %s has waited %.1f s in the "
+                             "shared segment (COHORT_WATCH_S)",
+                             peer->rank, req->comm->label, cohort_time_now() - c->since);
+            }
+        }
+    }
+}
+
 /* Member @a k's word (every member's when k < 0) against @a v, noted for a description. */
 static int shm_await(cohort_request_t *req, cohort_shm_call_t *c, int k, int w, uint64_t v)
 {
     if (shm_word_reached(req, k, w, v)) {
         c->wait_word = -1;
         return 1;
+    }
+    if (c->wait_word != w || c->wait_value != v || c->wait_member != k) {
+        c->since = cohort_time_now();
+    } else {
+        shm_watch(req, c);
     }
     c->wait_word = w;
     c->wait_value = v;
@@ -356,6 +684,17 @@ size_t cohort_shm_describe(const cohort_request_t *req, const cohort_shm_call_t 
         return used;
     }
     if (!c->begun) {
+        if (c->setup && g->state == SEG_SETTING_UP) {
+            used += (size_t)snprintf(buf + used, len - used, "; setting up the shared segment %s",
+                                     g->name[0] != '\0' ? g->name : "(group rank 0's pid unknown)");
+            for (int k = 0; k < n && g->seg != NULL && used < len; k++) {
+                if (__atomic_load_n(&g->seg->attached[k], __ATOMIC_ACQUIRE) == 0) {
+                    used += (size_t)snprintf(buf + used, len - used, "%s group rank %d (world %d)",
+                                             named++ == 0 ? ", not attached yet:" : ",", k,
+                                             cohort_comm_world_rank(req->comm, k));
+                }
+            }
+        }
         if (g->state == SEG_READY && g->finished != c->s - 1) {
             used += (size_t)snprintf(buf + used, len - used,
                                      "; behind an earlier call on this group (this rank's)");
@@ -376,7 +715,12 @@ size_t cohort_shm_describe(const cohort_request_t *req, const cohort_shm_call_t 
 
 void cohort_shm_abandon(cohort_request_t *req, const cohort_shm_call_t *c, cohort_status_t status)
 {
-    const shm_group_t *g = req->comm != NULL ? req->comm->node_shm : NULL;
+    shm_group_t *g = req->comm != NULL ? req->comm->node_shm : NULL;
+
+    /* Given up during setup: the name goes now, not when the group is freed. */
+    if (g != NULL && c->setup && g->state == SEG_SETTING_UP) {
+        shm_name_drop(g);
+    }
 
     /* Only a timeout: a failed peer or a revoke reaches the members as a notification that
      * names who failed, which they need (cohort_failed_ranks), and this word cannot carry. */

@@ -1,8 +1,9 @@
 /*
  * A group's shared segment, for members of one node (shm_seg.c): one slot per member, each a
  * few words other members wait on and two data buffers, used by call number % 2. Group rank 0
- * makes it (a memfd) at the group's first call that needs it, and the members reach it through
- * pidfd_getfd: two rounds of small messages, once per group. Calls on it are numbered when
+ * makes it at the group's first call that needs it, under a name every member derives (group
+ * rank 0's pid and the group id), and the others open it when it is there: no message and no
+ * endpoint when it works (shm_seg.c). Calls on it are numbered when
  * they are posted (cohort_coll_post), not when they start: an agreement, a vote or the group's
  * stream may start a later call first, and the members must still pair their calls in posting
  * order. They run one at a time on each rank, in that order.
@@ -26,31 +27,34 @@ enum {
     COHORT_SHM_WORDS
 };
 
-typedef struct {
-    int32_t pid;
-    int32_t fd;
-} cohort_shm_setup_desc_t;
-
 /* One call's part, in the algorithm's state. */
 typedef struct {
-    uint64_t s;   /* the call's number on the group, from 1 */
-    int setup;    /* this call makes the segment */
-    int sround;   /* the setup's step: 0 its descriptor round, 1 the pid check and the attach
-                   * (waiting on group rank 0's card), 2 the round saying who attached */
-    int posted;   /* the setup round's messages are posted */
-    int begun;    /* it was this rank's turn, and the segment is there */
-    uint8_t ok;   /* this rank reached the segment (setup) */
-    uint8_t *oks; /* n: every member's ok (setup) */
-    cohort_shm_setup_desc_t desc, *descs;
+    uint64_t s;          /* the call's number on the group, from 1 */
+    int setup;           /* this call makes the segment */
+    int sround;          /* the setup's step: 0 post the "no" receives (and make it: group rank 0),
+                          * 1 reach it (the others), 2 wait until every member has, 3 say "no",
+                          * 4 it failed: the settings agreed by messages, then the end */
+    int posted;          /* the "no" sends are posted */
+    int begun;           /* it was this rank's turn, and the segment is there */
+    uint8_t ok;          /* this rank reached the segment (setup): 1, or could not: 2 */
+    uint8_t *oks;        /* n: a member's "no" lands here (setup) */
+    int joined;          /* the settings ride the setup, and this rank joined their agreement
+                          * by messages (a member took another path, or the setup failed) */
+    int settled;         /* ... they are agreed */
     int wait_word;       /* what it waits for now: a word (-1: nothing in the segment) */
     uint64_t wait_value; /* ... to reach this */
     int wait_member;     /* ... for this member (-1: every member) */
+    double since;        /* ... since then (the members waited for are watched past
+                          * COHORT_WATCH_S) */
 } cohort_shm_call_t;
 
 /* At post, for a call that runs on the segment: the group's record (COHORT_ERR_NO_MEMORY),
  * then the call's number, in posting order, from 1. */
 cohort_status_t cohort_shm_group_make(cohort_comm_t *comm);
 uint64_t cohort_shm_call_number(cohort_comm_t *comm);
+/* At post of the group's first call on it: start fetching group rank 0's card (its pid names
+ * the segment), without an endpoint. */
+void cohort_shm_prefetch(cohort_comm_t *comm);
 /* Bytes cohort_shm_call_start lays out after the state (64-byte aligned xfers included). */
 size_t cohort_shm_call_extra(int n);
 /* At the call's start: take the number it got at post (cohort_coll_base_t's seg_call); lays

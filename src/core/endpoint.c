@@ -279,6 +279,8 @@ int cohort_peer_progress(cohort_context_t *ctx)
         }
         if (peer->pid_only) {
             peer->pid_only = 0; /* known, and no endpoint until something is sent to it */
+            cohort_debug(ctx, "card of rank %d (its pid only, no endpoint) in %.1f us", peer->rank,
+                         (cohort_time_now() - peer->start) * 1e6);
             continue;
         }
         cohort_peer_flush(peer);

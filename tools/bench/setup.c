@@ -40,7 +40,13 @@ enum {
     M_CL_FIRST,
     M_MO_CREATE, /* MPI members only: MPI_Comm_create_group for own groups, us */
     M_MO_FIRST,
-    M_COUNT
+    /* Per kind k of the spec (index + k), what its group's first allreduce cost this rank: */
+    M_K_SIZE = M_MO_FIRST + 1,              /* the group's size (0: not a member) */
+    M_K_EPS = M_K_SIZE + SETUP_MAX_KINDS,   /* endpoints it added */
+    M_K_MSGS = M_K_EPS + SETUP_MAX_KINDS,   /* messages it sent */
+    M_K_AGAIN = M_K_MSGS + SETUP_MAX_KINDS, /* messages a second allreduce sent (0: the group
+                                             * runs on its shared segment, nothing is sent) */
+    M_COUNT = M_K_AGAIN + SETUP_MAX_KINDS
 };
 
 typedef struct {
@@ -183,7 +189,7 @@ static double setup_wire_us(const cohort_context_t *ctx)
 static int setup_cohort(setup_t *s, double *m)
 {
     cohort_layout_t *layout = NULL;
-    cohort_stats_t before, after;
+    cohort_stats_t before, after, kb, ka;
     cohort_status_t st;
     double t0, t1, t2;
     int ngroups = 0;
@@ -208,7 +214,16 @@ static int setup_cohort(setup_t *s, double *m)
             continue;
         }
         ngroups++;
+        if (k < SETUP_MAX_KINDS) {
+            cohort_stats(s->ctx, &kb);
+        }
         st = cohort_allreduce(g, &one, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
+        if (k < SETUP_MAX_KINDS) {
+            cohort_stats(s->ctx, &ka);
+            m[M_K_SIZE + k] = cohort_group_size(g);
+            m[M_K_EPS + k] = (double)(ka.endpoints - kb.endpoints);
+            m[M_K_MSGS + k] = (double)(ka.messages_sent - kb.messages_sent);
+        }
         if (st != COHORT_OK) {
             cohort_layout_free(layout);
             return setup_fail(s, "cohort_allreduce", st);
@@ -228,6 +243,24 @@ static int setup_cohort(setup_t *s, double *m)
     m[M_ENDPOINTS] = (double)after.endpoints;
     m[M_LOOKUPS] = (double)after.pmix_lookups;
     m[M_WIRE] = setup_wire_us(s->ctx);
+    /* Untimed: which path each group takes once set up (a second call that sends nothing ran
+     * on the group's shared segment). */
+    for (int k = 0; k < cohort_layout_spec_kind_count(s->spec) && k < SETUP_MAX_KINDS; k++) {
+        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_spec_kind_name(s->spec, k));
+        float one = 1.0f, sum = 0.0f;
+
+        if (g == NULL) {
+            continue;
+        }
+        cohort_stats(s->ctx, &kb);
+        st = cohort_allreduce(g, &one, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
+        cohort_stats(s->ctx, &ka);
+        if (st != COHORT_OK) {
+            cohort_layout_free(layout);
+            return setup_fail(s, "the second cohort_allreduce", st);
+        }
+        m[M_K_AGAIN + k] = (double)(ka.messages_sent - kb.messages_sent);
+    }
     cohort_layout_free(layout);
     return 0;
 }
@@ -420,6 +453,24 @@ static void setup_table(const setup_t *s, const char *title, const double *m, in
     }
 }
 
+/* What each kind's first allreduce cost, and the path its group takes once set up. */
+static void setup_kinds(const setup_t *s, const double *m)
+{
+    printf("first allreduce per kind (cold, largest over ranks):\n"
+           "  %-16s %5s %10s %9s  %s\n",
+           "kind", "size", "endpoints", "messages", "then (a second allreduce)");
+    for (int k = 0; k < cohort_layout_spec_kind_count(s->spec) && k < SETUP_MAX_KINDS; k++) {
+        if (m[M_K_SIZE + k] == 0) {
+            continue;
+        }
+        printf("  %-16s %5.0f %10.0f %9.0f  %s\n", cohort_layout_spec_kind_name(s->spec, k),
+               m[M_K_SIZE + k], m[M_K_EPS + k], m[M_K_MSGS + k],
+               m[M_K_SIZE + k] < 2     ? "alone"
+               : m[M_K_AGAIN + k] == 0 ? "shared segment, no message"
+                                       : "messages");
+    }
+}
+
 static void setup_report(const setup_t *s, const char *plugin)
 {
     const double *m = s->m; /* iteration 1: cold */
@@ -453,6 +504,7 @@ static void setup_report(const setup_t *s, const char *plugin)
            m[M_WIRE]);
     printf("cohort_layout_create: %.0f messages sent, %.0f endpoints wired (both must be 0)\n",
            m[M_CREATE_MSGS], m[M_CREATE_EPS]);
+    setup_kinds(s, m);
     printf(
         "setup: plugin=%s world=%d groups=%.0f classic_groups=%lld create_us=%.1f "
         "first_us=%.1f endpoints=%.0f lookups=%.0f wire_us=%.1f create_msgs=%.0f create_eps=%.0f",

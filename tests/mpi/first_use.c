@@ -1,0 +1,258 @@
+/* clang-format off */
+/* run: 8 COHORT_WATCH_S=0 */
+/* run: 8 COHORT_WATCH_S=0 COHORT_ALGO_ALLREDUCE=shm */
+/* run: 8 COHORT_WATCH_S=0 COHORT_ALGO_ALLREDUCE=direct */
+/* run: 8 COHORT_WATCH_S=0 COHORT_ALGO_ALLREDUCE=ring */
+/* run: 4 FIRST_CASE=race */
+/* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=3 */
+/* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=0 */
+/* clang-format on */
+/*
+ * A group's first collective costs no endpoint beyond what its messages need (issue 37).
+ *
+ * Default case: every group of the layout tp=2,pp=2,ep=2,etp=1, all on this node, runs its
+ * first allreduce (one float), kinds in order. With shm or direct (the default for this size,
+ * or forced), the call runs on the group's shared segment, which is reached and on which the
+ * members agree on their settings without any message: no rank holds any endpoint afterwards,
+ * and a second allreduce in every group sends nothing either. Before, the segment's setup sent
+ * descriptors between group rank 0 and every member, the first collective's settings went round
+ * a dissemination (group rank r to r + 2^k), and direct announced every member at post. With
+ * ring forced, every endpoint a rank holds must be to a peer a message went to: the agreement's
+ * partners (r + 2^k) and the ring's next member. COHORT_WATCH_S=0: under load a receive waiting
+ * over a second wires its source to watch it, which is not what this counts.
+ *
+ * FIRST_CASE=race: two groups with the same members and tag, created back to back (different
+ * ids), run their first allreduces posted together and waited in reverse order, three times:
+ * their segments' setups race and must not mix. Afterwards nothing of theirs is in /dev/shm.
+ *
+ * FIRST_CASE=death: the world runs a barrier by messages (the group's first collective, its
+ * agreement done), then DEATH_RANK dies (SIGKILL) instead of the first allreduce, which sets up
+ * the segment: rank 3 dies before it attaches (the name exists, the others attached and wait
+ * for it), rank 0 before it makes it (the others poll for the name). The others get
+ * COHORT_ERR_PEER_FAILED (found by watching the members their setup waits on: some hold no
+ * endpoint to the dead rank) and no name of the group is left in /dev/shm.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness.h"
+
+#define MAX_KINDS 32
+
+static int in_list(const int *l, int n, int v)
+{
+    for (int i = 0; i < n; i++) {
+        if (l[i] == v) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The pid of @a g's group rank 0, told over a group of its own (@a g's first call must stay
+ * the one the case is about). */
+static int pid_of_rank0(cohort_context_t *ctx, cohort_group_t *g)
+{
+    int n = cohort_group_size(g), members[64];
+    int32_t pid = (int32_t)getpid();
+    cohort_group_t *p;
+
+    CHECK(n <= 64);
+    for (int k = 0; k < n; k++) {
+        members[k] = cohort_group_world_rank(g, k);
+    }
+    CHECK_OK(cohort_group_create(ctx, "pids", members, n, &p));
+    CHECK_OK(cohort_bcast(p, &pid, 1, COHORT_INT32, 0));
+    CHECK_OK(cohort_group_free(p));
+    return pid;
+}
+
+/* How many names in /dev/shm are @a g's segment (shm_seg.c names them
+ * /cohort-PID-INSTANCE-ID, PID group rank 0's): other jobs on the machine have groups of the
+ * same id, made by other processes. */
+static int names_left(cohort_group_t *g, int pid0)
+{
+    char id[32], pre[32];
+    struct dirent *e;
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+
+    snprintf(id, sizeof(id), "-%016llx", (unsigned long long)cohort_group_id(g));
+    snprintf(pre, sizeof(pre), "cohort-%d-", pid0);
+    CHECK(d != NULL);
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, pre, strlen(pre)) == 0 && strstr(e->d_name, id) != NULL) {
+            fprintf(stderr, "rank %d: /dev/shm/%s is left\n", test_rank, e->d_name);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static float first_sum(cohort_group_t *g)
+{
+    float v = (float)(cohort_group_world_rank(g, cohort_group_rank(g)) + 1), sum = 0, want = 0;
+
+    for (int k = 0; k < cohort_group_size(g); k++) {
+        want += (float)(cohort_group_world_rank(g, k) + 1);
+    }
+    CHECK_OK(cohort_allreduce(g, &v, &sum, 1, COHORT_FLOAT32, COHORT_SUM));
+    CHECK(sum == want);
+    return sum;
+}
+
+static void layout_case(cohort_context_t *ctx)
+{
+    const char *spec_s = "tp=2,pp=2,ep=2,etp=1", *algo = getenv("COHORT_ALGO_ALLREDUCE");
+    int n = cohort_world_size(ctx), me = cohort_world_rank(ctx);
+    int allowed[64], nallowed = 0, wired[64], nwired, ng = 0, quiet;
+    cohort_group_t *gs[MAX_KINDS];
+    cohort_layout_spec_t *spec;
+    cohort_layout_t *layout;
+    cohort_stats_t st0, st1;
+    char err[256];
+
+    /* shm and direct on a segment send nothing once it is there */
+    quiet = algo == NULL || strcmp(algo, "shm") == 0 || strcmp(algo, "direct") == 0;
+    CHECK(n <= 64);
+    CHECK_OK(cohort_layout_spec_parse(spec_s, n, &spec, err, sizeof(err)));
+    CHECK_OK(cohort_layout_create(ctx, spec_s, &layout));
+    for (int k = 0; k < cohort_layout_spec_kind_count(spec) && ng < MAX_KINDS; k++) {
+        cohort_group_t *g = cohort_layout_group(layout, cohort_layout_spec_kind_name(spec, k));
+        int m, r;
+        if (g == NULL) {
+            continue;
+        }
+        gs[ng++] = g;
+        m = cohort_group_size(g);
+        r = cohort_group_rank(g);
+        for (int dist = 1; dist < m; dist *= 2) {
+            int w = cohort_group_world_rank(g, (r + dist) % m);
+            if (!in_list(allowed, nallowed, w)) {
+                allowed[nallowed++] = w;
+            }
+        }
+        if (algo != NULL && strcmp(algo, "ring") == 0 && m > 1) {
+            int w = cohort_group_world_rank(g, (r + 1) % m);
+            if (!in_list(allowed, nallowed, w)) {
+                allowed[nallowed++] = w;
+            }
+        }
+    }
+    for (int i = 0; i < ng; i++) {
+        first_sum(gs[i]);
+    }
+    nwired = cohort_wired_peers(ctx, wired, 64);
+    for (int i = 0; i < nwired && i < 64; i++) {
+        if (!in_list(allowed, nallowed, wired[i])) {
+            fprintf(stderr,
+                    "rank %d: an endpoint to world rank %d, to which no message of the first "
+                    "calls goes (%d endpoints)\n",
+                    me, wired[i], nwired);
+            exit(1);
+        }
+    }
+    /* On the segment the settings are agreed there too: nothing is sent, nobody is wired. */
+    if (quiet && nwired != 0) {
+        fprintf(stderr, "rank %d: %d endpoints after the first calls, all on shared segments\n", me,
+                nwired);
+        exit(1);
+    }
+    printf("rank %d: %d groups, %d endpoints after their first allreduce (%d allowed)\n", me, ng,
+           nwired, nallowed);
+    CHECK_OK(cohort_stats(ctx, &st0));
+    for (int i = 0; i < ng; i++) {
+        first_sum(gs[i]);
+    }
+    CHECK_OK(cohort_stats(ctx, &st1));
+    CHECK(!quiet || st1.messages_sent == st0.messages_sent);
+    CHECK(cohort_wired_peers(ctx, wired, 64) == nwired);
+    CHECK_OK(cohort_layout_free(layout));
+    cohort_layout_spec_free(spec);
+}
+
+static void race_case(cohort_context_t *ctx)
+{
+    int n = cohort_world_size(ctx), members[64], pid0;
+    cohort_group_t *a, *b;
+
+    CHECK(n <= 64);
+    for (int k = 0; k < n; k++) {
+        members[k] = n - 1 - k; /* not the world's order: a group of its own */
+    }
+    CHECK_OK(cohort_group_create(ctx, "twin", members, n, &a));
+    CHECK_OK(cohort_group_create(ctx, "twin", members, n, &b));
+    pid0 = pid_of_rank0(ctx, a);
+    CHECK(cohort_group_id(a) != cohort_group_id(b));
+    for (int it = 0; it < 3; it++) {
+        int32_t va = cohort_group_rank(a) + 1, vb = 100 * (cohort_group_rank(b) + 1), ra = 0,
+                rb = 0;
+        cohort_request_t *qa, *qb;
+        CHECK_OK(cohort_iallreduce(a, &va, &ra, 1, COHORT_INT32, COHORT_SUM, &qa));
+        CHECK_OK(cohort_iallreduce(b, &vb, &rb, 1, COHORT_INT32, COHORT_SUM, &qb));
+        CHECK_OK(cohort_wait(qb));
+        CHECK_OK(cohort_wait(qa));
+        cohort_request_free(qa);
+        cohort_request_free(qb);
+        CHECK(ra == n * (n + 1) / 2);
+        CHECK(rb == 100 * n * (n + 1) / 2);
+    }
+    CHECK(names_left(a, pid0) == 0 && names_left(b, pid0) == 0);
+    CHECK_OK(cohort_group_free(a));
+    CHECK_OK(cohort_group_free(b));
+}
+
+static void death_case(cohort_context_t *ctx)
+{
+    int me = cohort_world_rank(ctx), victim = atoi(getenv("DEATH_RANK"));
+    cohort_group_t *w = cohort_world(ctx);
+    float v = 1, sum = 0;
+    double t0;
+    cohort_status_t st;
+    int pid0 = pid_of_rank0(ctx, w);
+
+    /* The world's first collective, by messages: its agreement is behind it. */
+    CHECK_OK(cohort_barrier(w));
+    if (me == victim) {
+        kill(getpid(), SIGKILL);
+    }
+    t0 = test_now();
+    st = cohort_allreduce(w, &v, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
+    if (st != COHORT_ERR_PEER_FAILED) {
+        fprintf(stderr, "rank %d: allreduce returned %s, expected COHORT_ERR_PEER_FAILED\n", me,
+                cohort_strerror(st));
+        exit(1);
+    }
+    printf("rank %d: PEER_FAILED after %.2f s\n", me, test_now() - t0);
+    CHECK(names_left(w, pid0) == 0);
+    CHECK_OK(cohort_finalize(ctx));
+    printf("rank %d: rank passed\n", me);
+}
+
+int main(void)
+{
+    const char *which = getenv("FIRST_CASE");
+    cohort_context_t *ctx;
+
+    if (which != NULL && strcmp(which, "death") == 0) {
+        /* the barrier must not take the segment: the allreduce's call sets it up */
+        setenv("COHORT_ALGO_BARRIER", "dissemination", 1);
+    }
+    ctx = test_init();
+    if (which == NULL) {
+        layout_case(ctx);
+    } else if (strcmp(which, "race") == 0) {
+        race_case(ctx);
+    } else if (strcmp(which, "death") == 0) {
+        death_case(ctx);
+        return 0;
+    } else {
+        fprintf(stderr, "FIRST_CASE=%s: unknown\n", which);
+        return 1;
+    }
+    test_finish(ctx, "first_use");
+    return 0;
+}

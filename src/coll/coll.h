@@ -165,6 +165,10 @@ typedef struct {
     /* The group's first collective runs on the segment: its settings are agreed in the
      * segment's setup (check holds the state), not in an agreement round before it. */
     int settle;
+    /* The receives posted wait for nothing in particular: the segment's setup posts one per
+     * member for a "no" that does not come when all goes well, so a timeout message names the
+     * members not attached (shm_seg.c), not these. */
+    int rx_standby;
     cohort_status_t mem_status; /* the first failure of a cohort_coll_mem_* call */
     /* The schedule (schedule.c): its tasks, the one running, whether that one is posted. */
     const cohort_coll_task_t *tasks[COHORT_COLL_TASKS_MAX];

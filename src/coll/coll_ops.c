@@ -48,7 +48,7 @@ static size_t cohort_coll_describe_peers(const cohort_request_t *req, int sends,
 
     for (int i = 0; i < b->nxfers && used < len; i++) {
         const cohort_xfer_t *x = &b->xfers[i];
-        if (x->req != req || x->done || x->is_send != sends) {
+        if (x->req != req || x->done || x->is_send != sends || (!sends && b->rx_standby)) {
             continue;
         }
         used += (size_t)snprintf(

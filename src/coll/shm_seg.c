@@ -322,6 +322,7 @@ static void shm_setup_end(cohort_request_t *req, shm_group_t *g, shm_seg_state_t
             cohort_xfer_cancel(&x[k], COHORT_OK);
         }
     }
+    cohort_coll_base(req)->rx_standby = 0;
     shm_name_drop(g);
     g->state = state;
 }
@@ -439,6 +440,7 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
                 status = cohort_coll_recv(req, &x[k], k, SHM_STEP_FAIL, &c->oks[k], 1);
             }
         }
+        b->rx_standby = 1;
         if (status == COHORT_OK && b->settle) {
             status = cohort_coll_check_arm(req, b->check);
         }

@@ -116,6 +116,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         return cohort_coll_post_failed(g, status);
     }
     b->algo = algo;
+    g->last_algo = algo->name;
     /* Every member numbers its collectives on a group alike, so (seq, step) names one
      * message exactly; the number is spent even by a collective that fails to start, which
      * therefore revokes the group. */

@@ -47,6 +47,7 @@ static cohort_status_t agree_progress(cohort_request_t *req)
     if (status == COHORT_OK && b->vote_algo != NULL) {
         if (b->check->acc.lo[COHORT_CHECK_DEVICE] > 0) {
             b->algo = b->vote_algo;
+            req->comm->last_algo = b->algo->name;
         }
         b->vote_algo = NULL;
     }

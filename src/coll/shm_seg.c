@@ -131,6 +131,25 @@ cohort_status_t cohort_shm_group_make(cohort_comm_t *comm)
     return COHORT_OK;
 }
 
+int cohort_shm_group_state(const cohort_comm_t *comm)
+{
+    const shm_group_t *g = comm->node_shm;
+
+    if (g == NULL) {
+        return COHORT_SEGMENT_NONE;
+    }
+    switch (g->state) {
+    case SEG_SETTING_UP:
+        return COHORT_SEGMENT_SETTING_UP;
+    case SEG_READY:
+        return COHORT_SEGMENT_READY;
+    case SEG_FAILED:
+        return COHORT_SEGMENT_FAILED;
+    default:
+        return COHORT_SEGMENT_NONE;
+    }
+}
+
 uint64_t cohort_shm_call_number(cohort_comm_t *comm)
 {
     shm_group_t *g = comm->node_shm;

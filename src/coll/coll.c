@@ -132,7 +132,8 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         cohort_shm_prefetch(g);
     }
     b->settle = settle;
-    cohort_coll_schedule(b, b->stream_mark != 0, stage_late, agree && !settle, vote);
+    cohort_coll_schedule(b, b->stream_mark != 0, stage_late, agree && !settle, vote,
+                         g->state != COHORT_COMM_READY);
     status = cohort_coll_schedule_post(req);
     if (status != COHORT_OK) {
         cohort_request_cancel(req, status);

@@ -138,7 +138,7 @@ typedef struct {
     cohort_status_t (*post)(cohort_request_t *req);
     cohort_status_t (*progress)(cohort_request_t *req);
 } cohort_coll_task_t;
-#define COHORT_COLL_TASKS_MAX 6
+#define COHORT_COLL_TASKS_MAX 8
 
 /* Every algorithm's state begins with this. */
 typedef struct {
@@ -236,10 +236,12 @@ cohort_status_t cohort_coll_check_settle(cohort_request_t *req, cohort_coll_chec
                                          const int64_t *vals);
 /* The call's schedule (schedule.c), chosen at post once every number is taken: waiting for the
  * group's stream (@a stream), staging after it (@a stage_late), the agreement (@a agree),
- * staging after a vote (@a vote), the algorithm, staging out. _post posts the first task (at
- * the call's post); _progress runs them in turn (the request's progress); _now names the one
- * running, NULL when it is the algorithm or all are done. */
-void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int agree, int vote);
+ * staging after a vote (@a vote), the algorithm, the group's first-use step over (@a prepare),
+ * staging out. _post posts the first task (at the call's post); _progress runs them in turn
+ * (the request's progress); _now names the one running, NULL when it is the algorithm or all
+ * are done. */
+void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int agree, int vote,
+                          int prepare);
 cohort_status_t cohort_coll_schedule_post(cohort_request_t *req);
 cohort_status_t cohort_coll_schedule_progress(cohort_request_t *req);
 const char *cohort_coll_schedule_now(const cohort_coll_base_t *b);

@@ -60,9 +60,16 @@ static cohort_status_t algo_post(cohort_request_t *req)
     return cohort_coll_base(req)->algo->start(req);
 }
 
+/* A call whose segment could not be set up (every member alike) runs on messages instead. */
 static cohort_status_t algo_progress(cohort_request_t *req)
 {
-    return cohort_coll_base(req)->algo->progress(req);
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status = b->algo->progress(req);
+
+    if (status == COHORT_ERR_UNSUPPORTED && b->seg_refused && b->fallback != NULL) {
+        status = cohort_coll_fall_back(req);
+    }
+    return status;
 }
 
 /* The group's first-use step (the exchange plugin's; PMIx_Group_construct under

@@ -1,6 +1,9 @@
 #!/bin/sh
 # Installs what is missing (Debian 12 packages only), then builds cohort in place.
 #   scripts/setup.sh [configure options...]
+#   SETUP_TESTS=1 scripts/setup.sh ...   also every test program, in the same make
+#                                        (make build-tests: no core idle, make check starts
+#                                        testing at once; what scripts/test.sh runs)
 set -eu
 cd "$(dirname "$0")/.."
 pkgs="gcc make autoconf automake libtool pkg-config libucx-dev ucx-utils libpmix-dev \
@@ -20,4 +23,8 @@ fi
 if [ ! -f Makefile ] || [ "$#" -gt 0 ]; then
     ./configure -q "$@"
 fi
-make -j"$(nproc)"
+if [ "${SETUP_TESTS:-0}" = 1 ]; then
+    make -j"$(nproc)" build-tests
+else
+    make -j"$(nproc)"
+fi

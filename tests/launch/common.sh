@@ -59,11 +59,16 @@ launch_build() {
 # the collective suites' algorithm matrices ran under mpirun in make check already).
 launch_runs() {
     # Variants of the engine's own paths (single copy forced, faults) do not depend on the
-    # launcher: make check runs them; mpirun-only options cannot go to srun or prterun.
-    local n=1000000
+    # launcher: make check runs them; mpirun-only options cannot go to srun or prterun. In
+    # quick mode (LAUNCH_QUICK=1, scripts/launch-tests.sh) the progress modes too: how a wait
+    # spins, yields or blocks is the engine's loop over its UCX worker, which no launcher
+    # touches (p2p's COHORT_PROGRESS lines ran under mpirun in make check; under srun and
+    # prterun they repeated that, each a launch of its own); --full keeps them.
+    local n=1000000 engine='COHORT_CMA\|COHORT_FAULT\| --'
     case " ${LAUNCH_ONE_RUN:-} " in *" $1 "*) n=1 ;; esac
+    [ "${LAUNCH_QUICK:-0}" != 1 ] || engine="$engine\\|COHORT_PROGRESS"
     sed -n 's|.*/\* run: \(.*\) \*/.*|\1|p' "tests/mpi/$1.c" | grep -v '^singleton' |
-        grep -v 'COHORT_CMA\|COHORT_FAULT\| --' | head -n "$n"
+        grep -v "$engine" | head -n "$n"
 }
 
 # The script's directory T, tagged: everything it starts carries COHL_TAG=T. At exit, whatever

@@ -10,7 +10,8 @@
 #   bash tests/launch/hosts.sh              # from a tree built by scripts/setup.sh, as root
 # Settings: LAUNCH_PROGS (the programs, default in common.sh), LAUNCH_MAX_RANKS (8),
 # LAUNCH_TIMEOUT (120 s per mpirun), COHL_PEERS_REPEAT (3: cohort_peers runs per
-# configuration; each must pass), COHL_MEASURE=1 (also print timings), COHL_KEEP=1.
+# configuration; each must pass), COHL_HOSTS3_PROGS (the programs on 3 hosts; default
+# LAUNCH_PROGS), COHL_MEASURE=1 (also print timings), COHL_KEEP=1.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/launch/common.sh
@@ -43,8 +44,14 @@ hosts_run() { # NP "ENV..." PROG
     # shellcheck disable=SC2046,SC2086
     hosts_mpirun "$nh" "$1" $(xopts $2) "$3"
 }
+# On 3 hosts, COHL_HOSTS3_PROGS where set (scripts/launch-tests.sh's quick mode: groups and
+# wiring, which read the node map: who shares a node decides a group's shared segment and each
+# peer's transport, and 3 hosts make groups spread over more than two nodes, unevenly; p2p and
+# finalize_peer work pair by pair, and a pair is on one host or on two, each met on 2 hosts).
 for nh in 2 3; do
-    launch_programs hosts_run "mpirun on $nh hosts"
+    progs=$LAUNCH_PROGS
+    [ "$nh" = 2 ] || progs=${COHL_HOSTS3_PROGS:-$LAUNCH_PROGS}
+    LAUNCH_PROGS=$progs launch_programs hosts_run "mpirun on $nh hosts"
 done
 
 # Device buffers across hosts, under the fake CUDA runtime (a build with CUDA; see

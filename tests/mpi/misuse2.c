@@ -350,8 +350,10 @@ static void settings(void)
 }
 
 /* Two threads, one context: thread A sits in a wait (a receive nobody sends, timing out every
- * second on a context made with COHORT_TIMEOUT=1, and waited on again) until told to stop;
- * while it is inside, the main thread's calls on the same context are refused. */
+ * quarter second on a context made with COHORT_TIMEOUT=0.25, and waited on again) until told to
+ * stop; while it is inside, the main thread's calls on the same context are refused. (The
+ * timeout only paces A's waits and bounds the join at the end: a whole second, as it was, cost
+ * every run a second of waiting and checked nothing more.) */
 static atomic_int thread_stop, thread_waits;
 static cohort_request_t *thread_req;
 
@@ -420,7 +422,7 @@ static void two_threads(void)
     int v = 0, w = 42, other_v = 0;
     const char *text;
 
-    setenv("COHORT_TIMEOUT", "1", 1);
+    setenv("COHORT_TIMEOUT", "0.25", 1);
     CHECK_OK(cohort_init(&tctx));
     unsetenv("COHORT_TIMEOUT");
     g = self_group(tctx, "thread-a");
@@ -536,7 +538,9 @@ static void after_finalize(cohort_context_t *ctx)
 }
 
 /* A blocking send to oneself larger than an eager message waits for a receive only this
- * thread can post: the log says so once COHORT_WATCH_S has passed; COHORT_TIMEOUT ends it. */
+ * thread can post: the log says so once COHORT_WATCH_S has passed; COHORT_TIMEOUT ends it. The
+ * timeout counts from the watch's end (src/api/p2p.c), so the message comes first whatever
+ * the two: 0.2 s each (they were 1 s and 3 s: four seconds of every run spent waiting). */
 static void self_send(void)
 {
     cohort_context_t *sctx = NULL;
@@ -545,8 +549,8 @@ static void self_send(void)
     const char *text;
     cohort_status_t st;
 
-    setenv("COHORT_TIMEOUT", "3", 1);
-    setenv("COHORT_WATCH_S", "1", 1);
+    setenv("COHORT_TIMEOUT", "0.2", 1);
+    setenv("COHORT_WATCH_S", "0.2", 1);
     CHECK_OK(cohort_init(&sctx));
     unsetenv("COHORT_TIMEOUT");
     unsetenv("COHORT_WATCH_S");

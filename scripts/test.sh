@@ -147,7 +147,9 @@ launch_start() {
     launch_log=$(mktemp /tmp/cohort-launch.XXXXXX)
     launch_t0=$(date +%s)
     # shellcheck disable=SC1090 # the COHORT_LAUNCH_* settings saved at the start
-    { rc=0; (. "$launch_env" && scripts/launch-tests.sh) >"$launch_log" 2>&1 || rc=$?; echo "$rc" >"$launch_log.rc"; } &
+    # LAUNCH_BUILT=1: everything they run was built (make build-tests), and the Python phase
+    # configures and makes this tree again meanwhile, which a make of theirs would race.
+    { rc=0; (. "$launch_env" && LAUNCH_BUILT=1 scripts/launch-tests.sh) >"$launch_log" 2>&1 || rc=$?; echo "$rc" >"$launch_log.rc"; } &
     launch_pid=$!
     echo "test.sh: the launch tests run in the background from now on (pid $launch_pid, log $launch_log)"
 }

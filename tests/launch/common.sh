@@ -51,7 +51,21 @@ launch_build() {
         targets="$targets tests/mpi/$p"
     done
     # shellcheck disable=SC2086
-    make -s -j"$(nproc)" all $targets >/dev/null || launch_die "build failed"
+    launch_make all $targets
+}
+
+# make TARGETS, unless the caller built them already (LAUNCH_BUILT=1: scripts/test.sh, whose
+# Python phase configures and makes this tree again, for the torch extension, while the launch
+# tests run: two makes in one tree would race on its files). Then each file target must exist.
+launch_make() {
+    local t
+    if [ "${LAUNCH_BUILT:-0}" = 1 ]; then
+        for t in "$@"; do
+            [ "$t" = all ] || [ -x "$t" ] || launch_die "$t is not built (LAUNCH_BUILT=1)"
+        done
+        return 0
+    fi
+    make -s -j"$(nproc)" "$@" >/dev/null || launch_die "build failed"
 }
 
 # The run lines of a program's source, "NP ENV..." one a line, singletons left out; only the

@@ -100,7 +100,7 @@ esac
 
 launch_begin prrte
 export COHORT_PLUGIN_PATH=$top/.libs TEST_SRCDIR=$top
-make -s -j"$(nproc)" tests/mpi/group_plugin tests/mpi/plugins >/dev/null || launch_die "build failed"
+launch_make tests/mpi/group_plugin tests/mpi/plugins
 
 # The plugins again, linked to the wheel's libpmix: a copy of the source (autotools will not
 # configure out of a tree configured in place), configured --with-pmix, the four modules only
@@ -109,7 +109,9 @@ make -s -j"$(nproc)" tests/mpi/group_plugin tests/mpi/plugins >/dev/null || laun
 pmix5_build() {
     mkdir -p "$T/pmix5" &&
         tar -C "$top" --exclude=./.git --exclude='*.o' --exclude='*.lo' --exclude='*.la' \
-            --exclude=.libs --exclude=.deps -cf - . | tar -C "$T/pmix5" -xf - &&
+            --exclude=.libs --exclude=.deps --exclude=Makefile --exclude=config.status \
+            --exclude=config.h --exclude=config.log --exclude=libtool --exclude=stamp-h1 \
+            -cf - . | tar -C "$T/pmix5" -xf - &&
         (cd "$T/pmix5" && { [ ! -f Makefile ] || make -s distclean >/dev/null 2>&1; } &&
             ./configure -q --with-pmix="$venv/pmix-dev" --without-mpi --without-torch --without-cuda \
                 >"$T/pmix5.configure.log" 2>&1 &&

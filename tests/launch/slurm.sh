@@ -21,7 +21,7 @@ launch_apt_install slurm-wlm munge python3
     [ -n "$(find /usr/lib -name 'mpi_pmix*.so' 2>/dev/null | head -1)" ] ||
     launch_die "Slurm's PMIx plugin (mpi_pmix) is not installed"
 launch_build
-make -s -j"$(nproc)" tests/mpi/group_plugin >/dev/null || launch_die "build failed"
+launch_make tests/mpi/group_plugin
 top=$PWD
 # Two free ports in a row from 16817 on (slurmctld's, slurmd's), unless COHL_SLURM_PORT says:
 # another copy of the suite may run its own Slurm on this machine at the same time. Where

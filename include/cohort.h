@@ -648,6 +648,35 @@ typedef struct {
 COHORT_API cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
                                             cohort_peer_info_t *info);
 
+/** A group's shared segment, as this rank sees it (cohort_group_info). */
+typedef enum {
+    COHORT_SEGMENT_NONE = 0,   /**< none: not every member is on this node, or no call needed
+                                    one yet */
+    COHORT_SEGMENT_SETTING_UP, /**< the group's first call on it is making or reaching it */
+    COHORT_SEGMENT_READY,      /**< every member reached it: same-node collectives run there,
+                                    with no message and no endpoint */
+    COHORT_SEGMENT_FAILED      /**< a member could not reach it: the group runs on messages */
+} cohort_segment_state_t;
+
+/** Which path a group's collectives take on this rank (for diagnostics: cohort_peers). */
+typedef struct {
+    int node_local;                 /**< 1: every member runs on this node; 0: not; -1: not
+                                         known yet (asked at the group's first collective) */
+    cohort_segment_state_t segment; /**< its shared segment */
+    const char *last_algorithm;     /**< the algorithm of the last collective posted on it
+                                         here (cohort_algo_info's names: "shm", "ring", ...);
+                                         NULL before the first. Valid for the library's life. */
+    uint32_t collectives;           /**< collectives posted on it here */
+} cohort_group_info_t;
+
+/**
+ * Describe which path @a group's collectives took on this rank.
+ * @return COHORT_OK, or COHORT_ERR_INVALID_ARG for a NULL or freed group, or a NULL @a info.
+ * @note Never communicates.
+ */
+COHORT_API cohort_status_t cohort_group_info(const cohort_group_t *group,
+                                             cohort_group_info_t *info);
+
 /** Where a rank runs, as the launcher says (PMIx job data), or under cohort_init_exchange() as
  *  the rank put it in the store (host name, boot id, PID namespace; node_id UINT32_MAX). */
 typedef struct {

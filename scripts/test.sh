@@ -212,20 +212,27 @@ check_all() { # label, jobs
 }
 
 # Every phase's packages in one apt-get run, first (one update, one dpkg pass; each phase and
-# script still installs what it needs when run alone): the build's (scripts/setup.sh), torch's
-# (configure builds the torch extension when libtorch is there, or its tests would have
-# nothing to test), the fuzzers' clang, procps (pgrep and pkill: the background builds,
-# tests/mpi/launch.sh), and the launch tests' (as root, unless
-# COHORT_LAUNCH_TESTS=0: tests/launch/*.sh).
+# script still installs what it needs when run alone): the build's (scripts/setup.sh), the
+# Python phase's (python3-venv for scripts/python-env.sh, whose virtual environment has torch
+# and numpy from PyPI; python3-dev for the torch extension's Python.h), the fuzzers' clang,
+# procps (pgrep and pkill: the background builds, tests/mpi/launch.sh), and the launch tests'
+# (as root, unless COHORT_LAUNCH_TESTS=0: tests/launch/*.sh).
 pkgs="gcc make autoconf automake libtool pkg-config libucx-dev ucx-utils libpmix-dev openmpi-bin
-libopenmpi-dev check python3 python3-numpy python3-torch libtorch-dev pybind11-dev python3-dev
-clang procps"
+libopenmpi-dev check python3 python3-venv python3-dev g++ clang procps"
 [ "$(id -u)" = 0 ] && [ "$launch_tests" != 0 ] &&
-    pkgs="$pkgs slurm-wlm munge iproute2 util-linux python3-venv"
+    pkgs="$pkgs slurm-wlm munge iproute2 util-linux"
 begin "packages"
 # shellcheck disable=SC2086
 install_missing $pkgs
 end
+
+# The Python tests' virtual environment (scripts/python-env.sh: torch from PyPI, several GB on a
+# fresh machine; a second when cached), made in the background from now on while the C build
+# and its tests run; the Python phase waits for it, then builds the torch extension against it.
+pyenv_log=$(mktemp /tmp/cohort-pyenv.XXXXXX)
+pyenv_t0=$(date +%s)
+bg_start "$pyenv_log" scripts/python-env.sh
+pyenv_pid=$bg_pid
 
 # The CUDA kernels (where nvcc is there) for one target in quick mode: compute_80 PTX, which the
 # driver compiles for any GPU from sm_80 on, and nvcc's quickest (no machine code: 2 s against
@@ -300,10 +307,22 @@ end
 launch_start
 
 begin "python (tests/python, installed package)"
-install_missing python3 python3-numpy python3-torch
+rc=0
+bg_wait "$pyenv_pid" || rc=$?
+[ "$rc" = 0 ] || { cat "$pyenv_log"; echo "scripts/python-env.sh failed (rc $rc)"; exit 1; }
+venv_py=$(tail -1 "$pyenv_log")
+note "python: virtual environment $venv_py ready $(($(date +%s) - pyenv_t0)) s after the start"
+# The torch extension, against the virtual environment's torch: configure again with the same
+# options and that PYTHON (the C objects stay as they are: only the extension is new), then
+# make. The build above configured without it, so that it did not wait for the download.
+eval "./configure -q $(./config.status --config) PYTHON='$venv_py'"
+make -j"$(nproc)" >/dev/null
+[ -f python/cohort/.libs/_cohort_torch.so ] ||
+    { grep 'torch backend is skipped' config.log; echo "the torch extension was not built"; exit 1; }
 # Installed above, so a missing module is a failure here, not a SKIP.
 py_log=$(mktemp)
-PY_REQUIRE_ALL=1 logged "$py_log" tests/python/run.sh || { note "python: FAILED"; exit 1; }
+PYTHON=$venv_py PY_REQUIRE_ALL=1 logged "$py_log" tests/python/run.sh ||
+    { note "python: FAILED"; exit 1; }
 note "python: $(sed -n 's/^python tests: //p' "$py_log")"
 rm -f "$py_log"
 inst=$(find "$dest" -name _install.py -path "*/cohort/*")
@@ -316,6 +335,18 @@ assert cohort.__file__.startswith(sys.argv[1]), cohort.__file__
 with cohort.init() as ctx:
     b = bytearray([3]); ctx.world.allreduce(b); assert b[0] == 3
 print("installed package OK:", cohort.__file__)' "$dest"
+rm -rf "$dest"
+# The installed package with the extension registers the backend (the venv's python).
+dest=$(mktemp -d)
+make install DESTDIR="$dest" >/dev/null
+pkg=$(find "$dest" -name _cohort_torch.so -path "*/cohort/*")
+[ -n "$pkg" ] || { echo "make install did not install the torch extension"; exit 1; }
+PYTHONPATH="$(dirname "$(dirname "$pkg")")" COHORT_LIBRARY="$dest$prefix/lib/libcohort.so.0" \
+    "$venv_py" -c '
+import sys, torch.distributed as dist, cohort.torch as ct
+assert ct.info()["where"].startswith(sys.argv[1]), ct.info()
+assert "COHORT" in dist.Backend._plugins, dist.Backend._plugins
+print("installed torch backend OK:", ct.info()["where"])' "$dest"
 rm -rf "$dest"
 end
 

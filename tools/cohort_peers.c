@@ -174,6 +174,9 @@ typedef struct {
     const char *kinds[PEERS_MAX_GROUPS];
     cohort_group_t *groups[PEERS_MAX_GROUPS];
     double first_us[PEERS_MAX_GROUPS]; /* first allreduce in the group; < 0 without traffic */
+    /* ... the endpoints it made and the messages it sent (this rank's), and the path it took */
+    long long first_eps[PEERS_MAX_GROUPS], first_msgs[PEERS_MAX_GROUPS];
+    cohort_group_info_t info[PEERS_MAX_GROUPS];
     int nwired;
     cohort_peer_info_t *peers;
     cohort_stats_t stats;
@@ -183,15 +186,22 @@ typedef struct {
     long long extra_groups;           /* groups of the --kind kinds that are not aliases */
 } peers_snap_t;
 
-static int peers_traffic(peers_snap_t *snap)
+static int peers_traffic(cohort_context_t *ctx, peers_snap_t *snap)
 {
     for (int k = 0; k < snap->ngroups; k++) {
         cohort_group_t *g = snap->groups[k];
         float one = 1.0f, sum = 0.0f;
-        double t0 = peers_now_us();
-        cohort_status_t st = cohort_allreduce(g, &one, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
+        cohort_stats_t before, after;
+        double t0;
+        cohort_status_t st;
 
+        cohort_stats(ctx, &before);
+        t0 = peers_now_us();
+        st = cohort_allreduce(g, &one, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
         snap->first_us[k] = peers_now_us() - t0;
+        cohort_stats(ctx, &after);
+        snap->first_eps[k] = (long long)after.endpoints - (long long)before.endpoints;
+        snap->first_msgs[k] = (long long)(after.messages_sent - before.messages_sent);
         if (st != COHORT_OK) {
             fprintf(stderr, "cohort_peers: rank %d: allreduce in its %s group failed: %s\n",
                     cohort_group_world_rank(g, cohort_group_rank(g)), snap->kinds[k],
@@ -216,6 +226,11 @@ static int peers_snapshot(cohort_context_t *ctx, peers_snap_t *snap)
         cohort_node_info(ctx, cohort_world_rank(ctx), &snap->node) != COHORT_OK) {
         return PEERS_EXIT_FAIL;
     }
+    for (int k = 0; k < snap->ngroups; k++) {
+        if (cohort_group_info(snap->groups[k], &snap->info[k]) != COHORT_OK) {
+            return PEERS_EXIT_FAIL;
+        }
+    }
     snap->nwired = cohort_wired_peers(ctx, NULL, 0);
     ranks = malloc(((size_t)snap->nwired + 1) * sizeof(*ranks));
     snap->peers = calloc((size_t)snap->nwired + 1, sizeof(*snap->peers));
@@ -233,6 +248,33 @@ static int peers_snapshot(cohort_context_t *ctx, peers_snap_t *snap)
     }
     free(ranks);
     return 0;
+}
+
+static const char *peers_segment_name(cohort_segment_state_t state)
+{
+    switch (state) {
+    case COHORT_SEGMENT_SETTING_UP:
+        return "setting up";
+    case COHORT_SEGMENT_READY:
+        return "ready";
+    case COHORT_SEGMENT_FAILED:
+        return "failed";
+    default:
+        return "none";
+    }
+}
+
+/* The path a group's first allreduce took, in a few words: "shm, segment" when it ran on the
+ * group's shared segment, "ring, messages" otherwise; a one-member group has no path. */
+static void peers_path(const cohort_group_t *g, const cohort_group_info_t *info, char *buf,
+                       size_t len)
+{
+    if (cohort_group_size(g) == 1) {
+        snprintf(buf, len, "alone, nothing moves");
+        return;
+    }
+    snprintf(buf, len, "%s, %s", info->last_algorithm ? info->last_algorithm : "-",
+             info->segment == COHORT_SEGMENT_READY ? "segment" : "messages");
 }
 
 static void peers_format_json(int me, const peers_snap_t *s, peers_text_t *t)
@@ -253,8 +295,19 @@ static void peers_format_json(int me, const peers_snap_t *s, peers_text_t *t)
         peers_text_printf(t, "%s\n       {\"kind\": \"%s\", \"id\": \"0x%016" PRIx64 "\"",
                           k ? "," : "", s->kinds[k], cohort_group_id(g));
         if (s->first_us[k] >= 0) {
-            peers_text_printf(t, ", \"first_allreduce_us\": %.1f", s->first_us[k]);
+            peers_text_printf(t,
+                              ", \"first_allreduce_us\": %.1f, \"first_allreduce_endpoints\": "
+                              "%lld, \"first_allreduce_messages\": %lld",
+                              s->first_us[k], s->first_eps[k], s->first_msgs[k]);
         }
+        peers_text_printf(t, ", \"algorithm\": ");
+        if (s->info[k].last_algorithm != NULL) {
+            peers_text_json_string(t, s->info[k].last_algorithm);
+        } else {
+            peers_text_printf(t, "null");
+        }
+        peers_text_printf(t, ", \"segment\": \"%s\", \"node_local\": %d",
+                          peers_segment_name(s->info[k].segment), s->info[k].node_local);
         peers_text_printf(t, ", \"members\": [");
         for (int i = 0; i < cohort_group_size(g); i++) {
             peers_text_printf(t, "%s%d", i ? ", " : "", cohort_group_world_rank(g, i));
@@ -283,16 +336,19 @@ static void peers_format_table(int me, const peers_snap_t *s, peers_text_t *t)
                       me, s->node.hostname[0] ? s->node.hostname : "?", s->node.node_id, s->ngroups,
                       s->nwired, s->nlocal, s->nwired - s->nlocal, s->stats.pmix_lookups,
                       s->stats.messages_sent, s->create_msgs, s->create_eps);
-    peers_text_printf(t, "  %-14s %-18s %13s  %s\n", "kind", "group id", "1st allreduce",
-                      "members");
+    peers_text_printf(t, "  %-14s %-18s %13s %-24s %4s %4s  %s\n", "kind", "group id",
+                      "1st allreduce", "path", "eps", "msgs", "members");
     for (int k = 0; k < s->ngroups; k++) {
         const cohort_group_t *g = s->groups[k];
-        char first[32] = "-";
+        char first[32] = "-", path[48] = "-", eps[24] = "-", msgs[24] = "-";
         if (s->first_us[k] >= 0) {
             snprintf(first, sizeof(first), "%.1f us", s->first_us[k]);
+            peers_path(g, &s->info[k], path, sizeof(path));
+            snprintf(eps, sizeof(eps), "%lld", s->first_eps[k]);
+            snprintf(msgs, sizeof(msgs), "%lld", s->first_msgs[k]);
         }
-        peers_text_printf(t, "  %-14s 0x%016" PRIx64 " %13s  [", s->kinds[k], cohort_group_id(g),
-                          first);
+        peers_text_printf(t, "  %-14s 0x%016" PRIx64 " %13s %-24s %4s %4s  [", s->kinds[k],
+                          cohort_group_id(g), first, path, eps, msgs);
         for (int i = 0; i < cohort_group_size(g); i++) {
             peers_text_printf(t, "%s%d", i ? " " : "", cohort_group_world_rank(g, i));
         }
@@ -531,7 +587,7 @@ int main(int argc, char **argv)
             snap.groups[snap.ngroups++] = g;
         }
     }
-    if (o.traffic && (rc = peers_traffic(&snap)) != 0) {
+    if (o.traffic && (rc = peers_traffic(ctx, &snap)) != 0) {
         goto out;
     }
     if ((rc = peers_snapshot(ctx, &snap)) != 0) {

@@ -79,7 +79,7 @@ def _rank_torch(args, method):
     import cohort
     import cohort.torch as ct
 
-    ctx = ct.context()
+    ctx = cohort.init()  # its own PMIx context: rank, size and the sync below
     me, size = ctx.rank, ctx.size
     sync = _StoreSync(me, size)
     ref = cohort.megatron.parse(args.layout, size)

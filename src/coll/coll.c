@@ -47,7 +47,7 @@ static cohort_status_t cohort_coll_post_failed(cohort_comm_t *g, cohort_status_t
 cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *args,
                                  cohort_request_t **req_p)
 {
-    const cohort_coll_algo_t *algo, *ipc;
+    const cohort_coll_algo_t *algo, *ipc, *fallback;
     cohort_coll_args_t a = *args;
     cohort_request_t *req;
     cohort_coll_base_t *b;
@@ -85,6 +85,13 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     if (vote && ipc->state_size(&a, g->size) > size) {
         size = ipc->state_size(&a, g->size);
     }
+    /* Only while the segment is not set up: once it is, no call on it is refused. */
+    fallback = seg && cohort_shm_group_state(g) != COHORT_SEGMENT_READY
+                   ? cohort_coll_pick_messages(g, &a)
+                   : NULL;
+    if (fallback != NULL && fallback->state_size(&a, g->size) > size) {
+        size = fallback->state_size(&a, g->size);
+    }
     size = (size + 63) & ~(size_t)63;
     /* The group's first collective agrees on the settings (check.c), whatever they are: in the
      * segment's setup when it runs there (no message unless a member took another path). */
@@ -116,6 +123,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         return cohort_coll_post_failed(g, status);
     }
     b->algo = algo;
+    g->last_algo = algo->name;
     /* Every member numbers its collectives on a group alike, so (seq, step) names one
      * message exactly; the number is spent even by a collective that fails to start, which
      * therefore revokes the group. */
@@ -131,7 +139,10 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
         cohort_shm_prefetch(g);
     }
     b->settle = settle;
-    cohort_coll_schedule(b, b->stream_mark != 0, stage_late, agree && !settle, vote);
+    b->fallback = fallback;
+    b->algo_bytes = size;
+    cohort_coll_schedule(b, b->stream_mark != 0, stage_late, agree && !settle, vote,
+                         g->state != COHORT_COMM_READY);
     status = cohort_coll_schedule_post(req);
     if (status != COHORT_OK) {
         cohort_request_cancel(req, status);
@@ -142,6 +153,42 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     cohort_request_progress(req);
     *req_p = req;
     return COHORT_OK;
+}
+
+cohort_status_t cohort_coll_fall_back(cohort_request_t *req)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    const cohort_coll_algo_t *algo = b->fallback;
+    cohort_status_t status;
+
+    /* The segment's transfers (its setup's "no" messages) live in the state the fallback is
+     * about to take: every one must be over. They are when every member has answered. */
+    for (int i = 0; i < b->nxfers; i++) {
+        if (b->xfers[i].req == req && !b->xfers[i].done) {
+            cohort_error(req->ctx, "%s on group '%s': cannot run it on messages, a transfer of "
+                         "its segment's setup is still in flight", cohort_coll_names[b->args.coll],
+                         req->comm->label);
+            return COHORT_ERR_UNSUPPORTED;
+        }
+    }
+    if (b->algo->cleanup != NULL) {
+        b->algo->cleanup(req);
+    }
+    cohort_debug(req->ctx, "%s on group '%s' (collective #%u): its shared segment is not there; "
+                 "it runs on messages (%s)", cohort_coll_names[b->args.coll], req->comm->label,
+                 b->seq, algo->name);
+    memset((char *)req->state + sizeof(*b), 0, b->algo_bytes - sizeof(*b));
+    b->algo = algo;
+    b->fallback = NULL;
+    b->seg_refused = 0;
+    b->agreed = 0;
+    b->xfers = NULL;
+    b->nxfers = 0;
+    b->step = 0;
+    req->comm->last_algo = algo->name;
+    cohort_coll_announce(req->comm, &b->args, algo);
+    status = algo->start(req);
+    return status != COHORT_OK ? status : algo->progress(req);
 }
 
 cohort_status_t cohort_coll_run(cohort_comm_t *g, const cohort_coll_args_t *args)

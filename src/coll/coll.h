@@ -138,7 +138,7 @@ typedef struct {
     cohort_status_t (*post)(cohort_request_t *req);
     cohort_status_t (*progress)(cohort_request_t *req);
 } cohort_coll_task_t;
-#define COHORT_COLL_TASKS_MAX 6
+#define COHORT_COLL_TASKS_MAX 8
 
 /* Every algorithm's state begins with this. */
 typedef struct {
@@ -169,6 +169,12 @@ typedef struct {
      * member for a "no" that does not come when all goes well, so a timeout message names the
      * members not attached (shm_seg.c), not these. */
     int rx_standby;
+    /* A call on the segment: the algorithm it runs on messages instead if the segment cannot
+     * be set up (every member learns so alike, seg_refused), and the bytes of state the
+     * algorithm part has room for (the larger of the two's, as for a vote). */
+    const struct cohort_coll_algo *fallback;
+    int seg_refused;
+    size_t algo_bytes;
     cohort_status_t mem_status; /* the first failure of a cohort_coll_mem_* call */
     /* The schedule (schedule.c): its tasks, the one running, whether that one is posted. */
     const cohort_coll_task_t *tasks[COHORT_COLL_TASKS_MAX];
@@ -236,10 +242,12 @@ cohort_status_t cohort_coll_check_settle(cohort_request_t *req, cohort_coll_chec
                                          const int64_t *vals);
 /* The call's schedule (schedule.c), chosen at post once every number is taken: waiting for the
  * group's stream (@a stream), staging after it (@a stage_late), the agreement (@a agree),
- * staging after a vote (@a vote), the algorithm, staging out. _post posts the first task (at
- * the call's post); _progress runs them in turn (the request's progress); _now names the one
- * running, NULL when it is the algorithm or all are done. */
-void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int agree, int vote);
+ * staging after a vote (@a vote), the algorithm, the group's first-use step over (@a prepare),
+ * staging out. _post posts the first task (at the call's post); _progress runs them in turn
+ * (the request's progress); _now names the one running, NULL when it is the algorithm or all
+ * are done. */
+void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int agree, int vote,
+                          int prepare);
 cohort_status_t cohort_coll_schedule_post(cohort_request_t *req);
 cohort_status_t cohort_coll_schedule_progress(cohort_request_t *req);
 const char *cohort_coll_schedule_now(const cohort_coll_base_t *b);
@@ -332,6 +340,14 @@ const cohort_coll_algo_t *cohort_coll_select(cohort_context_t *ctx, const cohort
  * had no shared segment (its number there is taken at post, and a vote may not use it). */
 const cohort_coll_algo_t *cohort_coll_pick(cohort_comm_t *g, const cohort_coll_args_t *args,
                                            const cohort_coll_algo_t **vote);
+/* The algorithm a call on @a g takes on messages alone: as if no member could read another's
+ * memory (what a group whose segment failed uses from then on); NULL if none is there. */
+const cohort_coll_algo_t *cohort_coll_pick_messages(cohort_comm_t *g,
+                                                    const cohort_coll_args_t *args);
+/* The call's segment could not be set up, on every member alike: it runs on b->fallback from
+ * its start instead, in the same state (none of the segment's transfers is in flight). Returns
+ * the fallback's first progress, or COHORT_ERR_UNSUPPORTED when it cannot. */
+cohort_status_t cohort_coll_fall_back(cohort_request_t *req);
 
 /* One rule of the selection (select.c): the case it matches and the algorithm it names. */
 typedef struct {

@@ -1,7 +1,8 @@
 /*
  * A collective as a short schedule of tasks (UCC's ucc_schedule_t is the model): wait for the
  * group's stream, stage the buffers in late, the members' agreement (COHORT_CHECK, the CUDA IPC
- * vote, a group's first-call settings), the staging copies seen over, the algorithm, stage out.
+ * vote, a group's first-call settings), the staging copies seen over, the algorithm, the group's
+ * first-use step over (the exchange plugin's), stage out.
  * cohort_coll_post picks the tasks a call needs and takes every number the call uses (the group's
  * sequence, the shared segment's call) before any task runs, so a task that waits never changes how
  * the members pair their calls. Each task is posted once, then progressed until it is done; the
@@ -47,6 +48,7 @@ static cohort_status_t agree_progress(cohort_request_t *req)
     if (status == COHORT_OK && b->vote_algo != NULL) {
         if (b->check->acc.lo[COHORT_CHECK_DEVICE] > 0) {
             b->algo = b->vote_algo;
+            req->comm->last_algo = b->algo->name;
         }
         b->vote_algo = NULL;
     }
@@ -58,9 +60,33 @@ static cohort_status_t algo_post(cohort_request_t *req)
     return cohort_coll_base(req)->algo->start(req);
 }
 
+/* A call whose segment could not be set up (every member alike) runs on messages instead. */
 static cohort_status_t algo_progress(cohort_request_t *req)
 {
-    return cohort_coll_base(req)->algo->progress(req);
+    cohort_coll_base_t *b = cohort_coll_base(req);
+    cohort_status_t status = b->algo->progress(req);
+
+    if (status == COHORT_ERR_UNSUPPORTED && b->seg_refused && b->fallback != NULL) {
+        status = cohort_coll_fall_back(req);
+    }
+    return status;
+}
+
+/* The group's first-use step (the exchange plugin's; PMIx_Group_construct under
+ * COHORT_PMIX_PLUGIN=group) is over here before the call ends. A message waits for it anyway
+ * (sends are held until then); a call on the shared segment sends nothing, so without this it
+ * could end, and the group be freed, first: that member would abandon the step while the
+ * others completed it, and then wait for it in their release (PMIx_Group_destruct) until the
+ * timeout. Polled: nothing announces the step's end to the request. */
+static cohort_status_t prepared_progress(cohort_request_t *req)
+{
+    const cohort_comm_t *g = req->comm;
+
+    if (g->state == COHORT_COMM_READY) {
+        return g->error;
+    }
+    cohort_request_poll(req);
+    return COHORT_INPROGRESS;
 }
 
 static const cohort_coll_task_t cohort_task_stream = {
@@ -74,10 +100,14 @@ static const cohort_coll_task_t cohort_task_stage_wait = {"at staging its device
 static const cohort_coll_task_t cohort_task_agree = {"at the members' agreement", agree_post,
                                                      agree_progress};
 static const cohort_coll_task_t cohort_task_algo = {"at the algorithm", algo_post, algo_progress};
+static const cohort_coll_task_t cohort_task_prepared = {
+    "at the group's first-use step (the exchange plugin's, e.g. PMIx_Group_construct)", task_none,
+    prepared_progress};
 static const cohort_coll_task_t cohort_task_stage_out = {"at staging its result out", task_none,
                                                          cohort_coll_stage_out};
 
-void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int agree, int vote)
+void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int agree, int vote,
+                          int prepare)
 {
     int n = 0;
 
@@ -97,6 +127,9 @@ void cohort_coll_schedule(cohort_coll_base_t *b, int stream, int stage_late, int
         b->tasks[n++] = &cohort_task_stage_wait; /* its copies overlap the agreement */
     }
     b->tasks[n++] = &cohort_task_algo;
+    if (prepare) {
+        b->tasks[n++] = &cohort_task_prepared;
+    }
     b->tasks[n++] = &cohort_task_stage_out;
     b->ntasks = n;
     b->task = 0;

@@ -321,6 +321,16 @@ const cohort_coll_algo_t *cohort_coll_pick(cohort_comm_t *g, const cohort_coll_a
     return algo;
 }
 
+const cohort_coll_algo_t *cohort_coll_pick_messages(cohort_comm_t *g,
+                                                    const cohort_coll_args_t *args)
+{
+    const cohort_coll_algo_t *unused, *algo;
+
+    algo = cohort_coll_select(g->ctx, args, g->size, g->node_local > 0 ? COHORT_NODE_SAME : 0,
+                              &unused);
+    return algo != NULL && !algo->segment ? algo : NULL;
+}
+
 const cohort_coll_rule_t *cohort_coll_default_rules(const cohort_context_t *ctx,
                                                     cohort_coll_type_t coll, int *n)
 {

@@ -84,7 +84,11 @@ typedef struct {
     uint64_t finished; /* the last call that ended here */
 } shm_group_t;
 
-enum { SHM_STEP_FAIL };
+/* A member's "no" during setup: a step of its own, below the agreement's (-1 - round, round <
+ * 32), so that neither the agreement's messages nor those of the algorithm a call takes instead
+ * (cohort_coll_fall_back, from step 0) ever land in a "no" receive still posted on a member that
+ * has not seen the verdict yet. */
+enum { SHM_STEP_FAIL = -64 };
 
 /* The name goes as soon as nobody needs it (ENOENT: someone else took it away already). */
 static void shm_name_drop(shm_group_t *g)
@@ -129,6 +133,25 @@ cohort_status_t cohort_shm_group_make(cohort_comm_t *comm)
         comm->node_shm_free = shm_group_free;
     }
     return COHORT_OK;
+}
+
+int cohort_shm_group_state(const cohort_comm_t *comm)
+{
+    const shm_group_t *g = comm->node_shm;
+
+    if (g == NULL) {
+        return COHORT_SEGMENT_NONE;
+    }
+    switch (g->state) {
+    case SEG_SETTING_UP:
+        return COHORT_SEGMENT_SETTING_UP;
+    case SEG_READY:
+        return COHORT_SEGMENT_READY;
+    case SEG_FAILED:
+        return COHORT_SEGMENT_FAILED;
+    default:
+        return COHORT_SEGMENT_NONE;
+    }
 }
 
 uint64_t cohort_shm_call_number(cohort_comm_t *comm)
@@ -305,8 +328,8 @@ static int shm_attach(cohort_request_t *req, shm_group_t *g, int32_t pid0)
     g->seg = NULL;
 refused:
     cohort_error(req->ctx,
-                 "%s %s: cannot reach group rank 0's shared segment %s (%s); this call fails "
-                 "on every member, and the group uses the other algorithms from now on",
+                 "%s %s: cannot reach group rank 0's shared segment %s (%s); this call runs "
+                 "on messages on every member, and so do the group's later calls",
                  comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], g->name, why);
     return -1;
 }
@@ -562,6 +585,7 @@ cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *
         /* Every member saw the same answers: they fail alike and stay in step. */
         req->comm->node_off = 1;
         cohort_coll_base(req)->agreed = 1;
+        cohort_coll_base(req)->seg_refused = 1;
         return COHORT_ERR_UNSUPPORTED;
     }
     c->begun = 1;

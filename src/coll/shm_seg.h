@@ -48,6 +48,8 @@ typedef struct {
                           * COHORT_WATCH_S) */
 } cohort_shm_call_t;
 
+/* The group's segment as cohort_group_info tells it (a cohort_segment_state_t). */
+int cohort_shm_group_state(const cohort_comm_t *comm);
 /* At post, for a call that runs on the segment: the group's record (COHORT_ERR_NO_MEMORY),
  * then the call's number, in posting order, from 1. */
 cohort_status_t cohort_shm_group_make(cohort_comm_t *comm);

@@ -36,6 +36,7 @@ struct cohort_comm {
     int failed_rank;       /* the member (world rank) whose failure revoked it, or -1 */
     cohort_pmix_prepare_t *prepare;
     uint32_t coll_seq;        /* collectives posted so far */
+    const char *last_algo;    /* the algorithm of the last one (src/coll; cohort_group_info) */
     uint32_t *send_seq;       /* [size] P2P messages sent to each member (lazily allocated) */
     uint32_t *recv_seq;       /* [size] P2P messages from each member delivered to matching */
     cohort_list_t posted;     /* receives waiting for a message (cohort_xfer_t) */

@@ -10,11 +10,15 @@ group ids are as many as the layout has groups.
 With --hosts (the host of each world rank, in rank order): a peer on the same host is reached
 by shared memory only, a peer on another host by a network transport only (tcp here). Without
 it every rank is on one host, so every peer must be shared memory.
+A group of 2-64 members all on one host, whose first allreduce ran (no --no-traffic), ran it
+on its shared segment with no endpoint (unless COHORT_ALGO_ALLREDUCE forces an algorithm);
+a group of one member has no segment.
 Prints one summary line (endpoints local/remote, mean wiring time of each) and exits 1 on the
 first failed check, naming it.
 """
 import argparse
 import json
+import os
 import sys
 
 SHM = {"sysv", "posix", "cma", "xpmem", "knem", "self"}
@@ -62,6 +66,18 @@ def main():
             if me not in g["members"]:
                 fail("rank %d reports group %s (%s) without itself" % (me, g["id"], g["kind"]))
             members.update(g["members"])
+            size = len(g["members"])
+            one_host = len({hosts[m] for m in g["members"]}) == 1
+            if "first_allreduce_endpoints" not in g:
+                continue
+            if size == 1 and g.get("segment") != "none":
+                fail("rank %d: one-member group %s has segment %r" % (me, g["kind"], g.get("segment")))
+            if (one_host and 2 <= size <= 64 and "COHORT_ALGO_ALLREDUCE" not in os.environ and
+                    (g.get("segment") != "ready" or g["first_allreduce_endpoints"] != 0)):
+                fail("rank %d: group %s (%d members on one host) took %r, segment %r, %r "
+                     "endpoints in its first allreduce: expected its shared segment and none"
+                     % (me, g["kind"], size, g.get("algorithm"), g.get("segment"),
+                        g["first_allreduce_endpoints"]))
         for p in r["wired_peers"]:
             peer = p["rank"]
             if peer == me:

@@ -161,6 +161,27 @@ static void layout_case(cohort_context_t *ctx)
                 nwired);
         exit(1);
     }
+    /* What cohort_group_info (and so cohort_peers) says of each group's path: a group of one
+     * member has no segment; the others, all on this node, ran on theirs unless a message
+     * algorithm was forced, and the algorithm named is the one asked for. */
+    for (int i = 0; i < ng; i++) {
+        cohort_group_info_t info;
+        int solo = cohort_group_size(gs[i]) == 1;
+        CHECK_OK(cohort_group_info(gs[i], &info));
+        CHECK(info.node_local == 1 && info.collectives == 1 && info.last_algorithm != NULL);
+        if (!solo && (algo == NULL || strcmp(algo, "shm") == 0)) {
+            CHECK(info.segment == COHORT_SEGMENT_READY && strcmp(info.last_algorithm, "shm") == 0);
+        } else if (!solo && strcmp(algo, "direct") == 0) {
+            CHECK(info.segment == COHORT_SEGMENT_READY &&
+                  strcmp(info.last_algorithm, "direct") == 0);
+        } else if (!solo) {
+            CHECK(info.segment == COHORT_SEGMENT_NONE && strcmp(info.last_algorithm, algo) == 0);
+        } else {
+            CHECK(info.segment == COHORT_SEGMENT_NONE);
+        }
+    }
+    CHECK_STATUS(cohort_group_info(NULL, NULL), COHORT_ERR_INVALID_ARG);
+    CHECK_STATUS(cohort_group_info(gs[0], NULL), COHORT_ERR_INVALID_ARG);
     printf("rank %d: %d groups, %d endpoints after their first allreduce (%d allowed)\n", me, ng,
            nwired, nallowed);
     CHECK_OK(cohort_stats(ctx, &st0));

@@ -16,12 +16,13 @@
  * nonblocking ones posted together and waited in reverse order, on the world and on two groups
  * at once (evens, odds). COHORT_CMA=off: no segment, messages, the same results.
  *
- * COHORT_FAULT=shm:1@R: world rank R cannot reach the segment. The first call fails with
- * COHORT_ERR_UNSUPPORTED on every member (none hangs, none succeeds alone); the group then
- * takes the message algorithms and gets the right results. COHORT_FAULT=shm_pid:1@0: world rank 0
- * offers the world's segment in a descriptor naming its parent process: the others refuse it
- * before they take a file descriptor from that process (the pid checked against rank 0's card,
- * and their log says so), and the call fails alike on every member. Without the check they
+ * COHORT_FAULT=shm:1@R: world rank R cannot reach the segment. The first call runs on messages
+ * instead on every member (none hangs, none fails; its sum is right, and messages were sent),
+ * cohort_group_info says the segment failed and names the message algorithm; the group then
+ * keeps to the message algorithms and gets the right results. COHORT_FAULT=shm_pid:1@0: world
+ * rank 0 offers the world's segment in a descriptor naming its parent process: the others
+ * refuse it before they take a file descriptor from that process (the pid checked against
+ * rank 0's card, and their log says so), and the call runs on messages alike on every member. Without the check they
  * take whatever file the parent holds at that number, and only the segment's magic, if the
  * mapping works at all, stands between them and another process's memory.
  *
@@ -149,13 +150,24 @@ static int one_configuration(void)
     CHECK(n <= 64);
     if (getenv("COHORT_FAULT") != NULL) {
         cohort_status_t st;
+        cohort_group_info_t info;
+        int v = me + 1, sum = 0;
+        before = sent(ctx);
         if (strncmp(getenv("COHORT_FAULT"), "shm_pid", 7) == 0 && me != 0) {
             const char *log = test_captured(test_one_allreduce, w, &st);
             CHECK(strstr(log, "not the one group rank 0 published") != NULL);
+            CHECK(strstr(log, "runs on messages") != NULL);
+        } else if (strncmp(getenv("COHORT_FAULT"), "shm_pid", 7) == 0) {
+            st = test_one_allreduce(w); /* the same call as the others' */
         } else {
-            st = test_one_allreduce(w);
+            st = cohort_allreduce(w, &v, &sum, 1, COHORT_INT32, COHORT_SUM);
+            CHECK(sum == n * (n + 1) / 2);
         }
-        CHECK_STATUS(st, COHORT_ERR_UNSUPPORTED);
+        CHECK_STATUS(st, COHORT_OK);
+        CHECK(sent(ctx) > before); /* that call ran on messages */
+        CHECK_OK(cohort_group_info(w, &info));
+        CHECK(info.segment == COHORT_SEGMENT_FAILED && info.last_algorithm != NULL &&
+              strcmp(info.last_algorithm, "shm") != 0);
         before = sent(ctx);
         round_of_all(w, 0);
         nonblocking(w, 1);

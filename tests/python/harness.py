@@ -18,11 +18,25 @@ def need(*modules):
         except ImportError:
             missing.append(m)
     if missing:
-        if os.environ.get("PMIX_RANK", "0") == "0":
-            print("SKIP: %s: %s not installed for %s (apt-get install %s)"
+        if os.environ.get("PMIX_RANK", os.environ.get("RANK", "0")) == "0":
+            print("SKIP: %s: %s not installed for %s (PYTHON=`scripts/python-env.sh` has %s)"
                   % (os.path.basename(sys.argv[0]), ", ".join(missing), sys.executable,
-                     " ".join("python3-" + m for m in missing)), flush=True)
+                     " ".join(missing)), flush=True)
         sys.exit(SKIP)
+
+
+def need_backend():
+    """import cohort.torch (which registers the backend), or a visible SKIP saying why it
+    cannot (torch missing, or the extension not built for this torch): with PY_REQUIRE_ALL=1
+    run.sh counts that SKIP as a failure."""
+    need("torch")
+    try:
+        import cohort.torch as ct
+    except ImportError as e:
+        if os.environ.get("PMIX_RANK", os.environ.get("RANK", "0")) == "0":
+            print("SKIP: %s: %s" % (os.path.basename(sys.argv[0]), e), flush=True)
+        sys.exit(SKIP)
+    return ct
 
 
 class Checks:
@@ -81,3 +95,13 @@ class Checks:
                 self.name, "PASS" if failed == 0 else "FAIL, %d failures" % failed, self.passed,
                 "" if world is None else ", %d ranks" % world.size), flush=True)
         return 0 if failed == 0 else 1
+
+    def finish_dist(self, group=None):
+        """finish(), the failures summed over a torch.distributed group (gloo's, so that a
+        broken cohort backend cannot hide them)."""
+        import torch
+        import torch.distributed as dist
+        failed = torch.tensor([self.failed])
+        dist.all_reduce(failed, group=group)
+        self.failed = int(failed.item())
+        return self.finish()

@@ -1,9 +1,11 @@
 #!/bin/sh
-# The Python tests: each line below is one run of a test under mpirun (or alone), with
-# /usr/bin/python3 unless PYTHON says otherwise, under a timeout. A test whose module (numpy,
-# torch) is missing prints a SKIP line and counts as skipped, not failed; with
-# PY_REQUIRE_ALL=1 (scripts/test.sh, which installs them) a SKIP line or exit 77 is a failure:
-# no torch coverage is no pass.
+# The Python tests: each line below is one run of a test under mpirun (N), under torchrun
+# (torchrun:N, the torchrun beside $PYTHON, on a free port, PMIx's variables removed: the
+# backend bootstraps through torch's store) or alone, with /usr/bin/python3 unless PYTHON says
+# otherwise (scripts/test.sh: the virtual environment of scripts/python-env.sh), under a
+# timeout. A test whose module (numpy, torch, megatron) or torch backend is missing prints a
+# SKIP line and counts as skipped, not failed; with PY_REQUIRE_ALL=1 (scripts/test.sh, which
+# installs them) a SKIP line or exit 77 is a failure: no torch coverage is no pass.
 #   tests/python/run.sh            from the source tree (the package of this tree is tested)
 set -u
 cd "$(dirname "$0")"
@@ -24,6 +26,10 @@ export COHORT_PLUGIN_PATH
 pass=0 fail=0 skip=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+torchrun=$(dirname "$py")/torchrun
+free_port() {
+    "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 while read -r np prog envs; do
     [ -n "$np" ] || continue
     echo "== python: $prog: $np $envs"
@@ -32,6 +38,16 @@ while read -r np prog envs; do
         # shellcheck disable=SC2086
         env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 $envs \
             timeout -k 5 "$limit" "$py" "$prog" </dev/null >"$out" 2>&1
+    elif [ "${np#torchrun:}" != "$np" ]; then
+        if [ -x "$torchrun" ]; then
+            # shellcheck disable=SC2086
+            env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 -u PMIX_RANK $envs \
+                timeout -k 5 "$limit" "$torchrun" --nproc-per-node "${np#torchrun:}" \
+                --master-addr 127.0.0.1 --master-port "$(free_port)" "$prog" </dev/null \
+                >"$out" 2>&1
+        else
+            echo "SKIP: $prog: no torchrun beside $py" >"$out"
+        fi
     else
         # shellcheck disable=SC2086
         timeout -k 5 "$limit" env $envs "$mpirun" $root --oversubscribe --bind-to none \
@@ -39,6 +55,8 @@ while read -r np prog envs; do
     fi
     rc=$?
     cat "$out"
+    # torchrun exits 1 for a child's 77: its SKIP line says what it was
+    [ "$rc" != 0 ] && grep -q '^SKIP:' "$out" && rc=77
     if [ "${PY_REQUIRE_ALL:-0}" = 1 ] && { [ "$rc" = 77 ] || grep -q '^SKIP:' "$out"; }; then
         echo "== python: $prog: a SKIP with PY_REQUIRE_ALL=1: counted as a failure"
         rc=1
@@ -59,11 +77,17 @@ singleton test_core.py
 4 test_core.py COHORT_CHECK=1 COHORT_PROGRESS=block
 singleton test_exit.py
 4 test_torch.py
-2 test_torch.py COHORT_CHECK=1
 3 test_train.py
+4 test_torch_gloo.py EXPECT_BOOTSTRAP=pmix
+torchrun:4 test_torch_gloo.py EXPECT_BOOTSTRAP=store
+torchrun:2 test_torch_gloo.py EXPECT_BOOTSTRAP=store COHORT_CHECK=1
 4 test_torch_cxx.py
+torchrun:4 test_torch_cxx.py
 2 test_torch_cxx.py COHORT_CHECK=1
-2 test_torch.py COHORT_TORCH_EXTENSION=none
+4 test_megatron.py
+8 test_megatron.py
+torchrun:4 test_megatron.py
+torchrun:8 test_megatron.py
 singleton test_misuse.py
 3 test_misuse.py
 RUNS

@@ -1,4 +1,5 @@
-"""torch CPU tensors through the cohort package, and the torch.distributed backend "cohort":
+"""torch CPU tensors through the cohort package (its own PMIx context, beside the backend's),
+and the torch.distributed backend "cohort":
 init_process_group("cohort"), every torch.distributed call Megatron-style code makes, async
 Work objects, overlapping dist.new_group()s and torch's non-member handle, member-only
 cohort.torch.new_group, Megatron's calling pattern (every rank calls new_group for every group
@@ -7,14 +8,13 @@ References are computed locally. Run under mpirun with 4 ranks (works with 2 or 
 import sys
 import warnings
 
-from harness import Checks, need
+from harness import Checks, need_backend
 
-need("torch")
+ct = need_backend()
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import cohort  # noqa: E402
-import cohort.torch as ct  # noqa: E402
 
 DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
           torch.float32, torch.float64]
@@ -240,13 +240,7 @@ def check_groups(ok, ctx):
     alone = ct.new_group([me])
     ok.raises_status(lambda: dist.all_reduce(torch.zeros(2), op=dist.ReduceOp.BAND, group=alone),
                      "BAND is refused", cohort._status.ERR_UNSUPPORTED)
-    if ct.info()["backend"] == "python":
-        ok.raises_status(lambda: dist.all_reduce(torch.zeros(2, device="meta"), group=alone),
-                         "device tensors refused with a clear error",
-                         cohort._status.ERR_UNSUPPORTED)
-    else:  # torch's dispatcher has no meta kernel for c10d ops: it refuses before the backend
-        ok.raises(RuntimeError, lambda: dist.all_reduce(torch.zeros(2, device="meta"),
-                                                        group=alone), "meta tensors refused")
+    # (meta tensors never reach a backend: torch 2.x runs c10d ops on them as meta kernels)
     ct.cohort_group(alone).abort()
     ok.raises_status(lambda: dist.all_reduce(torch.zeros(2), group=alone, async_op=True).wait(),
                      "Work.wait() raises the error of an aborted group",
@@ -283,7 +277,7 @@ def check_megatron(ok, ctx, spec):
 
 
 def main():
-    ctx = ct.context()
+    ctx = cohort.init()
     ok = Checks("test_torch", ctx.rank)
     check_tensors(ok, ctx)
     ct.init_process_group()

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 
 namespace cohort_torch
@@ -89,23 +90,70 @@ std::string status_text(cohort_status_t status, const std::string &what)
            "]";
 }
 
-Engine &Engine::get()
+Engine &Engine::start(const Bootstrap &how)
 {
     std::lock_guard<std::mutex> lock(the_engine_mu);
     if (the_engine == nullptr) {
         if (shut_down) {
             throw Error(COHORT_ERR_INVALID_ARG, "the backend was shut down (process exit)");
         }
-        auto *e = new Engine();
+        auto *e = new Engine(how);
         if (e->init_status_ != COHORT_OK) {
             cohort_status_t st = e->init_status_;
             e->thread_.join();
             delete e;
-            throw Error(st, "cohort_init");
+            throw Error(st, how.store ? "cohort_init_exchange (bootstrap through torch's store)"
+                                      : "cohort_init (bootstrap through PMIx)");
         }
         the_engine = e;
     }
     return *the_engine;
+}
+
+Engine &Engine::get()
+{
+    std::lock_guard<std::mutex> lock(the_engine_mu);
+    if (the_engine == nullptr) {
+        throw Error(COHORT_ERR_INVALID_ARG, shut_down ? "the backend was shut down (process exit)"
+                                                      : "the backend was not started");
+    }
+    return *the_engine;
+}
+
+/* The store's callbacks (cohort.h: cohort_exchange_t), on the progress thread inside a cohort
+ * call. An exception from the store (a closed connection) is a failed put or get. */
+cohort_status_t Engine::put_cb(void *arg, const char *key, const void *value, size_t len)
+{
+    auto *e = static_cast<Engine *>(arg);
+    try {
+        e->how_.put(key, std::string(static_cast<const char *>(value), len));
+        return COHORT_OK;
+    } catch (const std::exception &x) {
+        fprintf(stderr, "cohort torch backend: putting %s into torch's store: %s\n", key, x.what());
+        return COHORT_ERR_PEER_FAILED;
+    }
+}
+
+cohort_status_t Engine::get_cb(void *arg, const char *key, void **value, size_t *len)
+{
+    auto *e = static_cast<Engine *>(arg);
+    std::string v;
+    try {
+        if (!e->how_.get(key, v)) {
+            return COHORT_INPROGRESS;
+        }
+    } catch (const std::exception &x) {
+        fprintf(stderr, "cohort torch backend: reading %s from torch's store: %s\n", key, x.what());
+        return COHORT_ERR_PEER_FAILED;
+    }
+    void *copy = malloc(v.size() ? v.size() : 1);
+    if (copy == nullptr) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    memcpy(copy, v.data(), v.size());
+    *value = copy;
+    *len = v.size();
+    return COHORT_OK;
 }
 
 bool Engine::running()
@@ -129,11 +177,16 @@ void Engine::shutdown()
     }
 }
 
-Engine::Engine()
+Engine::Engine(const Bootstrap &how) : how_(how)
 {
     std::promise<void> started;
     thread_ = std::thread([this, &started] {
-        init_status_ = cohort_init(&ctx_);
+        if (how_.store) {
+            cohort_exchange_t ex = {how_.rank, how_.size, put_cb, get_cb, this};
+            init_status_ = cohort_init_exchange(&ex, &ctx_);
+        } else {
+            init_status_ = cohort_init(&ctx_);
+        }
         if (init_status_ == COHORT_OK) {
             rank_ = cohort_world_rank(ctx_);
             size_ = cohort_world_size(ctx_);

@@ -1,8 +1,8 @@
-/* The progress thread behind ProcessGroupCohort: one cohort context, and every libcohort call
- * made on one thread (cohort.h: a context is used by one thread at a time). Callers hand it
- * operations; it posts them in the order they came, tests their requests while the callers
- * compute, and runs each operation's finish step when its requests are done. No torch here:
- * this file builds in seconds, the torch one does not. */
+/* The progress thread behind the torch backend (CohortBackend): one cohort context, and every
+ * libcohort call made on one thread (cohort.h: a context is used by one thread at a time).
+ * Callers hand it operations; it posts them in the order they came, tests their requests while
+ * the callers compute, and runs each operation's finish step when its requests are done. No
+ * torch here: this file builds in seconds, the torch one does not. */
 #ifndef COHORT_TORCH_ENGINE_HPP
 #define COHORT_TORCH_ENGINE_HPP
 
@@ -55,7 +55,20 @@ struct Op {
 class Engine
 {
   public:
-    /* The process's engine, started on first use (cohort_init on its thread); throws Error. */
+    /* How the engine's context finds its world. Pmix: cohort_init (mpirun, srun, prterun).
+     * Store: cohort_init_exchange with rank and size given and a key-value store behind put
+     * and get (torch's c10d Store under torchrun; engine.cpp keeps torch out of this file).
+     * get must not wait: false for a key not there yet. */
+    struct Bootstrap {
+        bool store = false;
+        int rank = -1, size = 0;
+        std::function<void(const std::string &key, const std::string &value)> put;
+        std::function<bool(const std::string &key, std::string &value)> get;
+    };
+    /* Start the process's engine (cohort_init or cohort_init_exchange on its thread) unless it
+     * runs already; throws Error. */
+    static Engine &start(const Bootstrap &how);
+    /* The running engine; throws Error when start() was not called (or it was shut down). */
     static Engine &get();
     /* Whether get() has been called and the engine is still up. */
     static bool running();
@@ -69,6 +82,11 @@ class Engine
     /* Run fn on the progress thread and wait for it (group creation: no communication). */
     void call(const std::function<void(cohort_context_t *)> &fn);
 
+    /* "pmix" or "store": how the context found its world. */
+    const char *bootstrap() const
+    {
+        return how_.store ? "store" : "pmix";
+    }
     int world_rank() const
     {
         return rank_;
@@ -83,8 +101,10 @@ class Engine
     }
 
   private:
-    Engine();
+    explicit Engine(const Bootstrap &how);
     ~Engine() = default;
+    static cohort_status_t put_cb(void *arg, const char *key, const void *value, size_t len);
+    static cohort_status_t get_cb(void *arg, const char *key, void **value, size_t *len);
     void loop();
     void stop();
     bool poll(Op &op);
@@ -99,6 +119,7 @@ class Engine
     cohort_context_t *ctx_ = nullptr;         /* progress thread only, after start */
     int rank_ = -1, size_ = 0;
     cohort_status_t init_status_ = COHORT_OK;
+    Bootstrap how_;
     std::thread thread_;
 };
 

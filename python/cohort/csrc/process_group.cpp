@@ -1,5 +1,9 @@
-/* ProcessGroupCohort: torch.distributed's C++ ProcessGroup over cohort, and the Python module
- * (cohort._cohort_torch) that cohort/torch.py registers as the "cohort" backend.
+/* CohortBackend: torch.distributed's backend "cohort" (a c10d::Backend, torch 2.x), and the
+ * Python module (cohort._cohort_torch) whose create() cohort/torch.py registers as its creator.
+ *
+ * The process's one cohort context (engine.hpp) is made by the first group's creator: through
+ * PMIx (cohort_init) under mpirun/srun/prterun, or through the c10d Store the creator is given
+ * (cohort_init_exchange) where there is no PMIx server (torchrun); see start_engine below.
  *
  * Every operation becomes one Op for the progress thread (engine.hpp): nothing here calls
  * libcohort directly, so torch's own threads (DDP's reducer, autograd hooks) and Python may
@@ -8,16 +12,20 @@
  * device, the caller's current stream of that device is synchronized before the operation is
  * queued (cohort.h: a device buffer's data must be ready when the call is made; cohort never
  * waits on the caller's streams), the progress thread makes that device current before it
- * posts, and the Future is one of that device. Debian's torch is CPU-only: the CUDA branch
- * builds here but has never run (README says so). */
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+ * posts, and the Future is one of that device. The machines that test it have no GPU: the
+ * CUDA branch builds but has not run here (README says so). */
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
-#include <torch/csrc/utils/pybind.h>
+#include <torch/python.h>
+
+#include <pybind11/chrono.h>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <numeric>
 
 #include "engine.hpp"
@@ -31,8 +39,8 @@ using c10d::ReduceOp;
 using Ms = std::chrono::milliseconds;
 using PostFn = std::function<cohort_status_t(cohort_group_t *, std::vector<cohort_request_t *> &)>;
 
-/* Point-to-point tags the backend uses itself (uneven all_to_all, gather, scatter), the same
- * as the Python backend's; user send/recv tags must stay below them. */
+/* Point-to-point tags the backend uses itself (uneven all_to_all, gather, scatter); user
+ * send/recv tags must stay below them. */
 constexpr int kTagAlltoall = 0x7FFF0001;
 constexpr int kTagGather = 0x7FFF0002;
 constexpr int kTagScatter = 0x7FFF0003;
@@ -72,9 +80,12 @@ class WorkCohort : public c10d::Work
   public:
     /* A Future of CUDA tensors must name their device: torch records its events on that
      * device's streams when it completes and makes a waiter's stream wait on them. */
+    /* profile: "cohort:all_reduce", the event torch's profiler records for it (gloo's are
+     * "gloo:all_reduce"), from here until done(). */
     WorkCohort(OpType type, std::vector<at::Tensor> outputs, Ms timeout, const char *name,
-               std::shared_ptr<Group> group, c10::Device device)
-        : Work(-1, type), outputs_(std::move(outputs)), timeout_(timeout), name_(name),
+               const char *profile, std::shared_ptr<Group> group, c10::Device device)
+        : Work(-1, type, profile),
+          outputs_(std::move(outputs)), timeout_(timeout), name_(name),
           group_(std::move(group)),
           future_(c10::make_intrusive<c10::ivalue::Future>(
               c10::ListType::create(c10::TensorType::get()),
@@ -117,7 +128,8 @@ class WorkCohort : public c10d::Work
     /* timeout 0 (torch's kNoTimeout): the process group's, from init_process_group. An
      * operation not done in time revokes its group (cohort_group_abort), as NCCL's watchdog
      * aborts a communicator: it and every later operation on the group then fail with
-     * COHORT_ERR_REVOKED instead of hanging on members that are out of step. */
+     * COHORT_ERR_REVOKED instead of hanging on members that are out of step. The message has
+     * " Timed out " in it, the words torch's own tests look for in a timeout's error. */
     bool wait(Ms timeout) override
     {
         Ms limit = timeout > Ms(0) ? timeout : timeout_;
@@ -127,8 +139,9 @@ class WorkCohort : public c10d::Work
                 lock.unlock();
                 std::shared_ptr<Group> g = group_;
                 Engine::get().call([g](cohort_context_t *) { cohort_group_abort(g->g); });
-                fail(COHORT_ERR_TIMEOUT, std::string(name_) + " not finished after " +
-                                             std::to_string(limit.count()) + " ms");
+                fail(COHORT_ERR_TIMEOUT, std::string(name_) + " Timed out after " +
+                                             std::to_string(limit.count()) +
+                                             " ms (the group is revoked)");
             }
         } else {
             cv_.wait(lock, [this] { return completed_; });
@@ -197,7 +210,7 @@ Dense dense(const at::Tensor &t, const std::string &what)
 c10::Device device_of(const std::vector<at::Tensor> &a, const std::vector<at::Tensor> &b,
                       const char *what)
 {
-    c10::optional<c10::Device> dev;
+    std::optional<c10::Device> dev;
     for (const auto *list : {&a, &b}) {
         for (const auto &t : *list) {
             if (!t.defined()) {
@@ -323,11 +336,13 @@ const at::Tensor &one(const std::vector<at::Tensor> &ts, const char *what)
     return ts[0];
 }
 
-class ProcessGroupCohort : public c10d::ProcessGroup
+class CohortBackend : public c10d::Backend
 {
   public:
-    ProcessGroupCohort(int rank, int size, std::vector<int64_t> ranks, Ms timeout)
-        : ProcessGroup(rank, size), ranks_(std::move(ranks)), timeout_(timeout)
+    /* ranks: the group's world ranks in group rank order (empty: the world). Made by its
+     * members only: no message, whoever else calls what (cohort_group_create). */
+    CohortBackend(int rank, int size, std::vector<int64_t> ranks, Ms timeout)
+        : Backend(rank, size), ranks_(std::move(ranks)), timeout_(timeout)
     {
         Engine &e = Engine::get();
         if (ranks_.empty()) {
@@ -338,10 +353,11 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         if ((int)ranks_.size() != size || rank < 0 || rank >= size ||
             ranks_[rank] != e.world_rank()) {
             fail(COHORT_ERR_INVALID_ARG,
-                 "torch's rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                     " is not PMIx rank " + std::to_string(e.world_rank()) + " of " +
-                     std::to_string(e.world_size()) +
-                     ": run under mpirun/srun with RANK/WORLD_SIZE unset or the launcher's");
+                 "torch's group rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                     " is not world rank " + std::to_string(e.world_rank()) + " of " +
+                     std::to_string(e.world_size()) + " (bootstrap " + e.bootstrap() +
+                     "): under mpirun/srun torch's RANK must be the launcher's "
+                     "(leave RANK/WORLD_SIZE unset or set COHORT_BOOTSTRAP=store)");
         }
         bool world = size == e.world_size();
         for (int i = 0; world && i < size; i++) {
@@ -390,10 +406,6 @@ class ProcessGroupCohort : public c10d::ProcessGroup
         Engine::get().call([g](cohort_context_t *) { cohort_group_abort(g->g); });
     }
 
-    void setSequenceNumberForGroup() override
-    {
-        seq_ = 0;
-    }
     uint64_t getSequenceNumberForGroup() override
     {
         return seq_;
@@ -773,8 +785,10 @@ class ProcessGroupCohort : public c10d::ProcessGroup
                                           std::vector<at::Tensor> outputs, Ms timeout, PostFn post,
                                           std::function<void()> after)
     {
-        auto work = c10::make_intrusive<WorkCohort>(
-            type, std::move(outputs), timeout > Ms(0) ? timeout : timeout_, name, group_, dev);
+        std::string profile = std::string("cohort:") + name;
+        auto work = c10::make_intrusive<WorkCohort>(type, std::move(outputs),
+                                                    timeout > Ms(0) ? timeout : timeout_, name,
+                                                    profile.c_str(), group_, dev);
         auto op = std::make_unique<Op>();
         op->name = std::string(name) + " on group 0x" + hex(group_->id);
         std::shared_ptr<Group> group = group_;
@@ -1053,37 +1067,171 @@ class ProcessGroupCohort : public c10d::ProcessGroup
     std::atomic<uint64_t> seq_{0};
 };
 
+/* COHORT_BOOTSTRAP=pmix|store, else PMIx where the launcher set one up (PMIX_NAMESPACE:
+ * mpirun, srun, prterun) and the store otherwise (torchrun). */
+bool use_store()
+{
+    const char *how = getenv("COHORT_BOOTSTRAP");
+    if (how != nullptr && *how != '\0') {
+        if (strcmp(how, "store") == 0) {
+            return true;
+        }
+        if (strcmp(how, "pmix") == 0) {
+            return false;
+        }
+        fail(COHORT_ERR_INVALID_ARG,
+             std::string("COHORT_BOOTSTRAP=") + how + " is neither pmix nor store");
+    }
+    const char *ns = getenv("PMIX_NAMESPACE");
+    return ns == nullptr || *ns == '\0';
+}
+
+/* Where cohort's keys live in torch's store: under a prefix of their own (cohort's are
+ * "cohort/<instance>/<rank>/card"), so that none meets one of torch's. */
+const std::string kStorePrefix = "cohort-torch/";
+
+/* The engine, started by the first group's creator (torch's default group: every rank, with
+ * its world rank and size). The store bootstrap reads through a clone of the store (a
+ * connection of its own where the store has connections, TCPStore), so that a blocking wait of
+ * torch's on the caller's connection never holds up the progress thread's lookups. */
+Engine &start_engine(const c10::intrusive_ptr<c10d::Store> &store, int world_rank,
+                     int world_size)
+{
+    if (Engine::running()) {
+        Engine &e = Engine::get();
+        if (e.world_rank() != world_rank || e.world_size() != world_size) {
+            fail(COHORT_ERR_INVALID_ARG,
+                 "torch's rank " + std::to_string(world_rank) + " of " +
+                     std::to_string(world_size) + " is not cohort's world rank " +
+                     std::to_string(e.world_rank()) + " of " + std::to_string(e.world_size()) +
+                     " (bootstrap " + e.bootstrap() + ")");
+        }
+        return e;
+    }
+    Engine::Bootstrap how;
+    how.store = use_store();
+    if (how.store) {
+        if (!store) {
+            fail(COHORT_ERR_INVALID_ARG, "the store bootstrap needs torch's store (none given)");
+        }
+        c10::intrusive_ptr<c10d::Store> own = store;
+        try {
+            own = store->clone();
+        } catch (const std::exception &) {
+            own = store; /* a store that cannot clone itself is shared */
+        }
+        how.rank = world_rank;
+        how.size = world_size;
+        how.put = [own](const std::string &key, const std::string &value) {
+            own->set(kStorePrefix + key, std::vector<uint8_t>(value.begin(), value.end()));
+        };
+        how.get = [own](const std::string &key, std::string &value) {
+            std::string k = kStorePrefix + key;
+            if (!own->check({k})) {
+                return false;
+            }
+            std::vector<uint8_t> v = own->get(k);
+            value.assign(v.begin(), v.end());
+            return true;
+        };
+    }
+    Engine &e = Engine::start(how);
+    if (!how.store && (e.world_rank() != world_rank || e.world_size() != world_size)) {
+        fail(COHORT_ERR_INVALID_ARG,
+             "torch's rank " + std::to_string(world_rank) + " of " + std::to_string(world_size) +
+                 " is not PMIx rank " + std::to_string(e.world_rank()) + " of " +
+                 std::to_string(e.world_size()) +
+                 ": under mpirun/srun leave RANK/WORLD_SIZE to the launcher, or set "
+                 "COHORT_BOOTSTRAP=store");
+    }
+    return e;
+}
+
+CohortBackend &cohort_of(const c10::intrusive_ptr<c10d::Backend> &b)
+{
+    auto *cb = dynamic_cast<CohortBackend *>(b.get());
+    if (cb == nullptr) {
+        fail(COHORT_ERR_INVALID_ARG, "not a cohort backend: " + b->getBackendName());
+    }
+    return *cb;
+}
+
 } // namespace cohort_torch
 
 PYBIND11_MODULE(_cohort_torch, m)
 {
-    using cohort_torch::Engine;
-    using cohort_torch::ProcessGroupCohort;
+    using namespace cohort_torch;
     namespace py = pybind11;
+    using BackendPtr = c10::intrusive_ptr<c10d::Backend>;
     py::module_::import("torch.distributed");
-    m.doc() = "ProcessGroupCohort: torch.distributed's C++ process group over libcohort";
-    py::class_<ProcessGroupCohort, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupCohort>>(
-        m, "ProcessGroupCohort")
-        .def(py::init([](int rank, int size, std::vector<int64_t> ranks, double timeout_s) {
-                 /* the progress thread may be running a Python callback of a Future */
-                 py::gil_scoped_release nogil;
-                 return c10::make_intrusive<ProcessGroupCohort>(
-                     rank, size, std::move(ranks),
-                     std::chrono::milliseconds((int64_t)(timeout_s * 1000)));
-             }),
-             py::arg("rank"), py::arg("size"), py::arg("global_ranks"), py::arg("timeout_s"))
-        .def_property_readonly("global_ranks", &ProcessGroupCohort::globalRanks)
-        .def_property_readonly("cohort_group_id", &ProcessGroupCohort::groupId)
-        .def_property_readonly(
-            "timeout_s", [](const ProcessGroupCohort &pg) { return pg.timeout().count() / 1000.0; })
-        .def("abort_group", &ProcessGroupCohort::abortGroup,
-             py::call_guard<py::gil_scoped_release>());
+    m.doc() = "CohortBackend: torch.distributed's backend \"cohort\" (a c10d::Backend) over "
+              "libcohort";
+    m.def(
+        "create",
+        [](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
+           std::vector<int64_t> global_ranks, int world_rank, int world_size,
+           std::chrono::milliseconds timeout) -> BackendPtr {
+            /* the progress thread may be running a Python callback of a Future */
+            py::gil_scoped_release nogil;
+            start_engine(store, world_rank, world_size);
+            return c10::make_intrusive<CohortBackend>(rank, size, std::move(global_ranks),
+                                                      timeout);
+        },
+        py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("global_ranks"),
+        py::arg("world_rank"), py::arg("world_size"), py::arg("timeout"),
+        "The backend of one group for this member (its group rank and size, its members' world "
+        "ranks, empty for the world); the first call starts the process's cohort context.");
+    m.def(
+        "global_ranks", [](const BackendPtr &b) { return cohort_of(b).globalRanks(); },
+        "The group's members' world ranks, in group rank order.");
+    m.def(
+        "cohort_group_id", [](const BackendPtr &b) { return cohort_of(b).groupId(); },
+        "The cohort group's id (cohort_group_id).");
+    m.def(
+        "timeout_s", [](const BackendPtr &b) { return cohort_of(b).timeout().count() / 1000.0; },
+        "The group's timeout (init_process_group's or new_group's), in seconds.");
+    m.def(
+        "abort_group", [](const BackendPtr &b) { cohort_of(b).abortGroup(); },
+        py::call_guard<py::gil_scoped_release>(),
+        "Revoke the group (cohort_group_abort): its operations fail with COHORT_ERR_REVOKED.");
+    m.def(
+        "bootstrap", [] { return std::string(Engine::get().bootstrap()); },
+        py::call_guard<py::gil_scoped_release>(), "\"pmix\" or \"store\".");
     m.def(
         "world_rank", [] { return Engine::get().world_rank(); },
         py::call_guard<py::gil_scoped_release>());
     m.def(
         "world_size", [] { return Engine::get().world_size(); },
         py::call_guard<py::gil_scoped_release>());
+    m.def(
+        "start_pmix",
+        [] {
+            if (use_store()) {
+                fail(COHORT_ERR_INVALID_ARG,
+                     "no PMIx to start from (no PMIX_NAMESPACE, or COHORT_BOOTSTRAP=store): "
+                     "set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torchrun does)");
+            }
+            Engine &e = Engine::start(Engine::Bootstrap{});
+            return std::make_pair(e.world_rank(), e.world_size());
+        },
+        py::call_guard<py::gil_scoped_release>(),
+        "Start the context through PMIx now (before init_process_group): (rank, size).");
+    m.def(
+        "broadcast_world",
+        [](at::Tensor t, int root) {
+            Engine &e = Engine::get();
+            auto b = c10::make_intrusive<CohortBackend>(e.world_rank(), e.world_size(),
+                                                        std::vector<int64_t>{}, Ms(300000));
+            std::vector<at::Tensor> v{t};
+            c10d::BroadcastOptions o;
+            o.rootRank = root;
+            b->broadcast(v, o)->wait();
+        },
+        py::call_guard<py::gil_scoped_release>(),
+        "Broadcast a CPU tensor over the world from root, before torch has a group.");
+    m.def("use_store", &use_store,
+          "Whether a context started now would bootstrap through torch's store (COHORT_BOOTSTRAP, "
+          "else no PMIX_NAMESPACE) rather than PMIx.");
     m.def("running", &Engine::running);
     m.def("shutdown", &Engine::shutdown, py::call_guard<py::gil_scoped_release>());
 }

@@ -39,9 +39,9 @@ fi
 scripts="tests/launch/slurm.sh tests/launch/linkcut.sh tests/launch/prrte.sh tests/launch/hosts.sh"
 [ "$all_hosts" = 1 ] && scripts="$scripts tests/launch/slurm_hosts.sh"
 # Quick mode leaves out what repeats a check another launch makes: the progress modes under
-# srun and prterun (LAUNCH_QUICK=1, tests/launch/common.sh: the engine's wait loop, no
-# launcher's), p2p and finalize_peer on 3 hosts (COHL_HOSTS3_PROGS, hosts.sh: a pair of ranks
-# is on one host or two, both met on 2 hosts).
+# srun, prterun and across hosts (LAUNCH_QUICK=1, tests/launch/common.sh: the engine's wait
+# loop, no launcher's), p2p and finalize_peer on 3 hosts (COHL_HOSTS3_PROGS, hosts.sh: a pair
+# of ranks is on one host or two, both met on 2 hosts).
 if [ "$full" != 1 ]; then
     export LAUNCH_ONE_RUN=${LAUNCH_ONE_RUN-coll_move coll_reduce}
     export COHL_PEERS_REPEAT=${COHL_PEERS_REPEAT:-1}
@@ -73,5 +73,5 @@ done
 [ "$all_hosts" = 1 ] ||
     echo "launch-tests: slurm_hosts.sh not run, hosts.sh with the quick programs (COHORT_LAUNCH_HOSTS=1: all)"
 [ "$full" = 1 ] ||
-    echo "launch-tests: quick: the first run line only of ${LAUNCH_ONE_RUN:-nothing} under srun, no COHORT_PROGRESS lines under srun and prterun, ${COHL_HOSTS3_PROGS:-every program} on 3 hosts, cohort_peers $COHL_PEERS_REPEAT time(s) per configuration (COHORT_LAUNCH_FULL=1: all)"
+    echo "launch-tests: quick: the first run line only of ${LAUNCH_ONE_RUN:-nothing} under srun, no COHORT_PROGRESS lines (srun, prterun, hosts), ${COHL_HOSTS3_PROGS:-every program} on 3 hosts, cohort_peers $COHL_PEERS_REPEAT time(s) per configuration (COHORT_LAUNCH_FULL=1: all)"
 exit $status

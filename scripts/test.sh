@@ -279,8 +279,14 @@ mkdir "$san/src" "$san/build"
 # programs too, in the same make (make build-tests), so that their compiling takes what the
 # plain pass leaves idle rather than opening the sanitizer phase.
 san_t0=$(date +%s)
-[ -z "$cache_opt" ] ||
+# The plain cache goes once copied: the plain tree's configure is run again later with its own
+# options (the Python phase: ./config.status --config, which names the cache, plus the virtual
+# environment's PYTHON), and a cache that recorded another PYTHON makes configure refuse to run
+# ("changes in the environment can compromise the build"); with no file there it starts afresh.
+if [ -n "$cache_opt" ]; then
     grep -v '^lt_cv_prog_compiler_static_works' "$san/plain.cache" >"$san/build/config.cache"
+    rm -f "$san/plain.cache"
+fi
 # shellcheck disable=SC2016
 bg_start "$san/build.log" sh -c 'cd "$1/build" && "$1/src/configure" -q --enable-werror \
     --enable-sanitizers --without-mpi --without-torch NVCC_ARCH="$2" $3 &&

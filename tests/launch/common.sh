@@ -76,8 +76,8 @@ launch_runs() {
     # launcher: make check runs them; mpirun-only options cannot go to srun or prterun. In
     # quick mode (LAUNCH_QUICK=1, scripts/launch-tests.sh) the progress modes too: how a wait
     # spins, yields or blocks is the engine's loop over its UCX worker, which no launcher
-    # touches (p2p's COHORT_PROGRESS lines ran under mpirun in make check; under srun and
-    # prterun they repeated that, each a launch of its own); --full keeps them.
+    # touches (p2p's COHORT_PROGRESS lines ran under mpirun in make check; under srun, prterun
+    # and on 2 and 3 hosts they repeated that, each a launch of its own); --full keeps them.
     local n=1000000 engine='COHORT_CMA\|COHORT_FAULT\| --'
     case " ${LAUNCH_ONE_RUN:-} " in *" $1 "*) n=1 ;; esac
     [ "${LAUNCH_QUICK:-0}" != 1 ] || engine="$engine\\|COHORT_PROGRESS"

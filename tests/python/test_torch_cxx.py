@@ -261,6 +261,16 @@ def check_monitored(ok, gloo):
         dist.barrier(group=gloo)
 
 
+def check_profiler(ok):
+    """Each operation is a profiler event "cohort:<op>", as gloo's are "gloo:<op>"."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        dist.all_reduce(torch.ones(4))
+        dist.broadcast(torch.ones(4), 0)
+    names = {e.name for e in prof.events()}
+    ok({"cohort:all_reduce", "cohort:broadcast"} <= names,
+       "profiler events: %s" % sorted(n for n in names if ":" in n))
+
+
 def check_errors(ok):
     size, me = dist.get_world_size(), dist.get_rank()
     alone = ct.new_group([me])
@@ -306,6 +316,7 @@ def main():
     check_async(ok, gloo)
     check_dtypes(ok, gloo)
     check_anysource(ok)
+    check_profiler(ok)
     check_megatron(ok)
     check_errors(ok)
     if me == 0:

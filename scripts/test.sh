@@ -355,6 +355,20 @@ import sys, torch.distributed as dist, cohort.torch as ct
 assert ct.info()["where"].startswith(sys.argv[1]), ct.info()
 assert "COHORT" in dist.Backend._plugins, dist.Backend._plugins
 print("installed torch backend OK:", ct.info()["where"])' "$dest"
+# ... and torch finds it through the installed entry point, with no import of cohort.torch (a
+# world of one over torch's store).
+env -u PMIX_NAMESPACE PYTHONPATH="$(dirname "$(dirname "$pkg")")" \
+    COHORT_LIBRARY="$dest$prefix/lib/libcohort.so.0" RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
+    MASTER_PORT="$("$venv_py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" \
+    "$venv_py" -c '
+import sys, torch, torch.distributed as dist
+dist.init_process_group("cohort")
+t = torch.ones(2)
+dist.all_reduce(t)
+assert t.tolist() == [1.0, 1.0] and dist.get_backend() == "cohort", (t, dist.get_backend())
+assert sys.modules["cohort.torch"].__file__.startswith(sys.argv[1])
+print("torch.distributed.backends entry point OK")
+dist.destroy_process_group()' "$dest"
 rm -rf "$dest"
 end
 

@@ -32,6 +32,7 @@ call for members, the non-member handle for the others.
 import datetime
 import os
 import socket
+import sys
 
 import torch
 import torch.distributed as dist
@@ -60,6 +61,7 @@ def _load_extension():
     for path in candidates:
         if not os.path.exists(path):
             continue
+        _check_built_for(path)
         loader = importlib.machinery.ExtensionFileLoader("cohort._cohort_torch", path)
         spec = importlib.util.spec_from_file_location("cohort._cohort_torch", path,
                                                       loader=loader)
@@ -71,6 +73,24 @@ def _load_extension():
         "configure PYTHON=<a python with torch 2.x> (scripts/python-env.sh makes one), and see "
         "configure's 'the torch backend is skipped' line" % torch.__version__
         if not where else "cohort.torch: COHORT_TORCH_EXTENSION=%s does not exist" % where)
+
+
+def _check_built_for(path):
+    """ImportError unless the module at path was built for this torch (its version and
+    directory, written into it by configure): a module built for another torch would load a
+    second libtorch into the process, which crashes."""
+    marker = b"cohort-torch-built-for="
+    with open(path, "rb") as f:
+        data = f.read()
+    i = data.find(marker)
+    built = data[i + len(marker):data.index(b"\0", i)].decode() if i >= 0 else "unknown"
+    here = "%s@%s" % (torch.__version__, os.path.dirname(torch.__file__))
+    version, _, where = built.partition("@")
+    if built != "unknown" and (version != torch.__version__ or os.path.realpath(where) !=
+                               os.path.realpath(os.path.dirname(torch.__file__))):
+        raise ImportError("cohort.torch: %s was built for torch %s, not this torch %s: "
+                          "configure PYTHON=%s and build again" % (path, built, here,
+                                                                   sys.executable))
 
 
 _ext, _ext_where = _load_extension()

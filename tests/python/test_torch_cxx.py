@@ -229,6 +229,48 @@ def check_megatron(ok):
            "%s all_reduce gave %s" % (kind, t.tolist()))
 
 
+def check_monitored(ok, gloo):
+    """dist.monitored_barrier as torch defines it: all there, it passes; with ranks missing,
+    rank 0 names them in gloo's words (every one with wait_all_ranks, the first without), the
+    others say rank 0 failed them. Each on a group of its own (a failed one is revoked), made
+    by every rank before any member-only group (torch names later ones per rank)."""
+    size, me = dist.get_world_size(), dist.get_rank()
+    groups = [dist.new_group() for _ in range(3)]
+    dist.monitored_barrier(group=groups[0], timeout=datetime.timedelta(seconds=60))
+    ok(True, "monitored_barrier with every rank")
+    if size < 3:
+        return
+    absent = list(range(size - 2, size)) if size >= 4 else [size - 1]
+    for g, wait_all in ((groups[1], True), (groups[2], False)):
+        if me in absent:
+            dist.barrier(group=gloo)  # until the others are done with it
+            continue
+        try:
+            dist.monitored_barrier(group=g, timeout=datetime.timedelta(seconds=2),
+                                   wait_all_ranks=wait_all)
+            ok(False, "monitored_barrier without ranks %s passed" % absent)
+        except RuntimeError as e:
+            if me == 0:
+                want = ("Ranks %s failed to pass monitoredBarrier in 2000 ms"
+                        % ", ".join(map(str, absent)) if wait_all else
+                        "Rank %d failed to pass monitoredBarrier in 2000 ms" % absent[0])
+            else:
+                want = "Rank %d successfully reached monitoredBarrier" % me
+            ok(want in str(e) and "[COHORT_ERR_TIMEOUT]" in str(e),
+               "monitored_barrier wait_all_ranks=%s: %s, wanted %r" % (wait_all, e, want))
+        dist.barrier(group=gloo)
+
+
+def check_profiler(ok):
+    """Each operation is a profiler event "cohort:<op>", as gloo's are "gloo:<op>"."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        dist.all_reduce(torch.ones(4))
+        dist.broadcast(torch.ones(4), 0)
+    names = {e.name for e in prof.events()}
+    ok({"cohort:all_reduce", "cohort:broadcast"} <= names,
+       "profiler events: %s" % sorted(n for n in names if ":" in n))
+
+
 def check_errors(ok):
     size, me = dist.get_world_size(), dist.get_rank()
     alone = ct.new_group([me])
@@ -268,11 +310,13 @@ def main():
         print("test_torch_cxx: %s" % ct.info(), flush=True)
     gloo = dist.new_group(backend="gloo")
     report = []
+    check_monitored(ok, gloo)
     check_ddp(ok, gloo, report)
     check_fsdp(ok, gloo, report)
     check_async(ok, gloo)
     check_dtypes(ok, gloo)
     check_anysource(ok)
+    check_profiler(ok)
     check_megatron(ok)
     check_errors(ok)
     if me == 0:

@@ -44,6 +44,7 @@ using PostFn = std::function<cohort_status_t(cohort_group_t *, std::vector<cohor
 constexpr int kTagAlltoall = 0x7FFF0001;
 constexpr int kTagGather = 0x7FFF0002;
 constexpr int kTagScatter = 0x7FFF0003;
+constexpr int kTagMonitored = 0x7FFF0004;
 
 [[noreturn]] void fail(cohort_status_t status, const std::string &what)
 {
@@ -345,7 +346,11 @@ class CohortBackend : public c10d::Backend
         : Backend(rank, size), ranks_(std::move(ranks)), timeout_(timeout)
     {
         Engine &e = Engine::get();
-        if (ranks_.empty()) {
+        /* The default group (no ranks given) is the context's world group. Any other group,
+         * one of every rank included, is a cohort group of its own: its messages and its
+         * revocation (a timeout, a failed monitored barrier) stay its own. */
+        bool world = ranks_.empty();
+        if (world) {
             for (int i = 0; i < size; i++) {
                 ranks_.push_back(i);
             }
@@ -356,12 +361,8 @@ class CohortBackend : public c10d::Backend
                  "torch's group rank " + std::to_string(rank) + " of " + std::to_string(size) +
                      " is not world rank " + std::to_string(e.world_rank()) + " of " +
                      std::to_string(e.world_size()) + " (bootstrap " + e.bootstrap() +
-                     "): under mpirun/srun torch's RANK must be the launcher's "
-                     "(leave RANK/WORLD_SIZE unset or set COHORT_BOOTSTRAP=store)");
-        }
-        bool world = size == e.world_size();
-        for (int i = 0; world && i < size; i++) {
-            world = ranks_[i] == i;
+                     "): the group's ranks (global_ranks_in_group) do not hold this rank "
+                     "there");
         }
         group_ = std::make_shared<Group>();
         cohort_status_t st = COHORT_OK;
@@ -714,13 +715,72 @@ class CohortBackend : public c10d::Backend
             nullptr);
     }
 
-    /* torch asks for it (TORCH_DISTRIBUTED_DEBUG, dist.monitored_barrier): a barrier bounded by
-     * opts.timeout; cohort's error names the peers a failed one did not hear from, but a
-     * barrier that just runs long cannot tell which rank is late. */
-    void monitoredBarrier(const c10d::BarrierOptions &opts, bool /* wait_all_ranks */) override
+    /* dist.monitored_barrier as torch defines it (gloo's): every rank sends a token to group
+     * rank 0, which waits for all of them within the timeout (the group's when unset; 0: no
+     * waiting, whoever is not there yet has failed) and then acknowledges each. A rank missing
+     * at rank 0 is named in gloo's words: the first one ("Rank 2 failed to pass
+     * monitoredBarrier in 1000 ms"), or every one with wait_all_ranks ("Ranks 2, 3 failed
+     * ..."); a rank that got no acknowledgement says so. A failed monitored barrier revokes
+     * the group, as a timeout does (its receives are cancelled with it). */
+    void monitoredBarrier(const c10d::BarrierOptions &opts, bool wait_all_ranks) override
     {
-        auto work = barrier(opts);
-        work->wait(opts.timeout > Ms(0) ? opts.timeout : timeout_);
+        Ms limit = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
+        auto deadline = std::chrono::steady_clock::now() + limit;
+        int me = getRank(), n = getSize();
+        auto p2p = [&](int peer, bool send) {
+            std::vector<at::Tensor> sends(n), recvs(n);
+            (send ? sends : recvs)[peer] = at::zeros({1}, at::kByte);
+            return launch(send ? OpType::SEND : OpType::RECV,
+                          send ? "monitored_barrier send" : "monitored_barrier recv",
+                          c10::Device(c10::kCPU), {}, Ms(0),
+                          pairwisePost(sends, recvs, -1, kTagMonitored), nullptr);
+        };
+        /* the peers (of works, one per peer) not done well by the deadline */
+        auto settle = [&](const std::vector<std::pair<int, c10::intrusive_ptr<c10d::Work>>> &ws) {
+            std::vector<int> failed;
+            for (auto &[peer, w] : ws) {
+                while (!w->isCompleted() && std::chrono::steady_clock::now() < deadline) {
+                    std::this_thread::sleep_for(std::chrono::microseconds(200));
+                }
+                if (!w->isCompleted() || w->exception()) {
+                    failed.push_back(peer);
+                }
+            }
+            return failed;
+        };
+        std::string in = " failed to pass monitoredBarrier in " + std::to_string(limit.count()) +
+                         " ms";
+        std::vector<std::pair<int, c10::intrusive_ptr<c10d::Work>>> ws;
+        if (me != 0) {
+            ws.emplace_back(0, p2p(0, true));
+            ws.emplace_back(0, p2p(0, false));
+            if (!settle(ws).empty()) {
+                abortGroup();
+                fail(COHORT_ERR_TIMEOUT, "Rank " + std::to_string(me) +
+                                             " successfully reached monitoredBarrier, but "
+                                             "received errors while waiting for send/recv from "
+                                             "rank 0. Please check rank 0 logs for faulty rank.");
+            }
+            return;
+        }
+        for (int r = 1; r < n; r++) {
+            ws.emplace_back(r, p2p(r, false));
+        }
+        std::vector<int> failed = settle(ws);
+        if (!failed.empty()) {
+            abortGroup();
+            std::string names;
+            for (size_t i = 0; i < (wait_all_ranks ? failed.size() : 1); i++) {
+                names += (i ? ", " : "") + std::to_string(failed[i]);
+            }
+            fail(COHORT_ERR_TIMEOUT, std::string("[Rank 0]: ") +
+                                         (wait_all_ranks ? "Ranks " : "Rank ") + names + in);
+        }
+        ws.clear();
+        for (int r = 1; r < n; r++) {
+            ws.emplace_back(r, p2p(r, true));
+        }
+        settle(ws);
     }
 
     c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst, int tag) override
@@ -1066,6 +1126,15 @@ class CohortBackend : public c10d::Backend
     std::shared_ptr<Group> group_;
     std::atomic<uint64_t> seq_{0};
 };
+
+#ifndef COHORT_TORCH_BUILT_FOR
+#define COHORT_TORCH_BUILT_FOR "unknown"
+#endif
+/* The torch this module was built for ("<version>@<torch's directory>", from configure), read
+ * by cohort/torch.py from the file's bytes before it loads it: loaded into a process with
+ * another torch, it would bring a second libtorch in, which crashes in its constructors. */
+extern "C" __attribute__((used, visibility("default"))) const char cohort_torch_built_for[] =
+    "cohort-torch-built-for=" COHORT_TORCH_BUILT_FOR;
 
 /* COHORT_BOOTSTRAP=pmix|store, else PMIx where the launcher set one up (PMIX_NAMESPACE:
  * mpirun, srun, prterun) and the store otherwise (torchrun). */

@@ -45,6 +45,7 @@ cohort_status_t cohort_comm_create(cohort_context_t *ctx, uint64_t id, const int
     cohort_list_init(&c->unexpected);
     cohort_list_init(&c->held);
     cohort_list_init(&c->waiting);
+    cohort_list_init(&c->cancels);
     cohort_list_init(&c->requests);
     cohort_list_init(&c->prep_link);
     status = cohort_map_put(&ctx->comms, id, c);

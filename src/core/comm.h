@@ -42,6 +42,7 @@ struct cohort_comm {
     cohort_list_t unexpected; /* messages waiting for a receive (cohort_msg_t) */
     cohort_list_t held;       /* P2P messages that overtook an earlier one from their sender */
     cohort_list_t waiting;    /* sends waiting for the first-use step */
+    cohort_list_t cancels;    /* P2P cancels that came before their message (cancel.c) */
     cohort_list_t requests;   /* outstanding requests on this communicator */
     cohort_list_t link;       /* in ctx->comm_list */
     cohort_list_t prep_link;  /* in ctx->preparing */

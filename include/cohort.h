@@ -13,6 +13,30 @@
  * but are refused the same way while another thread is inside. Two contexts may be used from two
  * threads at once.
  *
+ * Per function, as the code is today (src/core/guard.c; the entry points name their class):
+ *  - Take the context for the call (one thread at a time per context; a second thread is
+ *    refused, logged, never raced): cohort_finalize, cohort_group_create, cohort_group_free,
+ *    cohort_group_abort, cohort_group_set_stream, cohort_layout_create, cohort_layout_free,
+ *    cohort_layout_group, every collective and its nonblocking twin (cohort_barrier ...
+ *    cohort_ialltoall), cohort_send, cohort_recv, cohort_isend, cohort_irecv, cohort_test,
+ *    cohort_wait, cohort_request_free. Two threads each with its own group of one context are
+ *    refused the same way: the second thread's call returns COHORT_ERR_INVALID_ARG on that rank
+ *    alone, so the group's other members wait in that call until COHORT_TIMEOUT.
+ *  - Read without taking the context, refused while another thread is inside a call on it:
+ *    cohort_world, cohort_world_rank, cohort_world_size, cohort_group_rank, cohort_group_size,
+ *    cohort_group_world_rank, cohort_group_id, cohort_request_source, cohort_wired_peers,
+ *    cohort_peer_info, cohort_node_info, cohort_failed_ranks, cohort_stats, cohort_cuda_info.
+ *  - Need no context, safe from any thread at any time: cohort_strerror, cohort_version,
+ *    cohort_setting_count, cohort_setting_info, cohort_algo_count, cohort_algo_info,
+ *    cohort_algo_param_count, cohort_algo_param_info, the cohort_layout_spec_* and
+ *    cohort_layout_* arithmetic on a spec (pure; a spec is read-only after parse, so threads may
+ *    share one, but cohort_layout_spec_free must not race its readers), and the float16 and
+ *    bfloat16 conversions.
+ *  - cohort_init and cohort_init_exchange make a new context: safe from several threads at once
+ *    as far as cohort's own state goes (the handle table and the list of live contexts are
+ *    locked), but each starts a PMIx client (PMIx_Init) or calls the caller's store, whose own
+ *    rules apply; init contexts one thread at a time unless those allow more.
+ *
  * Misuse is a status, never a crash. Handles are not addresses: a group, layout or request
  * handle names a slot with a generation, and a context's block is never reused, so a handle
  * that was real once (freed, its context finalized, a group of a finalized context passed while

@@ -20,8 +20,11 @@
  *    cohort_layout_group, every collective and its nonblocking twin (cohort_barrier ...
  *    cohort_ialltoall), cohort_send, cohort_recv, cohort_isend, cohort_irecv, cohort_test,
  *    cohort_wait, cohort_request_free. Two threads each with its own group of one context are
- *    refused the same way: the second thread's call returns COHORT_ERR_INVALID_ARG on that rank
- *    alone, so the group's other members wait in that call until COHORT_TIMEOUT.
+ *    refused the same way: the second thread's call returns COHORT_ERR_INVALID_ARG. A refused
+ *    collective, send or receive would leave the group's other members waiting in a call this
+ *    rank never made, so the refusal reaches them: the thread inside the context revokes that
+ *    group at its next progress pass (logged), and every member's pending and later calls on
+ *    it return COHORT_ERR_MISMATCH (tests/mpi/thread_refuse). Other groups are untouched.
  *  - Read without taking the context, refused while another thread is inside a call on it:
  *    cohort_world, cohort_world_rank, cohort_world_size, cohort_group_rank, cohort_group_size,
  *    cohort_group_world_rank, cohort_group_id, cohort_request_source, cohort_wired_peers,

@@ -155,6 +155,8 @@ struct cohort_context {
     pid_t pid;                 /* the process that made it (core/guard.c) */
     unsigned fork_epoch;       /* forks the process had seen then */
     _Atomic uintptr_t guard_owner; /* the thread inside a call on it, 0: none */
+    atomic_uint refused_calls;     /* calls on its groups refused to a second thread, not yet
+                                    * told to the groups' members (comm.c) */
     int guard_depth;               /* its nested calls */
     cohort_list_t retired_link;    /* once finalized: in the process's list of old contexts */
     int finalizing;

@@ -13,6 +13,33 @@
  * but are refused the same way while another thread is inside. Two contexts may be used from two
  * threads at once.
  *
+ * Per function, as the code is today (src/core/guard.c; the entry points name their class):
+ *  - Take the context for the call (one thread at a time per context; a second thread is
+ *    refused, logged, never raced): cohort_finalize, cohort_group_create, cohort_group_free,
+ *    cohort_group_abort, cohort_group_set_stream, cohort_layout_create, cohort_layout_free,
+ *    cohort_layout_group, every collective and its nonblocking twin (cohort_barrier ...
+ *    cohort_ialltoall), cohort_send, cohort_recv, cohort_isend, cohort_irecv, cohort_test,
+ *    cohort_wait, cohort_request_free. Two threads each with its own group of one context are
+ *    refused the same way: the second thread's call returns COHORT_ERR_INVALID_ARG. A refused
+ *    collective, send or receive would leave the group's other members waiting in a call this
+ *    rank never made, so the refusal reaches them: the thread inside the context revokes that
+ *    group at its next progress pass (logged), and every member's pending and later calls on
+ *    it return COHORT_ERR_MISMATCH (tests/mpi/thread_refuse). Other groups are untouched.
+ *  - Read without taking the context, refused while another thread is inside a call on it:
+ *    cohort_world, cohort_world_rank, cohort_world_size, cohort_group_rank, cohort_group_size,
+ *    cohort_group_world_rank, cohort_group_id, cohort_request_source, cohort_wired_peers,
+ *    cohort_peer_info, cohort_node_info, cohort_failed_ranks, cohort_stats, cohort_cuda_info.
+ *  - Need no context, safe from any thread at any time: cohort_strerror, cohort_version,
+ *    cohort_setting_count, cohort_setting_info, cohort_algo_count, cohort_algo_info,
+ *    cohort_algo_param_count, cohort_algo_param_info, the cohort_layout_spec_* and
+ *    cohort_layout_* arithmetic on a spec (pure; a spec is read-only after parse, so threads may
+ *    share one, but cohort_layout_spec_free must not race its readers), and the float16 and
+ *    bfloat16 conversions.
+ *  - cohort_init and cohort_init_exchange make a new context: safe from several threads at once
+ *    as far as cohort's own state goes (the handle table and the list of live contexts are
+ *    locked), but each starts a PMIx client (PMIx_Init) or calls the caller's store, whose own
+ *    rules apply; init contexts one thread at a time unless those allow more.
+ *
  * Misuse is a status, never a crash. Handles are not addresses: a group, layout or request
  * handle names a slot with a generation, and a context's block is never reused, so a handle
  * that was real once (freed, its context finalized, a group of a finalized context passed while
@@ -62,7 +89,10 @@ typedef enum {
     COHORT_ERR_PEER_FAILED = -8,
     COHORT_ERR_MISMATCH = -9,
     COHORT_ERR_CUDA = -10,
-    COHORT_ERR_REVOKED = -11
+    COHORT_ERR_REVOKED = -11,
+    /** A point-to-point receive whose sender freed (cancelled) its send before the data was
+     *  all here: nothing written into the buffer after the sender's free, the group usable. */
+    COHORT_ERR_CANCELED = -12
 } cohort_status_t;
 
 /**
@@ -564,23 +594,26 @@ COHORT_API cohort_status_t cohort_test(cohort_request_t *req, int *done);
 COHORT_API cohort_status_t cohort_wait(cohort_request_t *req);
 
 /**
- * Release a request. A request that has not finished is cancelled first (COHORT_ERR_REVOKED):
- * its receives stop matching, its sends not yet handed to UCX are dropped. Accepts NULL; a
- * freed or foreign handle is logged and ignored.
+ * Release a request. A request that has not finished is cancelled first: its receives stop
+ * matching; a point-to-point send is cancelled with its receiver (below); a collective is
+ * cancelled with COHORT_ERR_REVOKED, which revokes its group (the other members would be out of
+ * step). Accepts NULL; a freed or foreign handle is logged and ignored.
  *
- * @note When this returns, cohort will not read or write the request's buffers again. UCX
- *       cannot cancel a transfer in flight, so the call waits for it: a receive being fetched
- *       finishes in moments; a send the receiver has not asked for yet is given COHORT_TIMEOUT
- *       (1 s when unset), then its endpoint is closed by force, which also fails that peer's
- *       matching receive. A same-node send read by its receiver (single copy, COHORT_CMA) ends
- *       only when that receiver said it is done with it or dropped it, or died: the cancel
- *       revokes the group, which tells it, and the free waits for its answer within
- *       COHORT_TIMEOUT (1 s when unset); a receiver that does not call cohort for longer is
- *       named in the log, and it may still read the buffer until it answers. Cancelling a
- *       collective, or a point-to-point send, leaves the other members out of step: the group
- *       is revoked (later operations fail with the request's status). A freed handle is
- *       recognized as freed for the life of the process, after cohort_finalize too: a second
- *       free is logged and ignored.
+ * @note Free means finished: when this returns, no process reads or writes the request's
+ *       buffers again. A point-to-point send that has not finished tells its receiver
+ *       (a cancel message) and progress runs inside this call until the receiver has answered:
+ *       a message it had not matched yet is dropped, and the receive that matches it later
+ *       ends COHORT_ERR_CANCELED; a single-copy read (COHORT_CMA) stops between two pieces and
+ *       the receive ends COHORT_ERR_CANCELED, holding only bytes written before this call; a
+ *       rendezvous UCX is already fetching cannot be stopped, so the receive ends COHORT_OK
+ *       with the whole message and this call returns once the fetch is over. The group is not
+ *       revoked: the next call between the two ranks works. The wait ends early only when the
+ *       receiver is declared dead; it is bounded by COHORT_TIMEOUT when set (past that the
+ *       peer is named in the log, and it may still read the buffer until it answers), never by
+ *       a fixed time, and no endpoint is ever closed by force (a live peer would take that for
+ *       this rank's death). A receive being fetched likewise ends before this returns. A
+ *       freed handle is recognized as freed for the life of the process, after cohort_finalize
+ *       too: a second free is logged and ignored.
  */
 COHORT_API void cohort_request_free(cohort_request_t *req);
 

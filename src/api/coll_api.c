@@ -73,7 +73,7 @@ static cohort_status_t coll_call(cohort_group_t *handle, const cohort_coll_args_
     cohort_request_t *req = NULL;
     cohort_status_t status;
 
-    g = cohort_group_enter(handle, what[req_p != NULL][args->coll]);
+    g = cohort_group_enter_call(handle, what[req_p != NULL][args->coll]);
     if (g == NULL) {
         return COHORT_ERR_INVALID_ARG;
     }

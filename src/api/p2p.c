@@ -163,7 +163,7 @@ static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group
                                        void *buf, size_t count, cohort_dtype_t dt, int peer,
                                        int tag, cohort_request_t **req_p)
 {
-    cohort_group_t *g = cohort_group_enter(handle, fn);
+    cohort_group_t *g = cohort_group_enter_call(handle, fn);
     cohort_request_t *req = NULL;
     cohort_status_t status;
 

@@ -29,6 +29,8 @@ const char *cohort_strerror(cohort_status_t status)
         return "CUDA error";
     case COHORT_ERR_REVOKED:
         return "group revoked";
+    case COHORT_ERR_CANCELED:
+        return "cancelled by its sender";
     }
     return "unknown status";
 }

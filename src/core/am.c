@@ -23,7 +23,8 @@ struct cohort_orphans {
 /* What an orphan costs against the limit at least: its bookkeeping. */
 #define COHORT_ORPHAN_MIN_CHARGE 256
 
-static void cohort_msg_free(cohort_context_t *ctx, cohort_msg_t *m)
+/* What a kept message holds back to UCX (its descriptor, its persistent data) or freed. */
+static void cohort_msg_let_go(cohort_context_t *ctx, cohort_msg_t *m)
 {
     if (m->desc != NULL) {
         ucp_am_data_release(ctx->worker, m->desc);
@@ -33,6 +34,11 @@ static void cohort_msg_free(cohort_context_t *ctx, cohort_msg_t *m)
     } else {
         free(m->data);
     }
+}
+
+static void cohort_msg_free(cohort_context_t *ctx, cohort_msg_t *m)
+{
+    cohort_msg_let_go(ctx, m);
     free(m);
 }
 
@@ -94,6 +100,14 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
 
     x->posted = 0;
     x->peer = m->hdr.src; /* an any-source receive becomes one from its sender here */
+    if (m->hdr.kind == COHORT_MSG_P2P) {
+        x->seq = m->hdr.seq; /* which message it reads, should its sender cancel it (cancel.c) */
+    }
+    if (m->canceled) {
+        /* its sender freed it: nothing of it comes, and this side's numbers stay in step */
+        cohort_xfer_finish(x, COHORT_ERR_CANCELED);
+        return;
+    }
     /* Always, not only under COHORT_CHECK: a member that passed another count (or root, dtype,
      * op) than this one would otherwise have its message taken for this call's, and the two
      * ends report success or wait on each other. P2P messages carry 0 on both sides. */
@@ -299,6 +313,9 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
     if (m->hdr.kind != COHORT_MSG_P2P) {
         return cohort_match(c, m, lent, persistent);
     }
+    if (!m->canceled && cohort_cancel_early(c, &m->hdr)) {
+        cohort_msg_tombstone(c->ctx, m, lent);
+    }
     if (cohort_comm_p2p_seqs(c) != COHORT_OK) {
         cohort_msg_lost(c, m);
         if (!lent) {
@@ -333,6 +350,54 @@ static int cohort_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persi
         }
     } while (again);
     return kept;
+}
+
+int cohort_am_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persistent)
+{
+    return cohort_deliver(c, m, lent, persistent);
+}
+
+void cohort_msg_tombstone(cohort_context_t *ctx, cohort_msg_t *m, int lent)
+{
+    cohort_msg_unread(ctx, m); /* a single-copy sender hears "not read" */
+    if (!lent) {
+        cohort_msg_let_go(ctx, m);
+    }
+    /* Lent: UCX's callback lets go of them when it sees nothing kept (am_recv_cb). */
+    m->desc = NULL;
+    m->data = NULL;
+    m->ucx_data = 0;
+    m->len = 0;
+    m->hdr.flags = 0;
+    m->canceled = 1;
+}
+
+cohort_msg_t *cohort_am_orphan_find(cohort_context_t *ctx, uint64_t gid, int src, uint32_t seq)
+{
+    cohort_orphans_t *o = cohort_map_get(&ctx->orphans, gid);
+    cohort_list_t *pos;
+
+    if (o == NULL) {
+        return NULL;
+    }
+    for (pos = o->msgs.next; pos != &o->msgs; pos = pos->next) {
+        cohort_msg_t *m = cohort_container_of(pos, cohort_msg_t, link);
+        if (m->hdr.kind == COHORT_MSG_P2P && m->hdr.src == src && m->hdr.seq == seq) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
+static int cohort_orphan_keep(cohort_context_t *ctx, cohort_msg_t *lent, int persistent);
+
+void cohort_am_orphan_keep_hdr(cohort_context_t *ctx, const cohort_am_hdr_t *h)
+{
+    cohort_msg_t m;
+
+    memset(&m, 0, sizeof(m));
+    m.hdr = *h;
+    (void)cohort_orphan_keep(ctx, &m, 0);
 }
 
 cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
@@ -533,6 +598,7 @@ void cohort_am_init(cohort_context_t *ctx)
 {
     cohort_am_kind_set(ctx, COHORT_MSG_BYE, &cohort_am_bye_kind);
     cohort_peer_observe(ctx, &cohort_am_observer);
+    cohort_cancel_init(ctx);
 }
 
 cohort_status_t cohort_am_register(cohort_context_t *ctx)
@@ -606,6 +672,7 @@ void cohort_am_comm_drop(cohort_comm_t *c)
 void cohort_am_comm_cleanup(cohort_comm_t *c)
 {
     cohort_am_comm_drop(c);
+    cohort_cancel_cleanup(c);
     /* Later messages for it are dropped on arrival instead of kept as orphans. */
     cohort_poison_freed(&c->ctx->poisoned, c->id);
 }

@@ -14,6 +14,8 @@ struct cohort_msg {
     void *desc;    /* rendezvous: UCX data descriptor, fetched when matched */
     int ucx_data;  /* data belongs to UCX: give it back with ucp_am_data_release */
     size_t charge; /* what it counts against COHORT_ORPHAN_LIMIT while an orphan */
+    int canceled;  /* its sender freed it (cancel.c): no data; the receive it matches ends
+                    * COHORT_ERR_CANCELED */
 };
 
 /* The UCX handler of cohort's messages (at worker creation). */
@@ -93,6 +95,28 @@ void cohort_am_comm_drop(cohort_comm_t *comm);
 /* ...and remember it is gone, so later messages for it are dropped on arrival (destroy). */
 void cohort_am_comm_cleanup(cohort_comm_t *comm);
 void cohort_am_orphans_cleanup(cohort_context_t *ctx);
+/* Deliver message @a m to @a c as the handler does (lent: from UCX's callback, copied if kept;
+ * else owned, freed once consumed). @return 1 when a lent message's UCX memory was kept. */
+int cohort_am_deliver(cohort_comm_t *c, cohort_msg_t *m, int lent, int persistent);
+/* Empty queued message @a m (lent: UCX's callback still owns what it points at): its data or
+ * rendezvous descriptor let go of (UCX then ends the sender's send), a single-copy sender told
+ * it is not read, and it is marked canceled. */
+void cohort_msg_tombstone(cohort_context_t *ctx, cohort_msg_t *m, int lent);
+/* The point-to-point message (@a src, @a seq) of group @a gid kept as an orphan, or NULL. */
+cohort_msg_t *cohort_am_orphan_find(cohort_context_t *ctx, uint64_t gid, int src, uint32_t seq);
+/* Keep header-only message @a h for group @a gid, not created here yet, as an orphan: it is
+ * delivered in its place among the group's messages when the group is made. */
+void cohort_am_orphan_keep_hdr(cohort_context_t *ctx, const cohort_am_hdr_t *h);
+/* Point-to-point cancels (cancel.c): the receiver's handler, at context creation; a message
+ * arriving for @a c whose cancel came first (@return 1: tombstone it). */
+void cohort_cancel_init(cohort_context_t *ctx);
+int cohort_cancel_early(cohort_comm_t *c, const cohort_am_hdr_t *h);
+void cohort_cancel_cleanup(cohort_comm_t *c);
+/* The sender's side (xfer.c): point-to-point send @a x (not done) is being freed on a group
+ * still in order: the receiver is told (COHORT_MSG_CANCEL) and @a x ends COHORT_ERR_CANCELED,
+ * once nobody reads its buffer any more. @return 0 when this is not such a send. */
+int cohort_xfer_cancel_p2p(cohort_xfer_t *x, cohort_status_t status);
+
 /* A peer failed or left: fail the receives that wait on it and can no longer match. */
 void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t status,
                          const char *why);

@@ -17,7 +17,12 @@ typedef enum {
                                status, seq the group rank that started the notification tree */
     COHORT_MSG_CMA_ACK = 5, /* single copy: gid the sender's token, fp a status (0: read),
                                seq the receiver's token when it asks for the data instead */
-    COHORT_MSG_CMA_DATA = 6 /* single copy refused: the data, gid the receiver's token */
+    COHORT_MSG_CMA_DATA = 6, /* single copy refused: the data, gid the receiver's token */
+    COHORT_MSG_CANCEL = 7    /* a point-to-point send was freed before it finished: gid, seq,
+                                src, tag and wsrc are the cancelled message's; fp 1 when that
+                                message went out (the receiver drops it, stops reading it, or
+                                lets a fetch already running end), 0 when it never did (this
+                                one stands in for it, so the numbers stay in step) */
 } cohort_msg_kind_t;
 
 /* Header flags. */

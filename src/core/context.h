@@ -41,6 +41,10 @@ typedef struct {
 typedef struct {
     void (*read)(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m);
     void (*unread)(cohort_context_t *ctx, const cohort_am_hdr_t *h, const void *data, size_t len);
+    /* Point-to-point message @a seq from group rank @a src of @a c, matched here, was cancelled
+     * by its sender: a receive still reading it stops (no byte more is read) and ends
+     * COHORT_ERR_CANCELED, its sender answered; one that has read it all ends as it would. */
+    void (*cancel)(cohort_context_t *ctx, cohort_comm_t *c, int src, uint32_t seq);
 } cohort_am_offer_t;
 
 /* Who hears that a peer failed or was wired (cohort_peer_observe), in the order registered. */
@@ -151,6 +155,8 @@ struct cohort_context {
     pid_t pid;                 /* the process that made it (core/guard.c) */
     unsigned fork_epoch;       /* forks the process had seen then */
     _Atomic uintptr_t guard_owner; /* the thread inside a call on it, 0: none */
+    atomic_uint refused_calls;     /* calls on its groups refused to a second thread, not yet
+                                    * told to the groups' members (comm.c) */
     int guard_depth;               /* its nested calls */
     cohort_list_t retired_link;    /* once finalized: in the process's list of old contexts */
     int finalizing;

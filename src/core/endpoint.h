@@ -78,8 +78,6 @@ void cohort_peer_fail_reported(cohort_peer_t *peer, const char *why);
  * message) may come in after the close on another connection. @return how many. */
 int cohort_peer_apply_resets(cohort_context_t *ctx);
 
-/* Close the endpoint now, cancelling what UCX still does on it; the peer may be wired again. */
-void cohort_peer_force_close(cohort_peer_t *peer, const char *why, double bound);
 /* Close the endpoints of peers that failed (outside UCX's callbacks). @return how many. */
 int cohort_peer_close_failed(cohort_context_t *ctx);
 /* Finalize: goodbye to every wired peer, then close all endpoints at once (bounded). */

@@ -1,6 +1,7 @@
 /*
- * Closing endpoints: a failed peer's at the next progress pass, one by force when a request is
- * freed with a send in flight, and all of them at finalize after a goodbye to each wired peer.
+ * Closing endpoints: a failed peer's at the next progress pass, and all of them at finalize
+ * after a goodbye to each wired peer. A live peer's endpoint is never closed by force before
+ * finalize: the peer would take the reset for this rank's death.
  * Apart from wiring (endpoint.c): closing only ends what wiring made, and its bounded waits
  * are finalize's.
  */
@@ -93,22 +94,6 @@ int cohort_peer_close_failed(cohort_context_t *ctx)
         n++;
     }
     return n;
-}
-
-void cohort_peer_force_close(cohort_peer_t *peer, const char *why, double bound)
-{
-    void *r;
-
-    if (peer->ep == NULL) {
-        return;
-    }
-    cohort_warn(peer->ctx, "closing the endpoint to rank %d by force: %s", peer->rank, why);
-    /* NONE first: UCX may cancel what is in flight on it from inside the close call. */
-    if (peer->state == COHORT_PEER_WIRED) {
-        peer->state = COHORT_PEER_NONE;
-    }
-    r = cohort_peer_close_start(peer, 1);
-    cohort_peer_close_wait(peer->ctx, &r, 1, bound);
 }
 
 /* Sends handed to UCX that nobody will take (cancelled, to a receiver that never asks) keep an

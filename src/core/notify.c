@@ -107,9 +107,9 @@ static void cohort_ctl_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
     cohort_list_del(&m->link);
     ucp_request_free(ucx_req);
     if (ucs == UCS_ERR_CANCELED && !peer->ctx->finalizing && peer->state == COHORT_PEER_NONE) {
-        /* Its endpoint was closed by force under it (a request freed with a send in flight
-         * to that peer): the peer still has to be told, over a new endpoint, wired from
-         * progress rather than inside UCX's callback. */
+        /* Its endpoint was closed under it (UCX cancelled the send): the peer still has to
+         * be told, over a new endpoint, wired from progress rather than inside UCX's
+         * callback. */
         cohort_list_push(&peer->ctx->ctl_resend, &m->link);
         return;
     }

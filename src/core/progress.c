@@ -18,6 +18,9 @@ int cohort_progress(cohort_context_t *ctx)
     }
     ctx->in_progress = 1;
     n = (int)ucp_worker_progress(ctx->worker);
+    if (atomic_load_explicit(&ctx->refused_calls, memory_order_relaxed) != 0) {
+        n += cohort_comm_apply_refused(ctx);
+    }
     if (!cohort_list_empty(&ctx->resets)) {
         n += cohort_peer_apply_resets(ctx);
     }

@@ -35,11 +35,10 @@ typedef struct {
     alignas(64) unsigned char inline_state[COHORT_REQ_INLINE];
 } cohort_req_block_t;
 
-/* How long cohort_request_free waits for UCX to let go of a request's buffers when
- * COHORT_TIMEOUT is unset: a fetch of data a live peer offered ends in milliseconds; a send
- * whose receiver has not asked for it yet may never end, and is then cancelled. */
-#define COHORT_FREE_WAIT_S           1.0
-#define COHORT_FREE_WAIT_TIMED_OUT_S 0.1
+/* How long finalize lets a reader or UCX finish with a request's buffers when COHORT_TIMEOUT
+ * is unset (the same as closing endpoints gets): a live peer answers within a round trip of its
+ * progress, and finalize must end even when one does not. */
+#define COHORT_FINALIZE_LET_GO_S 5.0
 
 cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request_ops_t *ops,
                                        size_t extra)
@@ -367,23 +366,6 @@ cohort_request_t *cohort_request_get(const cohort_request_t *handle, const char 
     return cohort_guard_check(req->ctx, fn) == COHORT_OK ? req : NULL;
 }
 
-/* Progress until UCX (and, with @a readers, every single-copy reader) lets go of @a req's
- * buffers, at most @a bound seconds. */
-static void cohort_request_drain(cohort_request_t *req, double bound, int readers)
-{
-    cohort_context_t *ctx = req->ctx;
-    double start = cohort_time_now(), idle_since = start, t;
-
-    while ((req->inflight > 0 || (readers && req->readers > 0)) &&
-           (t = cohort_time_now()) - start < bound) {
-        if (cohort_progress(ctx) > 0) {
-            idle_since = t;
-        } else {
-            cohort_progress_idle(ctx, t - idle_since, bound - (t - start));
-        }
-    }
-}
-
 void cohort_request_free(cohort_request_t *handle)
 {
     cohort_request_t *req = cohort_request_enter(handle, "cohort_request_free");
@@ -432,6 +414,48 @@ static int cohort_request_ucx_inside(const cohort_request_t *req)
     return 1;
 }
 
+/* Whether another process, or UCX on its behalf, may still read or write @a req's buffers:
+ * a single-copy reader that has not answered, or a UCX operation on the caller's memory (one
+ * on the request's own block alone is left to finish: the block outlives the free). */
+static int cohort_request_busy(const cohort_request_t *req)
+{
+    return req->readers > 0 || (req->inflight > 0 && !cohort_request_ucx_inside(req));
+}
+
+/* Progress until nobody reads or writes @a req's buffers any more (the reader answered, UCX
+ * let go, or the peer was declared dead), at most @a bound seconds (0: no bound). Without a
+ * bound, the wait is named in the log once it has lasted COHORT_WATCH_S (10 s when unset),
+ * never silent. @return 1 when it is let go of. */
+static int cohort_request_let_go(cohort_request_t *req, double bound, const char *fn)
+{
+    cohort_context_t *ctx = req->ctx;
+    double start = cohort_time_now(), idle_since = start, t;
+    double say_at = ctx->cfg.watch_s > 0 ? ctx->cfg.watch_s : 10.0;
+    int said = 0;
+
+    while (cohort_request_busy(req)) {
+        t = cohort_time_now();
+        if (bound > 0 && t - start >= bound) {
+            return 0;
+        }
+        if (!said && bound == 0 && t - start >= say_at) {
+            char what[512];
+            req->ops->describe(req, what, sizeof(what));
+            cohort_warn(ctx, "%s has waited %.0f s for a peer to let go of the request's buffer "
+                             "(%s); it waits until that peer answers or is declared dead "
+                             "(COHORT_TIMEOUT bounds it)",
+                        fn, t - start, what);
+            said = 1;
+        }
+        if (cohort_progress(ctx) > 0) {
+            idle_since = t;
+        } else {
+            cohort_progress_idle(ctx, t - idle_since, bound > 0 ? bound - (t - start) : 1.0);
+        }
+    }
+    return 1;
+}
+
 void cohort_request_free_internal(cohort_request_t *req)
 {
     cohort_context_t *ctx;
@@ -445,7 +469,8 @@ void cohort_request_free_internal(cohort_request_t *req)
     }
     ctx = req->ctx;
     if (!req->done) {
-        /* The other members learn why their group was revoked: this rank gave up waiting. */
+        /* A point-to-point send tells its receiver (COHORT_MSG_CANCEL, core/cancel.c); anything
+         * else revokes its group, and the other members learn why: this rank gave up. */
         cohort_request_cancel(req, req->timed_out ? COHORT_ERR_TIMEOUT : COHORT_ERR_REVOKED);
     }
     /* Done with a transfer still waiting on its staging copy (ctx->copying points into this
@@ -460,57 +485,20 @@ void cohort_request_free_internal(cohort_request_t *req)
         cohort_xfer_cancel(x, COHORT_ERR_REVOKED);
         pos = req->xfers.next;
     }
-    if (req->readers > 0) {
-        /* A process on this node may be reading a send's buffer right now: it answers from
-         * its progress (the cancel revoked the group, which tells it to drop what it has not
-         * read), or it is declared dead. A live peer answers within a round trip of its
-         * progress; one that does not call cohort for longer keeps the block (recycled at its
-         * answer) and is named. */
-        cohort_request_drain(req, cohort_context_bound(ctx, COHORT_FREE_WAIT_S), 1);
-        if (req->readers > 0) {
-            cohort_error(ctx, "cohort_request_free: a process on this node has not said it is "
-                              "done reading a single-copy send of this request: the buffer "
-                              "must stay as it is until that peer calls cohort or dies");
-        }
-    }
-    /* What UCX still does inside the block alone (a late member's agreement message) is left
-     * to finish on its own: no wait, and no force close, which a live peer would read as this
-     * rank's death. */
-    if (req->inflight > 0 && !cohort_request_ucx_inside(req)) {
-        /* Its group revoked, or it waited COHORT_TIMEOUT already: no peer will take what it
-         * still sends. Not so for a mismatch: the members are alive and drop what they get
-         * (a rendezvous send then ends), and a force close would fail every other group on
-         * those endpoints. */
-        int hopeless = req->timed_out || (req->comm != NULL && req->comm->error != COHORT_OK &&
-                                          req->comm->error != COHORT_ERR_MISMATCH);
-        double after_close = hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S : 1.0;
-        /* UCX may still read or write this request's buffers: wait for it, then stop it. */
-        /* A request that already waited COHORT_TIMEOUT gets no second one: what its peers
-         * did not take by then they will not take in the next moment either. */
-        cohort_request_drain(req,
-                             hopeless ? COHORT_FREE_WAIT_TIMED_OUT_S
-                                      : cohort_context_bound(ctx, COHORT_FREE_WAIT_S),
-                             0);
-        /* From the start after each close: what the close cancels can fail the request's
-         * other transfers too (a fetch on the same endpoint), which reshuffles the list. Each
-         * pass closes one more endpoint, so this ends. */
-        for (pos = req->xfers.next; pos != &req->xfers;) {
-            cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
-            if (x->ucx_req != NULL && x->is_send && x->ucx_peer != NULL &&
-                x->ucx_peer->ep != NULL && !cohort_request_ucx_in_block(req, x)) {
-                cohort_peer_force_close(x->ucx_peer, "a request freed with a send in flight",
-                                        after_close);
-                pos = req->xfers.next;
-                continue;
-            }
-            pos = pos->next;
-        }
-        cohort_request_drain(req, after_close, 0);
-        if (req->inflight > 0 && !hopeless) {
-            cohort_error(ctx, "cohort_request_free: a receive of this request is still being "
-                              "fetched by UCX, which cannot cancel it: its buffer may be written "
-                              "until the sender answers");
-        }
+    /* Free means finished: a process on this node may be reading a send's buffer right now
+     * (single copy), or UCX may (a rendezvous the receiver fetches). Progress runs here until
+     * the reader has answered the cancel (it stops between two chunks), UCX has let go (the
+     * receiver dropped the message, or fetched it whole), or the peer is declared dead:
+     * bounded by COHORT_TIMEOUT, never by a fixed time, and never by closing an endpoint,
+     * which a live peer would take for this rank's death. */
+    if (cohort_request_busy(req) && !cohort_request_let_go(req, ctx->cfg.timeout_s,
+                                                           "cohort_request_free")) {
+        char what[512];
+        req->ops->describe(req, what, sizeof(what));
+        cohort_error(ctx, "cohort_request_free: after %.1f s (COHORT_TIMEOUT) a peer has not let "
+                          "go of this request's buffer (%s): it must stay as it is until that "
+                          "peer calls cohort or dies",
+                     ctx->cfg.timeout_s, what);
     }
     cohort_request_release(req);
 }
@@ -524,6 +512,27 @@ void cohort_request_finalize_all(cohort_context_t *ctx)
         cohort_request_t *req = cohort_container_of(pos, cohort_request_t, ctx_link);
         if (!req->done) {
             cohort_request_cancel(req, COHORT_ERR_REVOKED);
+        }
+    }
+    /* Nobody reads or writes a request's buffers once finalize returns: each is waited for as
+     * a free waits, with a bound (COHORT_TIMEOUT, else COHORT_FINALIZE_LET_GO_S) for all. */
+    double bound = cohort_context_bound(ctx, COHORT_FINALIZE_LET_GO_S), start = cohort_time_now();
+    for (;;) {
+        cohort_request_t *busy = NULL;
+        /* From the start each time: progress may recycle any request of the list. */
+        for (pos = ctx->requests.next; pos != &ctx->requests && busy == NULL; pos = pos->next) {
+            cohort_request_t *req = cohort_container_of(pos, cohort_request_t, ctx_link);
+            busy = cohort_request_busy(req) ? req : NULL;
+        }
+        double left = bound - (cohort_time_now() - start);
+        if (busy == NULL) {
+            break;
+        }
+        if (left <= 0 || !cohort_request_let_go(busy, left, "cohort_finalize")) {
+            cohort_warn(ctx, "finalize: a peer has not let go of a request's buffer after "
+                             "%.1f s",
+                        bound);
+            break;
         }
     }
 }

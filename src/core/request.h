@@ -31,7 +31,8 @@ typedef struct cohort_xfer {
     uint8_t waiting;       /* send: queued until the communicator or the peer is ready */
     uint8_t stage_drained; /* recv: its staged copy to the device was started (xfer_stage.c) */
     uint8_t done;
-    uint32_t seq;
+    uint8_t canceling; /* P2P send: freed, its receiver told (cancel.c); ends COHORT_ERR_CANCELED */
+    uint32_t seq;      /* recv of P2P: the number of the message it matched */
     int32_t tag;
     uint32_t fp;
     cohort_status_t status;

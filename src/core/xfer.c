@@ -8,6 +8,7 @@
 #include "core/am.h"
 #include "core/endpoint.h"
 #include "core/log.h"
+#include "core/notify.h"
 #include "proto/proto.h"
 
 void cohort_xfer_ucx_param(cohort_xfer_t *x, ucp_request_param_t *param)
@@ -54,8 +55,10 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
     cohort_proto_finish(x);
     x->done = 1;
     x->status = status;
-    if (x->is_send && x->kind == COHORT_MSG_P2P && status != COHORT_OK && req->comm != NULL) {
-        /* Its number is spent: the receiver would hold every later message from us. */
+    if (x->is_send && x->kind == COHORT_MSG_P2P && status != COHORT_OK &&
+        status != COHORT_ERR_CANCELED && req->comm != NULL) {
+        /* Its number is spent: the receiver would hold every later message from us. A
+         * cancelled one's receiver was told (cancel.c), and its numbers stay in step. */
         cohort_comm_revoke(req->comm, status, "a point-to-point send failed");
     }
     if (req->ops->progress == NULL) {
@@ -104,6 +107,10 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
      * failure as far as this transfer knows, not a revocation nobody announced. */
     status =
         ucs == UCS_ERR_CANCELED && !x->is_send ? COHORT_ERR_PEER_FAILED : cohort_ucs_status(ucs);
+    if (x->canceling && status != COHORT_ERR_PEER_FAILED) {
+        /* freed by its sender: UCX let go of its buffer, read or dropped by the receiver */
+        status = COHORT_ERR_CANCELED;
+    }
     req->inflight--;
     if (ucs == UCS_OK && cohort_proto_sent(x)) {
         /* The descriptor went out; the receiver's ACK finishes the send. */
@@ -267,9 +274,55 @@ cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
     return status == COHORT_OK ? COHORT_OK : cohort_xfer_unstage(x, status);
 }
 
+int cohort_xfer_cancel_p2p(cohort_xfer_t *x, cohort_status_t status)
+{
+    cohort_request_t *req = x->req;
+    cohort_comm_t *c = req->comm;
+    cohort_am_hdr_t h;
+    int world;
+
+    /* Only a send freed by its user (REVOKED is what the free cancels with) on a group still
+     * in order; a revoked group's receivers drop what they get, and say so to a single-copy
+     * sender. A timed-out send revokes as before: its receiver is told it timed out. */
+    if (!x->is_send || x->kind != COHORT_MSG_P2P || status != COHORT_ERR_REVOKED || c == NULL ||
+        c->error != COHORT_OK || req->timed_out) {
+        return 0;
+    }
+    if (x->canceling) {
+        return 1;
+    }
+    x->canceling = 1;
+    world = cohort_comm_world_rank(c, x->peer);
+    if (cohort_am_hdr_decode(x->hdr, sizeof(x->hdr), &h) != 0) {
+        return 0;
+    }
+    h.kind = COHORT_MSG_CANCEL;
+    h.flags = 0;
+    /* Handed to a protocol: the message (or its descriptor) may be out. Else it never left,
+     * and the cancel takes its place in the receiver's order. */
+    h.fp = x->proto != NULL;
+    (void)cohort_ctl_send(req->ctx, world, &h); /* a peer gone has nothing to be told */
+    if (cohort_proto_cancel(x, COHORT_ERR_CANCELED)) {
+        return 1; /* a single-copy offer: over when its reader answers */
+    }
+    if (x->ucx_req != NULL) {
+        return 1; /* UCX still reads its buffer: over when the receiver took or dropped it */
+    }
+    if (x->posted || x->waiting) {
+        cohort_list_del(&x->link);
+        x->posted = 0;
+        x->waiting = 0;
+    }
+    cohort_xfer_finish(x, COHORT_ERR_CANCELED);
+    return 1;
+}
+
 void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status)
 {
     if (x->done) {
+        return;
+    }
+    if (cohort_xfer_cancel_p2p(x, status)) {
         return;
     }
     if (cohort_proto_cancel(x, status)) {

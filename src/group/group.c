@@ -34,6 +34,23 @@ cohort_group_t *cohort_group_enter(const cohort_group_t *handle, const char *wha
     return g != NULL && cohort_guard_enter(g->ctx, what) == COHORT_OK ? g : NULL;
 }
 
+cohort_group_t *cohort_group_enter_call(const cohort_group_t *handle, const char *what)
+{
+    cohort_group_t *g = cohort_group_lookup(handle, what);
+
+    if (g == NULL) {
+        return NULL;
+    }
+    if (cohort_guard_enter(g->ctx, what) != COHORT_OK) {
+        if (!cohort_guard_forked(g->ctx) && g->comm != NULL) {
+            /* Another thread is inside: this rank will not make the call its members make. */
+            cohort_comm_refused(g->comm);
+        }
+        return NULL;
+    }
+    return g;
+}
+
 cohort_group_t *cohort_group_handle(const cohort_group_t *g)
 {
     return g == NULL ? NULL : (cohort_group_t *)g->handle;

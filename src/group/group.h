@@ -30,6 +30,9 @@ cohort_group_t *cohort_group_get(const cohort_group_t *handle, const char *what)
 /* The same, and the context is taken for this thread (core/guard.h): give it back with
  * cohort_guard_leave(group->ctx). */
 cohort_group_t *cohort_group_enter(const cohort_group_t *handle, const char *what);
+/* The same for a call its members make too (a collective, a send or receive): refused to a
+ * second thread, the group is revoked by the thread inside (MISMATCH, told to every member). */
+cohort_group_t *cohort_group_enter_call(const cohort_group_t *handle, const char *what);
 /* What the user is given for @a group (NULL for NULL). */
 cohort_group_t *cohort_group_handle(const cohort_group_t *group);
 

@@ -451,8 +451,10 @@ int cohort_sc_cancel(cohort_xfer_t *x, cohort_status_t status)
     if (!x->ps.sc.cancel) {
         x->ps.sc.cancel = 1;
         x->status = status;
-        /* its number is spent, and the revocation is what tells the reader to drop it */
-        if (x->req->comm != NULL) {
+        /* Its number is spent, and the revocation is what tells the reader to drop it; a
+         * point-to-point send freed by its user told its reader itself (core/cancel.c), and
+         * the group stays in order. */
+        if (x->req->comm != NULL && status != COHORT_ERR_CANCELED) {
             cohort_comm_revoke(x->req->comm, status, "a single-copy send was cancelled");
         }
     }
@@ -639,10 +641,42 @@ static void cohort_sc_ack_msg(cohort_context_t *ctx, const cohort_am_hdr_t *h, v
     cohort_sc_ack(ctx, h);
 }
 
+/* The receive of @a c reading message @a seq from group rank @a src, in @a list or @a map. */
+static int cohort_sc_is(const cohort_xfer_t *x, const cohort_comm_t *c, int src, uint32_t seq)
+{
+    return !x->is_send && x->kind == COHORT_MSG_P2P && x->req->comm == c && x->peer == src &&
+           x->seq == seq;
+}
+
+static void cohort_sc_cancelled(cohort_context_t *ctx, cohort_comm_t *c, int src, uint32_t seq)
+{
+    cohort_list_t *pos;
+
+    for (pos = ctx->cma_reading.next; pos != &ctx->cma_reading; pos = pos->next) {
+        cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
+        if (cohort_sc_is(x, c, src, seq)) {
+            /* Between two chunks: no byte more is read (cohort_sc_forget stops the read), and
+             * the sender hears CANCELED, which ends its free. */
+            x->ps.sc.answer = COHORT_ERR_CANCELED;
+            cohort_xfer_finish(x, COHORT_ERR_CANCELED);
+            return;
+        }
+    }
+    for (size_t i = 0; i < ctx->cma_recvs.cap; i++) {
+        cohort_xfer_t *x = ctx->cma_recvs.vals[i];
+        if (ctx->cma_recvs.keys[i] != 0 && x != NULL && cohort_sc_is(x, c, src, seq)) {
+            /* It asked for the data, which will not come (dropped on arrival if it does). */
+            cohort_xfer_finish(x, COHORT_ERR_CANCELED);
+            return;
+        }
+    }
+    /* Read whole already (its ACK ends the send), or fetched by UCX: it ends as it would. */
+}
+
 static const cohort_am_kind_t cohort_sc_ack_kind = {.header_only = 1, .ctl = cohort_sc_ack_msg};
 static const cohort_am_kind_t cohort_sc_data_kind = {.ctl = cohort_sc_data};
-static const cohort_am_offer_t cohort_sc_offer_ops = {.read = cohort_sc_read,
-                                                      .unread = cohort_sc_dropped};
+static const cohort_am_offer_t cohort_sc_offer_ops = {
+    .read = cohort_sc_read, .unread = cohort_sc_dropped, .cancel = cohort_sc_cancelled};
 
 void cohort_sc_init(cohort_context_t *ctx)
 {

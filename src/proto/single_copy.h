@@ -17,11 +17,13 @@
  * receiver at any time (when it matches the descriptor), so the send is not over, cancelled
  * or freed until the receiver answered: ACK (read), "send it", or "dropped unread" (a receiver
  * that drops the descriptor, its group revoked or freed there, or an orphan over the limit,
- * says so: the offer's unread handler), or until the receiver is declared dead. A cancel
- * therefore revokes the group (which makes the receiver drop what it has not read) and holds
- * the request (req->readers) until the answer; cohort_request_free waits for it, bounded by
- * COHORT_TIMEOUT (1 s when unset), and past that keeps the block, named in the log, until the
- * answer or the death. The alternative, a reader that checks a generation before reading,
+ * says so: the offer's unread handler), or until the receiver is declared dead. A cancelled
+ * collective revokes its group (which makes the receiver drop what it has not read); a freed
+ * point-to-point send tells its receiver (core/cancel.c), which stops reading between two
+ * chunks and answers (the offer's cancel handler). Either way the request is held
+ * (req->readers) until the answer; cohort_request_free progresses until it comes or the reader
+ * dies, bounded by COHORT_TIMEOUT only (never a fixed time), and past that keeps the block,
+ * named in the log, until the answer or the death. The alternative, a reader that checks a generation before reading,
  * cannot close the window: the check and the copy are not one step.
  */
 #ifndef COHORT_PROTO_SINGLE_COPY_H

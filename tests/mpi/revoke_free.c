@@ -1,8 +1,9 @@
 /* run: 3 COHORT_TIMEOUT=20 */
 /*
  * A group revoked here and freed at once still tells its members. Rank 0 aborts one group and
- * frees it with no progress in between; it frees a send on a second group (which revokes it)
- * and then that group. Ranks 1 and 2 wait in a barrier on each: both return
+ * frees it with no progress in between; it frees a send on a second group, aborts that group
+ * and frees it at once. (Freeing the send alone no longer revokes its group: since issue 39 it
+ * tells its receiver, COHORT_ERR_CANCELED, and the group stays usable.) Ranks 1 and 2 wait in a barrier on each: both return
  * COHORT_ERR_REVOKED. Before, the REVOKE messages waited for rank 0's next progress pass,
  * and freeing the group dropped them: the others waited for ever (or until COHORT_TIMEOUT).
  */
@@ -26,6 +27,7 @@ int main(void)
         CHECK_OK(cohort_group_free(g1));
         CHECK_OK(cohort_isend(g2, x, n, COHORT_INT32, 1, 3, &r));
         cohort_request_free(r);
+        CHECK_OK(cohort_group_abort(g2));
         CHECK_OK(cohort_group_free(g2));
     } else {
         CHECK_STATUS(cohort_barrier(g1), COHORT_ERR_REVOKED);

@@ -78,6 +78,8 @@ const char *status_name(cohort_status_t status)
         return "COHORT_ERR_CUDA";
     case COHORT_ERR_REVOKED:
         return "COHORT_ERR_REVOKED";
+    case COHORT_ERR_CANCELED:
+        return "COHORT_ERR_CANCELED";
     }
     return "COHORT_ERR_UNKNOWN";
 }

@@ -97,7 +97,16 @@ def two_threads(ck, rank):
     g.send(array.array("i", [42]), 0, tag=5)
     req.wait()
     ck(got[0] == 42, "the receive completes once alone: %d" % got[0])
-    g2.barrier()
+    # the refused call revoked its group on every member (so none waits in a call this rank
+    # never made): later calls on it say so; a new group works
+    try:
+        g2.barrier()
+        revoked = None
+    except cohort.CohortError as e:
+        revoked = e
+    ck(revoked is not None and revoked.status == _status.ERR_MISMATCH,
+       "the refused group's next barrier: %r" % revoked)
+    ctx.group([rank], tag="thread-c").barrier()
     ctx.finalize()
 
 

@@ -11,7 +11,12 @@
 # half-made environment is never used; venv's own paths are fixed for the final name first), and
 # a lock (flock) lets two copies of the suite share the work instead of racing. Progress and pip's
 # output go to stderr, the path alone to stdout.
+#   scripts/python-env.sh --cached   prints the path only if the environment is made already
+#                                    (exit 1 otherwise, nothing done): scripts/test.sh then
+#                                    builds the torch extension in its first make.
 set -eu
+cached_only=0
+[ "${1:-}" != --cached ] || cached_only=1
 root=$(cd "$(dirname "$0")/.." && pwd)
 req=$root/python/requirements-test.txt
 base=/usr/bin/python3
@@ -25,6 +30,7 @@ if [ -x "$dir/bin/python" ]; then
     echo "$dir/bin/python"
     exit 0
 fi
+[ $cached_only = 0 ] || exit 1
 mkdir -p "$cache"
 exec 9>"$cache/.lock"
 echo "python-env: waiting for the lock on $cache/.lock" >&2

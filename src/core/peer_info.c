@@ -131,7 +131,7 @@ int cohort_peer_same_node(cohort_peer_t *peer)
 }
 
 static cohort_status_t cohort_node_info_held(const cohort_context_t *ctx, int world_rank,
-                                 cohort_node_info_t *info)
+                                             cohort_node_info_t *info)
 {
     cohort_status_t status = COHORT_OK;
 
@@ -153,7 +153,7 @@ static cohort_status_t cohort_node_info_held(const cohort_context_t *ctx, int wo
 }
 
 static cohort_status_t cohort_peer_info_held(const cohort_context_t *ctx, int world_rank,
-                                 cohort_peer_info_t *info)
+                                             cohort_peer_info_t *info)
 {
     const cohort_peer_t *peer;
     cohort_node_info_t node;
@@ -198,7 +198,8 @@ static cohort_status_t cohort_stats_held(const cohort_context_t *ctx, cohort_sta
     return COHORT_OK;
 }
 
-/* The public queries: each takes the context for its read, or returns its failure value. */
+/* The public queries: each takes the context for its read (its failure value when that is
+ * refused), and gives it back with what it read. */
 static cohort_context_t *cohort_peer_query(const cohort_context_t *ctx, const char *what)
 {
     return cohort_context_enter((cohort_context_t *)ctx, what) == COHORT_OK
@@ -206,69 +207,53 @@ static cohort_context_t *cohort_peer_query(const cohort_context_t *ctx, const ch
                : NULL;
 }
 
+static int cohort_peer_answer(cohort_context_t *held, int answer)
+{
+    cohort_guard_leave(held);
+    return answer;
+}
+
 int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max)
 {
     cohort_context_t *held = cohort_peer_query(ctx, "cohort_wired_peers: ctx");
-    int r;
 
-    if (held == NULL) {
-        return 0;
-    }
-    r = cohort_wired_peers_held(held, world_ranks, max);
-    cohort_guard_leave(held);
-    return r;
+    return held == NULL ? 0
+                        : cohort_peer_answer(held, cohort_wired_peers_held(held, world_ranks, max));
 }
 
 int cohort_failed_ranks(const cohort_context_t *ctx, int *world_ranks, int max)
 {
     cohort_context_t *held = cohort_peer_query(ctx, "cohort_failed_ranks: ctx");
-    int r;
 
-    if (held == NULL) {
-        return 0;
-    }
-    r = cohort_failed_ranks_held(held, world_ranks, max);
-    cohort_guard_leave(held);
-    return r;
+    return held == NULL
+               ? 0
+               : cohort_peer_answer(held, cohort_failed_ranks_held(held, world_ranks, max));
 }
 
 cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
                                  cohort_node_info_t *info)
 {
     cohort_context_t *held = cohort_peer_query(ctx, "cohort_node_info: ctx");
-    cohort_status_t r;
 
-    if (held == NULL) {
-        return COHORT_ERR_INVALID_ARG;
-    }
-    r = cohort_node_info_held(held, world_rank, info);
-    cohort_guard_leave(held);
-    return r;
+    return held == NULL ? COHORT_ERR_INVALID_ARG
+                        : (cohort_status_t)cohort_peer_answer(
+                              held, cohort_node_info_held(held, world_rank, info));
 }
 
 cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
                                  cohort_peer_info_t *info)
 {
     cohort_context_t *held = cohort_peer_query(ctx, "cohort_peer_info: ctx");
-    cohort_status_t r;
 
-    if (held == NULL) {
-        return COHORT_ERR_INVALID_ARG;
-    }
-    r = cohort_peer_info_held(held, world_rank, info);
-    cohort_guard_leave(held);
-    return r;
+    return held == NULL ? COHORT_ERR_INVALID_ARG
+                        : (cohort_status_t)cohort_peer_answer(
+                              held, cohort_peer_info_held(held, world_rank, info));
 }
 
 cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
 {
     cohort_context_t *held = cohort_peer_query(ctx, "cohort_stats: ctx");
-    cohort_status_t r;
 
-    if (held == NULL) {
-        return COHORT_ERR_INVALID_ARG;
-    }
-    r = cohort_stats_held(held, stats);
-    cohort_guard_leave(held);
-    return r;
+    return held == NULL ? COHORT_ERR_INVALID_ARG
+                        : (cohort_status_t)cohort_peer_answer(held, cohort_stats_held(held, stats));
 }

@@ -161,6 +161,15 @@ void cohort_guard_leave(cohort_context_t *ctx)
     }
 }
 
+int cohort_guard_still_live(cohort_context_t *ctx, int live, const char *what, const void *handle)
+{
+    if (!live) {
+        cohort_error(ctx, "%s %p was freed by another thread", what, handle);
+        cohort_guard_leave(ctx);
+    }
+    return live;
+}
+
 int cohort_guard_others(const cohort_context_t *ctx)
 {
     return ctx->guard_inside - 1;
@@ -168,7 +177,7 @@ int cohort_guard_others(const cohort_context_t *ctx)
 
 cohort_status_t cohort_guard_take_comm(cohort_comm_t *c, int call, const char *fn)
 {
-    if (c->guard_owner != 0 && c->guard_owner != COHORT_GUARD_ME) {
+    if (cohort_guard_comm_busy(c)) {
         cohort_error(c->ctx,
                      "%s: another thread is inside a call on group '%s' 0x%016llx; a group is "
                      "used by one thread at a time (cohort.h)%s",
@@ -184,6 +193,11 @@ cohort_status_t cohort_guard_take_comm(cohort_comm_t *c, int call, const char *f
     c->guard_owner = COHORT_GUARD_ME;
     c->guard_depth++;
     return COHORT_OK;
+}
+
+int cohort_guard_comm_busy(const cohort_comm_t *c)
+{
+    return c->guard_owner != 0 && c->guard_owner != COHORT_GUARD_ME;
 }
 
 void cohort_guard_drop_comm(cohort_comm_t *c)

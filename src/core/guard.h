@@ -33,6 +33,10 @@ void cohort_guard_init(cohort_context_t *ctx);
 cohort_status_t cohort_guard_enter(cohort_context_t *ctx, const char *fn);
 /* Give back what cohort_guard_enter took. */
 void cohort_guard_leave(cohort_context_t *ctx);
+/* For an object looked up (handle.h) before cohort_guard_enter took its context: @a live 0
+ * means another thread freed it in between; the context is then given back, logged naming
+ * @a what and @a handle. @return @a live. */
+int cohort_guard_still_live(cohort_context_t *ctx, int live, const char *what, const void *handle);
 /* The fork child's refusal without taking the context: for calls that only read what never
  * changes after init (ranks, sizes, ids). */
 cohort_status_t cohort_guard_check(const cohort_context_t *ctx, const char *fn);
@@ -53,6 +57,8 @@ int cohort_guard_others(const cohort_context_t *ctx);
 cohort_status_t cohort_guard_take_comm(cohort_comm_t *comm, int call, const char *fn);
 /* Give back what cohort_guard_take_comm took. */
 void cohort_guard_drop_comm(cohort_comm_t *comm);
+/* 1 while a thread other than this one is inside a call on @a comm. With the context held. */
+int cohort_guard_comm_busy(const cohort_comm_t *comm);
 
 /* Between two progress passes of a wait, with the context held: when another thread asks for
  * it, let it go and take it again after that thread (its call comes in, or progresses). */

@@ -309,12 +309,11 @@ static cohort_request_t *cohort_request_enter(const cohort_request_t *handle, co
     }
     /* Looked up before the context was taken: another thread may have freed it meanwhile (the
      * block stays, in the context's pool, or detached by a finalize). */
-    if (req->magic != COHORT_REQ_LIVE || req->handle != (uintptr_t)handle) {
-        cohort_error(req->ctx, "%s: req %p was freed by another thread", fn, (const void *)handle);
-        cohort_guard_leave(req->ctx);
-        return NULL;
-    }
-    return req;
+    return cohort_guard_still_live(req->ctx,
+                                   req->magic == COHORT_REQ_LIVE && req->handle == (uintptr_t)handle,
+                                   fn, handle)
+               ? req
+               : NULL;
 }
 
 static void cohort_request_leave(cohort_context_t *ctx)

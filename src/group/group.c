@@ -39,9 +39,9 @@ static cohort_group_t *cohort_group_take(const cohort_group_t *handle, int call,
     }
     /* Looked up before the context was taken: another thread may have freed it meanwhile (its
      * struct stays, in the context's pool). */
-    if (g->magic != COHORT_GROUP_LIVE || g->handle != (uintptr_t)handle) {
-        cohort_error(g->ctx, "%s %p was freed by another thread", what, (const void *)handle);
-        cohort_guard_leave(g->ctx);
+    if (!cohort_guard_still_live(g->ctx,
+                                 g->magic == COHORT_GROUP_LIVE && g->handle == (uintptr_t)handle,
+                                 what, handle)) {
         return NULL;
     }
     if (call >= 0 && cohort_guard_take_comm(g->comm, call, what) != COHORT_OK) {
@@ -59,6 +59,11 @@ cohort_group_t *cohort_group_enter(const cohort_group_t *handle, const char *wha
 cohort_group_t *cohort_group_enter_call(const cohort_group_t *handle, const char *what)
 {
     return cohort_group_take(handle, 1, what);
+}
+
+cohort_group_t *cohort_group_enter_any(const cohort_group_t *handle, const char *what)
+{
+    return cohort_group_take(handle, -1, what);
 }
 
 void cohort_group_leave(cohort_group_t *g)
@@ -333,7 +338,7 @@ cohort_status_t cohort_group_abort(cohort_group_t *handle)
 {
     /* Any thread, even while another is inside a call on the group (a watchdog's way out of a
      * hung collective): the group is not taken, only the context. */
-    cohort_group_t *g = cohort_group_take(handle, -1, "cohort_group_abort: group");
+    cohort_group_t *g = cohort_group_enter_any(handle, "cohort_group_abort: group");
 
     if (g == NULL) {
         return COHORT_ERR_INVALID_ARG;

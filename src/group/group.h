@@ -34,6 +34,9 @@ cohort_group_t *cohort_group_enter(const cohort_group_t *handle, const char *wha
  * second thread while another is inside a call on the group, and the group is then revoked
  * (MISMATCH, told to every member). */
 cohort_group_t *cohort_group_enter_call(const cohort_group_t *handle, const char *what);
+/* The context taken, the group not: for a call any thread may make while another is inside a
+ * call on the group (abort, a read of its state). Give it back with cohort_guard_leave. */
+cohort_group_t *cohort_group_enter_any(const cohort_group_t *handle, const char *what);
 /* Give back what cohort_group_enter or _enter_call took. */
 void cohort_group_leave(cohort_group_t *group);
 /* What the user is given for @a group (NULL for NULL). */

@@ -77,11 +77,11 @@ cohort_status_t cohort_guard_check(const cohort_context_t *ctx, const char *fn)
     return cohort_guard_forked(ctx) ? cohort_guard_refuse_fork(ctx, fn) : COHORT_OK;
 }
 
-/* Wait for ticket @a t. The holder lets the lock go between progress passes, within
+/* Wait for ticket @a t (out of line: the fast path has no other thread to wait for). The holder lets the lock go between progress passes, within
  * microseconds when it progresses and before each sleep when it idles: spin a little, then yield
  * the core (ranks are often oversubscribed: the holder may need it), then nap, so that a thread
  * queued behind a long pass costs its core little. */
-static void cohort_guard_queue(cohort_context_t *ctx, uint32_t t)
+__attribute__((noinline)) static void cohort_guard_queue(cohort_context_t *ctx, uint32_t t)
 {
     struct timespec nap = {0, 20000};
     unsigned i;
@@ -98,76 +98,58 @@ static void cohort_guard_queue(cohort_context_t *ctx, uint32_t t)
     }
 }
 
-/* Acquire: what the previous holder wrote is seen here. */
-static void cohort_guard_lock(cohort_context_t *ctx)
+/* Acquire: what the previous holder wrote is seen here. @a me: COHORT_GUARD_ME, found once
+ * per call (a thread-local's address costs a call into the loader in a shared library). */
+static inline void cohort_guard_lock(cohort_context_t *ctx, uintptr_t me)
 {
     uint32_t t = atomic_fetch_add_explicit(&ctx->guard_next, 1u, memory_order_relaxed);
 
     if (atomic_load_explicit(&ctx->guard_serving, memory_order_acquire) != t) {
         cohort_guard_queue(ctx, t);
     }
-    atomic_store_explicit(&ctx->guard_owner, COHORT_GUARD_ME, memory_order_relaxed);
+    atomic_store_explicit(&ctx->guard_owner, me, memory_order_relaxed);
 }
 
-/* Release: what this holder wrote is seen by the next. Only the holder writes guard_serving. */
-static void cohort_guard_unlock(cohort_context_t *ctx)
+/* The context was finalized (or is being finalized) by the thread that held it before this
+ * one: given back, refused. */
+__attribute__((noinline, cold)) static cohort_status_t
+cohort_guard_refuse_finalized(cohort_context_t *ctx, const char *fn)
 {
-    uint32_t t = atomic_load_explicit(&ctx->guard_serving, memory_order_relaxed);
-
-    atomic_store_explicit(&ctx->guard_owner, (uintptr_t)0, memory_order_relaxed);
-    atomic_store_explicit(&ctx->guard_serving, t + 1u, memory_order_release);
-}
-
-/* Another thread has taken a ticket and waits for it. */
-static int cohort_guard_queued(const cohort_context_t *ctx)
-{
-    uint32_t next = atomic_load_explicit(&ctx->guard_next, memory_order_relaxed);
-    uint32_t serving = atomic_load_explicit(&ctx->guard_serving, memory_order_relaxed);
-
-    return next - serving > 1u;
+    cohort_guard_unlock(ctx);
+    cohort_error(NULL, "%s: the context was finalized by another thread", fn);
+    return COHORT_ERR_INVALID_ARG;
 }
 
 cohort_status_t cohort_guard_enter(cohort_context_t *ctx, const char *fn)
 {
-    if (cohort_guard_forked(ctx)) {
+    uintptr_t me;
+
+    if (__builtin_expect(cohort_guard_forked(ctx), 0)) {
         return cohort_guard_refuse_fork(ctx, fn);
     }
     /* Only the holder stores its own name here: another thread never reads it as this one's. */
-    if (atomic_load_explicit(&ctx->guard_owner, memory_order_relaxed) == COHORT_GUARD_ME) {
+    me = COHORT_GUARD_ME;
+    if (cohort_guard_holder(ctx) == me) {
         ctx->guard_depth++;
         return COHORT_OK;
     }
-    cohort_guard_lock(ctx);
-    if (ctx->magic != COHORT_CTX_MAGIC || ctx->finalizing) {
-        /* Finalized (or being finalized) by the thread that held it before this one. */
-        cohort_guard_unlock(ctx);
-        cohort_error(NULL, "%s: the context was finalized by another thread", fn);
-        return COHORT_ERR_INVALID_ARG;
+    cohort_guard_lock(ctx, me);
+    if (__builtin_expect(ctx->magic != COHORT_CTX_MAGIC || ctx->finalizing, 0)) {
+        return cohort_guard_refuse_finalized(ctx, fn);
     }
-    if (ctx->guard_last != COHORT_GUARD_ME) {
+    if (ctx->guard_last != me) {
         ctx->guard_shared |= ctx->guard_last != 0; /* a second thread: waits let it go */
-        ctx->guard_last = COHORT_GUARD_ME;
+        ctx->guard_last = me;
     }
     ctx->guard_depth = 1;
     ctx->guard_inside++;
     return COHORT_OK;
 }
 
-void cohort_guard_leave(cohort_context_t *ctx)
+void cohort_guard_freed(cohort_context_t *ctx, const char *what, const void *handle)
 {
-    if (--ctx->guard_depth == 0) {
-        ctx->guard_inside--;
-        cohort_guard_unlock(ctx);
-    }
-}
-
-int cohort_guard_still_live(cohort_context_t *ctx, int live, const char *what, const void *handle)
-{
-    if (!live) {
-        cohort_error(ctx, "%s %p was freed by another thread", what, handle);
-        cohort_guard_leave(ctx);
-    }
-    return live;
+    cohort_error(ctx, "%s %p was freed by another thread", what, handle);
+    cohort_guard_leave(ctx);
 }
 
 int cohort_guard_others(const cohort_context_t *ctx)
@@ -175,36 +157,19 @@ int cohort_guard_others(const cohort_context_t *ctx)
     return ctx->guard_inside - 1;
 }
 
-cohort_status_t cohort_guard_take_comm(cohort_comm_t *c, int call, const char *fn)
+cohort_status_t cohort_guard_comm_refuse(cohort_comm_t *c, int call, const char *fn)
 {
-    if (cohort_guard_comm_busy(c)) {
-        cohort_error(c->ctx,
-                     "%s: another thread is inside a call on group '%s' 0x%016llx; a group is "
-                     "used by one thread at a time (cohort.h)%s",
-                     fn, c->label, (unsigned long long)c->id,
-                     call ? ": the group is revoked with COHORT_ERR_MISMATCH, so that its "
-                            "members do not wait in a call this rank never made"
-                          : "");
-        if (call) {
-            cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a call on it came from a second thread");
-        }
-        return COHORT_ERR_INVALID_ARG;
+    cohort_error(c->ctx,
+                 "%s: another thread is inside a call on group '%s' 0x%016llx; a group is used by "
+                 "one thread at a time (cohort.h)%s",
+                 fn, c->label, (unsigned long long)c->id,
+                 call ? ": the group is revoked with COHORT_ERR_MISMATCH, so that its members do "
+                        "not wait in a call this rank never made"
+                      : "");
+    if (call) {
+        cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a call on it came from a second thread");
     }
-    c->guard_owner = COHORT_GUARD_ME;
-    c->guard_depth++;
-    return COHORT_OK;
-}
-
-int cohort_guard_comm_busy(const cohort_comm_t *c)
-{
-    return c->guard_owner != 0 && c->guard_owner != COHORT_GUARD_ME;
-}
-
-void cohort_guard_drop_comm(cohort_comm_t *c)
-{
-    if (--c->guard_depth == 0) {
-        c->guard_owner = 0;
-    }
+    return COHORT_ERR_INVALID_ARG;
 }
 
 /* Let the lock go and take a new ticket: whoever queued before comes in first. Never inside a
@@ -213,8 +178,7 @@ static int cohort_guard_release(cohort_context_t *ctx)
 {
     int depth = ctx->guard_depth;
 
-    if (ctx->in_progress || depth == 0 ||
-        atomic_load_explicit(&ctx->guard_owner, memory_order_relaxed) != COHORT_GUARD_ME) {
+    if (ctx->in_progress || depth == 0 || cohort_guard_holder(ctx) != COHORT_GUARD_ME) {
         return 0;
     }
     ctx->guard_depth = 0;
@@ -225,17 +189,16 @@ static int cohort_guard_release(cohort_context_t *ctx)
 void cohort_guard_resume(cohort_context_t *ctx, int depth)
 {
     if (depth > 0) {
-        cohort_guard_lock(ctx);
+        uintptr_t me = COHORT_GUARD_ME;
+        cohort_guard_lock(ctx, me);
         ctx->guard_depth = depth;
-        ctx->guard_last = COHORT_GUARD_ME;
+        ctx->guard_last = me;
     }
 }
 
-void cohort_guard_pass(cohort_context_t *ctx)
+void cohort_guard_pass_on(cohort_context_t *ctx)
 {
-    if (cohort_guard_queued(ctx)) {
-        cohort_guard_resume(ctx, cohort_guard_release(ctx));
-    }
+    cohort_guard_resume(ctx, cohort_guard_release(ctx));
 }
 
 int cohort_guard_suspend(cohort_context_t *ctx)

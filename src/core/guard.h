@@ -21,9 +21,13 @@
 #ifndef COHORT_GUARD_H
 #define COHORT_GUARD_H
 
+#include <stdatomic.h>
 #include "cohort.h"
+#include "core/comm.h"
+#include "core/context.h"
 
-typedef struct cohort_comm cohort_comm_t;
+/* The fast paths are inline below (a small collective's whole cost is a few hundred
+ * nanoseconds); what refuses or waits is out of line, in guard.c. */
 
 /* Record the making process and a free lock in a new context. */
 void cohort_guard_init(cohort_context_t *ctx);
@@ -31,12 +35,39 @@ void cohort_guard_init(cohort_context_t *ctx);
  * or INVALID_ARG (logged, naming @a fn) in a fork child or once it is finalized or being
  * finalized. */
 cohort_status_t cohort_guard_enter(cohort_context_t *ctx, const char *fn);
+/* The thread holding @a ctx; with it held, this thread (no thread-local read). */
+static inline uintptr_t cohort_guard_holder(const cohort_context_t *ctx)
+{
+    return atomic_load_explicit(&((cohort_context_t *)ctx)->guard_owner, memory_order_relaxed);
+}
+/* Release: what this holder wrote is seen by the next. Only the holder writes guard_serving. */
+static inline void cohort_guard_unlock(cohort_context_t *ctx)
+{
+    uint32_t t = atomic_load_explicit(&ctx->guard_serving, memory_order_relaxed);
+
+    atomic_store_explicit(&ctx->guard_owner, (uintptr_t)0, memory_order_relaxed);
+    atomic_store_explicit(&ctx->guard_serving, t + 1u, memory_order_release);
+}
 /* Give back what cohort_guard_enter took. */
-void cohort_guard_leave(cohort_context_t *ctx);
+static inline void cohort_guard_leave(cohort_context_t *ctx)
+{
+    if (--ctx->guard_depth == 0) {
+        ctx->guard_inside--;
+        cohort_guard_unlock(ctx);
+    }
+}
+void cohort_guard_freed(cohort_context_t *ctx, const char *what, const void *handle);
 /* For an object looked up (handle.h) before cohort_guard_enter took its context: @a live 0
  * means another thread freed it in between; the context is then given back, logged naming
  * @a what and @a handle. @return @a live. */
-int cohort_guard_still_live(cohort_context_t *ctx, int live, const char *what, const void *handle);
+static inline int cohort_guard_still_live(cohort_context_t *ctx, int live, const char *what,
+                                          const void *handle)
+{
+    if (__builtin_expect(!live, 0)) {
+        cohort_guard_freed(ctx, what, handle);
+    }
+    return live;
+}
 /* The fork child's refusal without taking the context: for calls that only read what never
  * changes after init (ranks, sizes, ids). */
 cohort_status_t cohort_guard_check(const cohort_context_t *ctx, const char *fn);
@@ -51,18 +82,46 @@ int cohort_guard_forked(const cohort_context_t *ctx);
  * blocking call with it let go). With the context held. */
 int cohort_guard_others(const cohort_context_t *ctx);
 
+/* 1 while a thread other than this one is inside a call on @a comm. With the context held (its
+ * holder is this thread). */
+static inline int cohort_guard_comm_busy(const cohort_comm_t *c)
+{
+    return c->guard_owner != 0 && c->guard_owner != cohort_guard_holder(c->ctx);
+}
+/* The refusal of cohort_guard_take_comm: logged, and with @a call the group revoked. */
+cohort_status_t cohort_guard_comm_refuse(cohort_comm_t *comm, int call, const char *fn);
 /* With @a comm's context held: record this thread as inside a call on @a comm. Another thread
  * inside already: INVALID_ARG, logged naming @a fn, and with @a call (a call its members make
  * too) the group is revoked with COHORT_ERR_MISMATCH and its members told. */
-cohort_status_t cohort_guard_take_comm(cohort_comm_t *comm, int call, const char *fn);
+static inline cohort_status_t cohort_guard_take_comm(cohort_comm_t *c, int call, const char *fn)
+{
+    if (__builtin_expect(cohort_guard_comm_busy(c), 0)) {
+        return cohort_guard_comm_refuse(c, call, fn);
+    }
+    c->guard_owner = cohort_guard_holder(c->ctx);
+    c->guard_depth++;
+    return COHORT_OK;
+}
 /* Give back what cohort_guard_take_comm took. */
-void cohort_guard_drop_comm(cohort_comm_t *comm);
-/* 1 while a thread other than this one is inside a call on @a comm. With the context held. */
-int cohort_guard_comm_busy(const cohort_comm_t *comm);
+static inline void cohort_guard_drop_comm(cohort_comm_t *c)
+{
+    if (--c->guard_depth == 0) {
+        c->guard_owner = 0;
+    }
+}
 
+void cohort_guard_pass_on(cohort_context_t *ctx);
 /* Between two progress passes of a wait, with the context held: when another thread asks for
- * it, let it go and take it again after that thread (its call comes in, or progresses). */
-void cohort_guard_pass(cohort_context_t *ctx);
+ * it, let it go and take it again after that thread (its call comes in, or progresses). Inline:
+ * every pass of every wait asks, and alone it costs two loads. */
+static inline void cohort_guard_pass(cohort_context_t *ctx)
+{
+    uint32_t next = atomic_load_explicit(&ctx->guard_next, memory_order_relaxed);
+
+    if (next - atomic_load_explicit(&ctx->guard_serving, memory_order_relaxed) > 1u) {
+        cohort_guard_pass_on(ctx); /* a thread has drawn a ticket and waits */
+    }
+}
 /* Around a wait's sleep: let the context go (@return what cohort_guard_resume needs; 0: it was
  * kept, inside a progress pass or with nobody else about) and take it back. */
 int cohort_guard_suspend(cohort_context_t *ctx);

@@ -36,7 +36,8 @@
  *    request), cohort_group_abort (any thread, even while another is inside a call on the group:
  *    that call returns COHORT_ERR_REVOKED; a watchdog's way out of a hung collective), and
  *    cohort_finalize (refused, INVALID_ARG, while another thread is inside a call on the
- *    context; once it ran, every call on the context from any thread is refused as stale).
+ *    context; once it has begun, every other thread's call on the context is refused, also one
+ *    made while finalize waits, and once it returned every call is refused as stale).
  *  - Take the context for their read, and so never race a writer: cohort_wired_peers,
  *    cohort_peer_info, cohort_node_info, cohort_failed_ranks, cohort_stats, cohort_cuda_info,
  *    cohort_group_info (any thread, even while another is inside a call on the group).

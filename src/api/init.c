@@ -75,6 +75,9 @@ cohort_status_t cohort_finalize(cohort_context_t *ctx)
         cohort_guard_leave(ctx);
         return COHORT_ERR_INVALID_ARG;
     }
+    /* Freeing the groups below waits, letting the context go: a call another thread makes
+     * meanwhile is refused instead of starting on a group about to be freed. */
+    cohort_guard_close(ctx);
     cohort_layout_free_all(ctx);
     cohort_group_free_all(ctx);
     status = cohort_context_destroy(ctx);

@@ -163,6 +163,7 @@ struct cohort_context {
                                      * blocking call with it let go */
     uintptr_t guard_last;           /* the thread that took it last */
     int guard_shared;               /* a second thread came in once: waits let it go to sleep */
+    int guard_closed;               /* finalize has begun: other threads' calls are refused */
     cohort_list_t retired_link;    /* once finalized: in the process's list of old contexts */
     int finalizing;
 };

@@ -40,6 +40,7 @@ void cohort_guard_init(cohort_context_t *ctx)
     ctx->guard_inside = 0;
     ctx->guard_last = 0;
     ctx->guard_shared = 0;
+    ctx->guard_closed = 0;
 }
 
 int cohort_guard_forked(const cohort_context_t *ctx)
@@ -77,10 +78,11 @@ cohort_status_t cohort_guard_check(const cohort_context_t *ctx, const char *fn)
     return cohort_guard_forked(ctx) ? cohort_guard_refuse_fork(ctx, fn) : COHORT_OK;
 }
 
-/* Wait for ticket @a t (out of line: the fast path has no other thread to wait for). The holder lets the lock go between progress passes, within
- * microseconds when it progresses and before each sleep when it idles: spin a little, then yield
- * the core (ranks are often oversubscribed: the holder may need it), then nap, so that a thread
- * queued behind a long pass costs its core little. */
+/* Wait for ticket @a t (out of line: the fast path has no other thread to wait for). The
+ * holder lets the lock go between progress passes, within microseconds when it progresses and
+ * before each sleep when it idles: spin a little, then yield the core (ranks are often
+ * oversubscribed: the holder may need it), then nap, so that a thread queued behind a long pass
+ * costs its core little. */
 __attribute__((noinline)) static void cohort_guard_queue(cohort_context_t *ctx, uint32_t t)
 {
     struct timespec nap = {0, 20000};
@@ -134,7 +136,7 @@ cohort_status_t cohort_guard_enter(cohort_context_t *ctx, const char *fn)
         return COHORT_OK;
     }
     cohort_guard_lock(ctx, me);
-    if (__builtin_expect(ctx->magic != COHORT_CTX_MAGIC || ctx->finalizing, 0)) {
+    if (__builtin_expect(ctx->magic != COHORT_CTX_MAGIC || ctx->guard_closed, 0)) {
         return cohort_guard_refuse_finalized(ctx, fn);
     }
     if (ctx->guard_last != me) {
@@ -155,6 +157,11 @@ void cohort_guard_freed(cohort_context_t *ctx, const char *what, const void *han
 int cohort_guard_others(const cohort_context_t *ctx)
 {
     return ctx->guard_inside - 1;
+}
+
+void cohort_guard_close(cohort_context_t *ctx)
+{
+    ctx->guard_closed = 1;
 }
 
 cohort_status_t cohort_guard_comm_refuse(cohort_comm_t *c, int call, const char *fn)

@@ -32,8 +32,8 @@
 /* Record the making process and a free lock in a new context. */
 void cohort_guard_init(cohort_context_t *ctx);
 /* Take @a ctx for this thread, waiting for the thread that holds it to let it go: COHORT_OK,
- * or INVALID_ARG (logged, naming @a fn) in a fork child or once it is finalized or being
- * finalized. */
+ * or INVALID_ARG (logged, naming @a fn) in a fork child or once finalize has begun on it
+ * (cohort_guard_close). */
 cohort_status_t cohort_guard_enter(cohort_context_t *ctx, const char *fn);
 /* The thread holding @a ctx; with it held, this thread (no thread-local read). */
 static inline uintptr_t cohort_guard_holder(const cohort_context_t *ctx)
@@ -81,6 +81,10 @@ int cohort_guard_forked(const cohort_context_t *ctx);
 /* Threads inside a call on @a ctx other than this one (holding it for its call, or waiting in a
  * blocking call with it let go). With the context held. */
 int cohort_guard_others(const cohort_context_t *ctx);
+/* Finalize begins, with @a ctx held and no other thread inside: from now on another thread's
+ * call is refused (INVALID_ARG), also one that comes in while finalize's waits let the context
+ * go; this thread's nested calls go on. */
+void cohort_guard_close(cohort_context_t *ctx);
 
 /* 1 while a thread other than this one is inside a call on @a comm. With the context held (its
  * holder is this thread). */

@@ -14,12 +14,18 @@
  * then runs its allreduce on "b" while A may still be inside "a": it completes (before issue 39
  * it was refused too). The other ranks: "b" works, "a" is MISMATCH (at the latest on the call
  * after the one rank 0 had joined before the refusal), never a hang.
+ *
+ * Then a watchdog: rank 0's thread A sits in an allreduce on group "c" that the others join only
+ * after a barrier on the world that rank 0's main thread enters last; the main thread sees it
+ * posted (cohort_group_info counts it), is refused cohort_finalize while A is inside
+ * (INVALID_ARG: A holds the context's groups), and aborts "c" from outside: A's allreduce
+ * returns REVOKED, and so do the others' calls on "c".
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include "harness.h"
 
-static cohort_group_t *ga, *gb;
+static cohort_group_t *ga, *gb, *gc;
 static atomic_int a_inside;
 static cohort_status_t a_status = COHORT_INPROGRESS;
 
@@ -34,6 +40,52 @@ static void *thread_a(void *arg)
     }
     (void)arg;
     return NULL;
+}
+
+static void *thread_c(void *arg)
+{
+    int v = 1, sum = 0;
+
+    a_status = cohort_allreduce(gc, &v, &sum, 1, COHORT_INT32, COHORT_SUM);
+    (void)arg;
+    return NULL;
+}
+
+/* A watchdog thread aborts a group another thread is stuck in; finalize is refused meanwhile. */
+static void watchdog(cohort_context_t *ctx, int me)
+{
+    int all[8], n = cohort_world_size(ctx);
+    cohort_group_info_t info;
+
+    for (int i = 0; i < n; i++) {
+        all[i] = i;
+    }
+    CHECK_OK(cohort_group_create(ctx, "c", all, n, &gc));
+    CHECK_OK(test_one_allreduce(gc)); /* first use behind it */
+    CHECK_OK(cohort_barrier(cohort_world(ctx)));
+    if (me == 0) {
+        pthread_t c;
+        CHECK(pthread_create(&c, NULL, thread_c, NULL) == 0);
+        do { /* posted: A is inside, the others are not in it yet */
+            CHECK_OK(cohort_group_info(gc, &info));
+        } while (info.collectives < 2);
+        CHECK_STATUS(cohort_finalize(ctx), COHORT_ERR_INVALID_ARG);
+        CHECK_OK(cohort_group_abort(gc));
+        CHECK(pthread_join(c, NULL) == 0);
+        CHECK_STATUS(a_status, COHORT_ERR_REVOKED);
+        CHECK_OK(cohort_barrier(cohort_world(ctx)));
+    } else {
+        cohort_status_t st;
+        CHECK_OK(cohort_barrier(cohort_world(ctx))); /* rank 0 has aborted "c" */
+        /* As with "a": a call rank 0 had given its part to may complete; the next is REVOKED. */
+        st = test_one_allreduce(gc);
+        CHECK(st == COHORT_OK || st == COHORT_ERR_REVOKED);
+        if (st == COHORT_OK) {
+            CHECK_STATUS(test_one_allreduce(gc), COHORT_ERR_REVOKED);
+        }
+    }
+    CHECK_STATUS(test_one_allreduce(gc), COHORT_ERR_REVOKED);
+    CHECK_OK(cohort_group_free(gc));
 }
 
 int main(void)
@@ -88,6 +140,8 @@ int main(void)
     CHECK_OK(test_one_allreduce(gb)); /* the other group still works */
     CHECK_OK(cohort_group_free(gb));
     CHECK_OK(cohort_group_free(ga));
+    CHECK_OK(cohort_barrier(w));
+    watchdog(ctx, me);
     CHECK_OK(cohort_barrier(w));
     test_finish(ctx, "thread_refuse");
     return 0;

@@ -115,9 +115,11 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
             if (!cohort_list_empty(&ctx->looking_up) || !cohort_list_empty(&ctx->preparing)) {
                 ms = 1;
             }
-            /* With another thread about, the context is let go for the sleep: that thread's
-             * progress may take the event meant to wake this one, so sleep short. */
-            if (ctx->guard_shared) {
+            /* With another thread inside a call on the context, it is let go for the sleep:
+             * that thread's progress may take the event meant to wake this one, so sleep
+             * short. (A thread that only used the context before, as a program that made it on
+             * one thread and calls it from another, costs nothing here.) */
+            if (ctx->guard_inside > 1) {
                 ms = 1;
             }
             pfd.fd = ctx->event_fd;

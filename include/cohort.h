@@ -3,32 +3,50 @@
  * @brief cohort: process groups and collectives over UCX, bootstrapped through PMIx, where a
  *        group costs only its own members anything.
  *
- * Threading: a context and everything made from it (groups, requests, layouts) must be used
- * by one thread at a time. Progress happens only inside cohort calls; there are no hidden
- * threads. The rule is checked: a call that comes in on a context while another thread is
- * inside a call on it returns COHORT_ERR_INVALID_ARG (or the failure value of a call that
- * returns no status: -1, NULL, 0), touches nothing and logs "another thread is inside a call on
- * this context". Calls that only read what never changes (cohort_world_rank, _size,
- * cohort_group_rank, _size, _world_rank, _id, cohort_request_source) do not take the context,
- * but are refused the same way while another thread is inside. Two contexts may be used from two
- * threads at once.
+ * Threading: a context may be used from several threads at once, one thread per group at a
+ * time. Progress happens only inside cohort calls; there are no hidden threads. A call that
+ * changes or walks a context's state takes the context's lock (src/core/guard.c) for its
+ * length; a blocking call (a blocking collective, cohort_send, cohort_recv, cohort_wait, and the
+ * waits inside cohort_request_free, cohort_group_free and cohort_finalize) lets it go between
+ * two progress passes and while it sleeps, so the calls of other threads come in meanwhile and
+ * progress too: progress made by any thread completes every thread's requests. Threads come in
+ * in the order they asked (a ticket lock). Two contexts are independent.
  *
- * Per function, as the code is today (src/core/guard.c; the entry points name their class):
- *  - Take the context for the call (one thread at a time per context; a second thread is
- *    refused, logged, never raced): cohort_finalize, cohort_group_create, cohort_group_free,
- *    cohort_group_abort, cohort_group_set_stream, cohort_layout_create, cohort_layout_free,
- *    cohort_layout_group, every collective and its nonblocking twin (cohort_barrier ...
- *    cohort_ialltoall), cohort_send, cohort_recv, cohort_isend, cohort_irecv, cohort_test,
- *    cohort_wait, cohort_request_free. Two threads each with its own group of one context are
- *    refused the same way: the second thread's call returns COHORT_ERR_INVALID_ARG. A refused
- *    collective, send or receive would leave the group's other members waiting in a call this
- *    rank never made, so the refusal reaches them: the thread inside the context revokes that
- *    group at its next progress pass (logged), and every member's pending and later calls on
- *    it return COHORT_ERR_MISMATCH (tests/mpi/thread_refuse). Other groups are untouched.
- *  - Read without taking the context, refused while another thread is inside a call on it:
+ * Per function, as the code is today (the entry points name their class):
+ *  - Take the context and the group for the call: every collective and its nonblocking twin
+ *    (cohort_barrier ... cohort_ialltoall), cohort_send, cohort_recv, cohort_isend,
+ *    cohort_irecv, cohort_group_free, cohort_group_set_stream. A group is one thread's while
+ *    that thread is inside one of these calls on it (a nonblocking one: until it returns; a
+ *    blocking one: until it completes). Another thread's call on the same group meanwhile is
+ *    refused: COHORT_ERR_INVALID_ARG, logged ("another thread is inside a call on group"). A
+ *    refused collective, send or receive would leave the group's other members waiting in a call
+ *    this rank never made, so the refusal revokes the group at once (logged) and tells its
+ *    members: every member's pending and later calls on it return COHORT_ERR_MISMATCH, the
+ *    refused thread's included (a member whose call had already received all it needed from
+ *    this rank may complete that one call; its next call returns MISMATCH). Never a hang
+ *    (tests/mpi/thread_refuse). Other groups are untouched. Calls on one group from different
+ *    threads one after the other are fine; the members must still make a group's collectives in
+ *    the same order, which with one thread per group is that thread's order
+ *    (tests/mpi/threads: 2 to 4 threads, each on its own group).
+ *  - Take the context only: cohort_group_create, cohort_layout_create, cohort_layout_group,
+ *    cohort_layout_free (refused, INVALID_ARG, while another thread is inside a call on one of
+ *    the layout's groups), cohort_test, cohort_wait (any thread; the request's group is not
+ *    taken, so a thread may wait on a request while another posts on its group),
+ *    cohort_request_free (refused, logged and ignored, while another thread waits on that
+ *    request), cohort_group_abort (any thread, even while another is inside a call on the group:
+ *    that call returns COHORT_ERR_REVOKED; a watchdog's way out of a hung collective), and
+ *    cohort_finalize (refused, INVALID_ARG, while another thread is inside a call on the
+ *    context; once it has begun, every other thread's call on the context is refused, also one
+ *    made while finalize waits, and once it returned every call is refused as stale).
+ *  - Take the context for their read, and so never race a writer: cohort_wired_peers,
+ *    cohort_peer_info, cohort_node_info, cohort_failed_ranks, cohort_stats, cohort_cuda_info,
+ *    cohort_group_info (any thread, even while another is inside a call on the group).
+ *  - Read without taking anything what never changes after creation, from any thread:
  *    cohort_world, cohort_world_rank, cohort_world_size, cohort_group_rank, cohort_group_size,
- *    cohort_group_world_rank, cohort_group_id, cohort_request_source, cohort_wired_peers,
- *    cohort_peer_info, cohort_node_info, cohort_failed_ranks, cohort_stats, cohort_cuda_info.
+ *    cohort_group_world_rank, cohort_group_id, and cohort_request_source once
+ *    a cohort_wait or cohort_test on that thread saw the request complete. The object must not
+ *    be freed (or its context finalized) by another thread meanwhile: that is a use after free
+ *    in the program, which the handle check catches only once the free is over.
  *  - Need no context, safe from any thread at any time: cohort_strerror, cohort_version,
  *    cohort_setting_count, cohort_setting_info, cohort_algo_count, cohort_algo_info,
  *    cohort_algo_param_count, cohort_algo_param_info, the cohort_layout_spec_* and
@@ -149,9 +167,10 @@ COHORT_API cohort_status_t cohort_init(cohort_context_t **ctx);
  * "cohort/<instance>/" ("cohort/0/3/card": what world rank 3 of this process's first context
  * published), so a store shared with other users keeps theirs apart.
  *
- * Each callback returns a cohort_status_t and is called only from the thread inside a cohort
- * call on the context it serves (one at a time for one context; two contexts over one store may
- * call it from two threads at once).
+ * Each callback returns a cohort_status_t and is called only from a thread inside a cohort call
+ * on the context it serves, with that context's lock held (one at a time for one context, not
+ * always from the same thread; two contexts over one store may call it from two threads at
+ * once).
  */
 typedef struct {
     int rank; /**< this process's world rank, 0 <= rank < size */

@@ -86,7 +86,7 @@ static cohort_status_t coll_call(cohort_group_t *handle, const cohort_coll_args_
     } else if (status == COHORT_OK) {
         status = cohort_coll_run(g->comm, &a);
     }
-    cohort_guard_leave(g->ctx);
+    cohort_group_leave(g);
     return status;
 }
 

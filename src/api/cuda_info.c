@@ -3,14 +3,13 @@
 #include <string.h>
 #include <config.h> /* the build's (top of the tree): COHORT_HAVE_CUDA */
 #include "core/context.h"
+#include "core/guard.h"
 #include "core/log.h"
 #include "mem/gpu.h"
 
-cohort_status_t cohort_cuda_info(cohort_context_t *ctx, cohort_cuda_info_t *info)
+/* With the context taken: loading the CUDA module changes it (ctx->gpu). */
+static cohort_status_t cohort_cuda_info_held(cohort_context_t *ctx, cohort_cuda_info_t *info)
 {
-    if (cohort_context_check(ctx, "ctx") != COHORT_OK) {
-        return COHORT_ERR_INVALID_ARG;
-    }
     if (info == NULL) {
         cohort_error(ctx, "cohort_cuda_info: info is NULL");
         return COHORT_ERR_INVALID_ARG;
@@ -26,4 +25,16 @@ cohort_status_t cohort_cuda_info(cohort_context_t *ctx, cohort_cuda_info_t *info
     snprintf(info->reason, sizeof(info->reason), "%s",
              ctx->gpu.state == COHORT_GPU_READY ? "" : ctx->gpu.why);
     return COHORT_OK;
+}
+
+cohort_status_t cohort_cuda_info(cohort_context_t *ctx, cohort_cuda_info_t *info)
+{
+    cohort_status_t status;
+
+    if (cohort_context_enter(ctx, "ctx") != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    status = cohort_cuda_info_held(ctx, info);
+    cohort_guard_leave(ctx);
+    return status;
 }

@@ -2,16 +2,13 @@
  * reads the group (src/group) and its segment's state (src/coll), so it sits above both. */
 #include <string.h>
 #include "coll/shm_seg.h"
+#include "core/guard.h"
 #include "core/log.h"
 #include "group/group.h"
 
-cohort_status_t cohort_group_info(const cohort_group_t *handle, cohort_group_info_t *info)
+/* With the context taken: another thread's call on the group changes what this reads. */
+static cohort_status_t cohort_group_info_held(const cohort_group_t *g, cohort_group_info_t *info)
 {
-    const cohort_group_t *g = cohort_group_get(handle, "cohort_group_info: group");
-
-    if (g == NULL) {
-        return COHORT_ERR_INVALID_ARG;
-    }
     if (info == NULL) {
         cohort_error(g->comm->ctx, "cohort_group_info: info is NULL");
         return COHORT_ERR_INVALID_ARG;
@@ -22,4 +19,17 @@ cohort_status_t cohort_group_info(const cohort_group_t *handle, cohort_group_inf
     info->last_algorithm = g->comm->last_algo;
     info->collectives = g->comm->coll_seq;
     return COHORT_OK;
+}
+
+cohort_status_t cohort_group_info(const cohort_group_t *handle, cohort_group_info_t *info)
+{
+    cohort_group_t *g = cohort_group_enter_any(handle, "cohort_group_info: group");
+    cohort_status_t status;
+
+    if (g == NULL) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    status = cohort_group_info_held(g, info);
+    cohort_guard_leave(g->ctx);
+    return status;
 }

@@ -66,6 +66,18 @@ cohort_status_t cohort_finalize(cohort_context_t *ctx)
     if (cohort_context_enter(ctx, "cohort_finalize: ctx") != COHORT_OK) {
         return COHORT_ERR_INVALID_ARG;
     }
+    /* A thread waiting in a blocking call on it holds its requests and groups: finalize would
+     * free them under it. */
+    if (cohort_guard_others(ctx) > 0) {
+        cohort_error(ctx, "cohort_finalize: %d other thread(s) are inside calls on this context; "
+                          "finalize once they returned",
+                     cohort_guard_others(ctx));
+        cohort_guard_leave(ctx);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    /* Freeing the groups below waits, letting the context go: a call another thread makes
+     * meanwhile is refused instead of starting on a group about to be freed. */
+    cohort_guard_close(ctx);
     cohort_layout_free_all(ctx);
     cohort_group_free_all(ctx);
     status = cohort_context_destroy(ctx);

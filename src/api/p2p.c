@@ -180,7 +180,7 @@ static cohort_status_t cohort_p2p_post(const char *fn, int is_send, cohort_group
         status = cohort_request_wait_internal(req);
         cohort_request_free_internal(req);
     }
-    cohort_guard_leave(g->ctx);
+    cohort_group_leave(g);
     return status;
 }
 

@@ -113,35 +113,6 @@ void cohort_comm_destroy(cohort_comm_t *c)
     free(c);
 }
 
-void cohort_comm_refused(cohort_comm_t *c)
-{
-    atomic_store(&c->thread_refused, 1);
-    atomic_fetch_add(&c->ctx->refused_calls, 1);
-}
-
-int cohort_comm_apply_refused(cohort_context_t *ctx)
-{
-    cohort_list_t *pos, *tmp;
-    int n = 0;
-
-    atomic_store(&ctx->refused_calls, 0);
-    cohort_list_for_each(pos, tmp, &ctx->comm_list)
-    {
-        cohort_comm_t *c = cohort_container_of(pos, cohort_comm_t, link);
-        if (atomic_exchange(&c->thread_refused, 0)) {
-            cohort_error(ctx,
-                         "group 0x%016llx: a call on it came from a second thread and was "
-                         "refused there (one thread at a time per context): the group is "
-                         "revoked with COHORT_ERR_MISMATCH, so that its members do not wait "
-                         "in a call this rank never made",
-                         (unsigned long long)c->id);
-            cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a call came from a second thread");
-            n++;
-        }
-    }
-    return n;
-}
-
 cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *c)
 {
     if (c->send_seq == NULL) {

@@ -45,7 +45,8 @@ struct cohort_comm {
     cohort_list_t held;       /* P2P messages that overtook an earlier one from their sender */
     cohort_list_t waiting;    /* sends waiting for the first-use step */
     cohort_list_t cancels;    /* P2P cancels that came before their message (cancel.c) */
-    atomic_int thread_refused; /* a call on it came from a second thread and was refused */
+    uintptr_t guard_owner;    /* the thread inside a call on it, 0: none (core/guard.h) */
+    int guard_depth;          /* its nested calls on it */
     cohort_list_t requests;   /* outstanding requests on this communicator */
     cohort_list_t link;       /* in ctx->comm_list */
     cohort_list_t prep_link;  /* in ctx->preparing */
@@ -72,12 +73,6 @@ static inline int cohort_comm_world_rank(const cohort_comm_t *c, int i)
 cohort_status_t cohort_comm_use(cohort_comm_t *comm);
 /* The per-member point-to-point numbers, made at the first point-to-point message. */
 cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *comm);
-/* A call on @a comm from a second thread was refused (core/guard.h): the only thing done from
- * that thread, two atomic stores. The thread inside the context revokes the group at its next
- * progress pass (cohort_comm_apply_refused), so that the members waiting in the call this rank
- * never made return MISMATCH instead of hanging. */
-void cohort_comm_refused(cohort_comm_t *comm);
-int cohort_comm_apply_refused(cohort_context_t *ctx);
 /* Fail every pending and later operation with @a status (the first status sticks), and tell
  * the other members (notify.h). */
 void cohort_comm_revoke(cohort_comm_t *comm, cohort_status_t status, const char *why);

@@ -154,10 +154,16 @@ struct cohort_context {
     int in_progress;           /* guards against re-entering progress from a callback */
     pid_t pid;                 /* the process that made it (core/guard.c) */
     unsigned fork_epoch;       /* forks the process had seen then */
-    _Atomic uintptr_t guard_owner; /* the thread inside a call on it, 0: none */
-    atomic_uint refused_calls;     /* calls on its groups refused to a second thread, not yet
-                                    * told to the groups' members (comm.c) */
-    int guard_depth;               /* its nested calls */
+    /* The context lock (core/guard.c): a ticket lock, and who holds it. */
+    _Atomic uintptr_t guard_owner; /* the thread holding it, 0: none */
+    _Atomic uint32_t guard_next;   /* tickets drawn */
+    _Atomic uint32_t guard_serving; /* the ticket that holds it */
+    int guard_depth;                /* the holder's nested calls */
+    int guard_inside;               /* threads inside a call on it: holding it, or waiting in a
+                                     * blocking call with it let go */
+    uintptr_t guard_last;           /* the thread that took it last */
+    int guard_shared;               /* a second thread came in once: waits let it go to sleep */
+    int guard_closed;               /* finalize has begun: other threads' calls are refused */
     cohort_list_t retired_link;    /* once finalized: in the process's list of old contexts */
     int finalizing;
 };

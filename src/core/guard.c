@@ -1,7 +1,10 @@
-/* The entry guard (guard.h). */
+/* The context lock (guard.h). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
+#include "core/comm.h"
 #include "core/context.h"
 #include "core/guard.h"
 #include "core/log.h"
@@ -12,6 +15,8 @@ static atomic_uint cohort_fork_epoch;
 static pthread_once_t cohort_guard_once = PTHREAD_ONCE_INIT;
 /* Its address names the calling thread. */
 static _Thread_local char cohort_guard_me;
+
+#define COHORT_GUARD_ME ((uintptr_t)&cohort_guard_me)
 
 static void cohort_guard_child(void)
 {
@@ -29,7 +34,13 @@ void cohort_guard_init(cohort_context_t *ctx)
     ctx->pid = getpid();
     ctx->fork_epoch = atomic_load(&cohort_fork_epoch);
     atomic_store(&ctx->guard_owner, (uintptr_t)0);
+    atomic_store(&ctx->guard_next, 0u);
+    atomic_store(&ctx->guard_serving, 0u);
     ctx->guard_depth = 0;
+    ctx->guard_inside = 0;
+    ctx->guard_last = 0;
+    ctx->guard_shared = 0;
+    ctx->guard_closed = 0;
 }
 
 int cohort_guard_forked(const cohort_context_t *ctx)
@@ -62,50 +73,142 @@ cohort_status_t cohort_guard_check_epoch(unsigned epoch, const char *fn)
     return COHORT_ERR_INVALID_ARG;
 }
 
-static cohort_status_t cohort_guard_refuse_thread(const cohort_context_t *ctx, const char *fn)
-{
-    cohort_error(ctx,
-                 "%s: another thread is inside a call on this context; a context is used by one "
-                 "thread at a time (cohort.h)",
-                 fn);
-    return COHORT_ERR_INVALID_ARG;
-}
-
 cohort_status_t cohort_guard_check(const cohort_context_t *ctx, const char *fn)
 {
-    uintptr_t owner;
+    return cohort_guard_forked(ctx) ? cohort_guard_refuse_fork(ctx, fn) : COHORT_OK;
+}
 
-    if (cohort_guard_forked(ctx)) {
-        return cohort_guard_refuse_fork(ctx, fn);
+/* Wait for ticket @a t (out of line: the fast path has no other thread to wait for). The
+ * holder lets the lock go between progress passes, within microseconds when it progresses and
+ * before each sleep when it idles: spin a little, then yield the core (ranks are often
+ * oversubscribed: the holder may need it), then nap, so that a thread queued behind a long pass
+ * costs its core little. */
+__attribute__((noinline)) static void cohort_guard_queue(cohort_context_t *ctx, uint32_t t)
+{
+    struct timespec nap = {0, 20000};
+    unsigned i;
+
+    for (i = 0; atomic_load_explicit(&ctx->guard_serving, memory_order_acquire) != t; i++) {
+        if (i < 64) {
+            continue;
+        }
+        if (i < 2000) {
+            sched_yield();
+        } else {
+            nanosleep(&nap, NULL);
+        }
     }
-    owner = atomic_load(&((cohort_context_t *)ctx)->guard_owner);
-    if (owner != 0 && owner != (uintptr_t)&cohort_guard_me) {
-        return cohort_guard_refuse_thread(ctx, fn);
+}
+
+/* Acquire: what the previous holder wrote is seen here. @a me: COHORT_GUARD_ME, found once
+ * per call (a thread-local's address costs a call into the loader in a shared library). */
+static inline void cohort_guard_lock(cohort_context_t *ctx, uintptr_t me)
+{
+    uint32_t t = atomic_fetch_add_explicit(&ctx->guard_next, 1u, memory_order_relaxed);
+
+    if (atomic_load_explicit(&ctx->guard_serving, memory_order_acquire) != t) {
+        cohort_guard_queue(ctx, t);
     }
-    return COHORT_OK;
+    atomic_store_explicit(&ctx->guard_owner, me, memory_order_relaxed);
+}
+
+/* The context was finalized (or is being finalized) by the thread that held it before this
+ * one: given back, refused. */
+__attribute__((noinline, cold)) static cohort_status_t
+cohort_guard_refuse_finalized(cohort_context_t *ctx, const char *fn)
+{
+    cohort_guard_unlock(ctx);
+    cohort_error(NULL, "%s: the context was finalized by another thread", fn);
+    return COHORT_ERR_INVALID_ARG;
 }
 
 cohort_status_t cohort_guard_enter(cohort_context_t *ctx, const char *fn)
 {
-    uintptr_t none = 0, me = (uintptr_t)&cohort_guard_me;
+    uintptr_t me;
 
-    if (cohort_guard_forked(ctx)) {
+    if (__builtin_expect(cohort_guard_forked(ctx), 0)) {
         return cohort_guard_refuse_fork(ctx, fn);
     }
-    if (atomic_compare_exchange_strong(&ctx->guard_owner, &none, me)) {
-        ctx->guard_depth = 1;
-        return COHORT_OK;
-    }
-    if (none == me) {
+    /* Only the holder stores its own name here: another thread never reads it as this one's. */
+    me = COHORT_GUARD_ME;
+    if (cohort_guard_holder(ctx) == me) {
         ctx->guard_depth++;
         return COHORT_OK;
     }
-    return cohort_guard_refuse_thread(ctx, fn);
+    cohort_guard_lock(ctx, me);
+    if (__builtin_expect(ctx->magic != COHORT_CTX_MAGIC || ctx->guard_closed, 0)) {
+        return cohort_guard_refuse_finalized(ctx, fn);
+    }
+    if (ctx->guard_last != me) {
+        ctx->guard_shared |= ctx->guard_last != 0; /* a second thread: waits let it go */
+        ctx->guard_last = me;
+    }
+    ctx->guard_depth = 1;
+    ctx->guard_inside++;
+    return COHORT_OK;
 }
 
-void cohort_guard_leave(cohort_context_t *ctx)
+void cohort_guard_freed(cohort_context_t *ctx, const char *what, const void *handle)
 {
-    if (--ctx->guard_depth == 0) {
-        atomic_store(&ctx->guard_owner, (uintptr_t)0);
+    cohort_error(ctx, "%s %p was freed by another thread", what, handle);
+    cohort_guard_leave(ctx);
+}
+
+int cohort_guard_others(const cohort_context_t *ctx)
+{
+    return ctx->guard_inside - 1;
+}
+
+void cohort_guard_close(cohort_context_t *ctx)
+{
+    ctx->guard_closed = 1;
+}
+
+cohort_status_t cohort_guard_comm_refuse(cohort_comm_t *c, int call, const char *fn)
+{
+    cohort_error(c->ctx,
+                 "%s: another thread is inside a call on group '%s' 0x%016llx; a group is used by "
+                 "one thread at a time (cohort.h)%s",
+                 fn, c->label, (unsigned long long)c->id,
+                 call ? ": the group is revoked with COHORT_ERR_MISMATCH, so that its members do "
+                        "not wait in a call this rank never made"
+                      : "");
+    if (call) {
+        cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a call on it came from a second thread");
     }
+    return COHORT_ERR_INVALID_ARG;
+}
+
+/* Let the lock go and take a new ticket: whoever queued before comes in first. Never inside a
+ * progress pass, whose lists are half walked: only between two. */
+static int cohort_guard_release(cohort_context_t *ctx)
+{
+    int depth = ctx->guard_depth;
+
+    if (ctx->in_progress || depth == 0 || cohort_guard_holder(ctx) != COHORT_GUARD_ME) {
+        return 0;
+    }
+    ctx->guard_depth = 0;
+    cohort_guard_unlock(ctx);
+    return depth;
+}
+
+void cohort_guard_resume(cohort_context_t *ctx, int depth)
+{
+    if (depth > 0) {
+        uintptr_t me = COHORT_GUARD_ME;
+        cohort_guard_lock(ctx, me);
+        ctx->guard_depth = depth;
+        ctx->guard_last = me;
+    }
+}
+
+void cohort_guard_pass_on(cohort_context_t *ctx)
+{
+    cohort_guard_resume(ctx, cohort_guard_release(ctx));
+}
+
+int cohort_guard_suspend(cohort_context_t *ctx)
+{
+    return ctx->guard_shared ? cohort_guard_release(ctx) : 0;
 }

@@ -1,12 +1,15 @@
 /*
  * What the peer table answers about itself: wired and failed ranks, a peer's node and
  * transports, the context's counters. Nothing here moves a peer between states (endpoint.h),
- * so a new query never touches wiring (endpoint.c) or closing (endpoint_close.c).
+ * so a new query never touches wiring (endpoint.c) or closing (endpoint_close.c). Each public
+ * query takes the context for its read (core/guard.h): another thread's call may be changing
+ * the table, and the lock orders the two.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/endpoint.h"
+#include "core/guard.h"
 #include "core/log.h"
 
 static int cohort_int_cmp(const void *a, const void *b)
@@ -54,19 +57,13 @@ static int cohort_peer_ranks(const cohort_context_t *ctx, int (*pick)(const coho
     return n;
 }
 
-int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max)
+static int cohort_wired_peers_held(const cohort_context_t *ctx, int *world_ranks, int max)
 {
-    if (cohort_context_check(ctx, "cohort_wired_peers: ctx") != COHORT_OK) {
-        return 0;
-    }
     return cohort_peer_ranks(ctx, cohort_peer_is_wired, world_ranks, max);
 }
 
-int cohort_failed_ranks(const cohort_context_t *ctx, int *world_ranks, int max)
+static int cohort_failed_ranks_held(const cohort_context_t *ctx, int *world_ranks, int max)
 {
-    if (cohort_context_check(ctx, "cohort_failed_ranks: ctx") != COHORT_OK) {
-        return 0;
-    }
     return cohort_peer_ranks(ctx, cohort_peer_is_failed, world_ranks, max);
 }
 
@@ -133,14 +130,11 @@ int cohort_peer_same_node(cohort_peer_t *peer)
     return peer->local > 0;
 }
 
-cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
-                                 cohort_node_info_t *info)
+static cohort_status_t cohort_node_info_held(const cohort_context_t *ctx, int world_rank,
+                                             cohort_node_info_t *info)
 {
     cohort_status_t status = COHORT_OK;
 
-    if (cohort_context_check(ctx, "cohort_node_info: ctx") != COHORT_OK) {
-        return COHORT_ERR_INVALID_ARG;
-    }
     if (info == NULL || world_rank < 0 || world_rank >= ctx->size) {
         cohort_error(ctx, "cohort_node_info: %s",
                      info == NULL ? "info is NULL" : "rank out of range");
@@ -158,15 +152,12 @@ cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
     return status;
 }
 
-cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
-                                 cohort_peer_info_t *info)
+static cohort_status_t cohort_peer_info_held(const cohort_context_t *ctx, int world_rank,
+                                             cohort_peer_info_t *info)
 {
     const cohort_peer_t *peer;
     cohort_node_info_t node;
 
-    if (cohort_context_check(ctx, "cohort_peer_info: ctx") != COHORT_OK) {
-        return COHORT_ERR_INVALID_ARG;
-    }
     peer = cohort_map_get(&ctx->peers, (uint64_t)world_rank + 1);
     if (info == NULL || world_rank < 0 || world_rank >= ctx->size || peer == NULL ||
         peer->ep == NULL) {
@@ -174,25 +165,22 @@ cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
         return COHORT_ERR_INVALID_ARG;
     }
     info->world_rank = world_rank;
-    info->same_node = cohort_node_info(ctx, world_rank, &node) == COHORT_OK && node.same_node;
+    info->same_node = cohort_node_info_held(ctx, world_rank, &node) == COHORT_OK && node.same_node;
     info->wire_us = peer->wire_us;
     info->pmix_lookups = peer->lookups;
     cohort_endpoint_transports(peer->ep, info->transports, sizeof(info->transports));
     return COHORT_OK;
 }
 
-cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
+static cohort_status_t cohort_stats_held(const cohort_context_t *ctx, cohort_stats_t *stats)
 {
-    if (cohort_context_check(ctx, "cohort_stats: ctx") != COHORT_OK) {
-        return COHORT_ERR_INVALID_ARG;
-    }
     if (stats == NULL) {
         cohort_error(ctx, "cohort_stats: stats is NULL");
         return COHORT_ERR_INVALID_ARG;
     }
     stats->groups_created = ctx->stat_groups;
     stats->pmix_lookups = ctx->stat_lookups;
-    stats->endpoints = (uint64_t)cohort_wired_peers(ctx, NULL, 0);
+    stats->endpoints = (uint64_t)cohort_wired_peers_held(ctx, NULL, 0);
     stats->messages_sent = ctx->stat_msgs;
     stats->messages_dropped = ctx->orphans_dropped;
     stats->messages_rejected = ctx->stat_rejected;
@@ -208,4 +196,64 @@ cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
     stats->pmix_plugin = ctx->singleton ? "singleton" : ctx->plugin->name;
     stats->progress = cohort_progress_mode_name(ctx->cfg.progress);
     return COHORT_OK;
+}
+
+/* The public queries: each takes the context for its read (its failure value when that is
+ * refused), and gives it back with what it read. */
+static cohort_context_t *cohort_peer_query(const cohort_context_t *ctx, const char *what)
+{
+    return cohort_context_enter((cohort_context_t *)ctx, what) == COHORT_OK
+               ? (cohort_context_t *)ctx
+               : NULL;
+}
+
+static int cohort_peer_answer(cohort_context_t *held, int answer)
+{
+    cohort_guard_leave(held);
+    return answer;
+}
+
+int cohort_wired_peers(const cohort_context_t *ctx, int *world_ranks, int max)
+{
+    cohort_context_t *held = cohort_peer_query(ctx, "cohort_wired_peers: ctx");
+
+    return held == NULL ? 0
+                        : cohort_peer_answer(held, cohort_wired_peers_held(held, world_ranks, max));
+}
+
+int cohort_failed_ranks(const cohort_context_t *ctx, int *world_ranks, int max)
+{
+    cohort_context_t *held = cohort_peer_query(ctx, "cohort_failed_ranks: ctx");
+
+    return held == NULL
+               ? 0
+               : cohort_peer_answer(held, cohort_failed_ranks_held(held, world_ranks, max));
+}
+
+cohort_status_t cohort_node_info(const cohort_context_t *ctx, int world_rank,
+                                 cohort_node_info_t *info)
+{
+    cohort_context_t *held = cohort_peer_query(ctx, "cohort_node_info: ctx");
+
+    return held == NULL ? COHORT_ERR_INVALID_ARG
+                        : (cohort_status_t)cohort_peer_answer(
+                              held, cohort_node_info_held(held, world_rank, info));
+}
+
+cohort_status_t cohort_peer_info(const cohort_context_t *ctx, int world_rank,
+                                 cohort_peer_info_t *info)
+{
+    cohort_context_t *held = cohort_peer_query(ctx, "cohort_peer_info: ctx");
+
+    return held == NULL ? COHORT_ERR_INVALID_ARG
+                        : (cohort_status_t)cohort_peer_answer(
+                              held, cohort_peer_info_held(held, world_rank, info));
+}
+
+cohort_status_t cohort_stats(const cohort_context_t *ctx, cohort_stats_t *stats)
+{
+    cohort_context_t *held = cohort_peer_query(ctx, "cohort_stats: ctx");
+
+    return held == NULL ? COHORT_ERR_INVALID_ARG
+                        : (cohort_status_t)cohort_peer_answer(held, cohort_stats_held(held, stats));
 }

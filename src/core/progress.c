@@ -5,6 +5,7 @@
 #include "core/am.h"
 #include "proto/proto.h"
 #include "core/endpoint.h"
+#include "core/guard.h"
 #include "core/notify.h"
 #include "core/progress.h"
 #include "core/request.h"
@@ -16,11 +17,11 @@ int cohort_progress(cohort_context_t *ctx)
     if (ctx->in_progress) {
         return 0;
     }
+    /* Between two passes of a wait: a call of another thread that asked for the context comes
+     * in now (core/guard.h), and this wait takes it back after. */
+    cohort_guard_pass(ctx);
     ctx->in_progress = 1;
     n = (int)ucp_worker_progress(ctx->worker);
-    if (atomic_load_explicit(&ctx->refused_calls, memory_order_relaxed) != 0) {
-        n += cohort_comm_apply_refused(ctx);
-    }
     if (!cohort_list_empty(&ctx->resets)) {
         n += cohort_peer_apply_resets(ctx);
     }
@@ -75,6 +76,7 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
     struct pollfd pfd;
     ucs_status_t ucs;
     double nap_s;
+    int held;
 
     switch (ctx->cfg.progress) {
     case COHORT_PROGRESS_SPIN:
@@ -85,6 +87,8 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
             sched_yield();
             break;
         }
+        /* Another thread's call may come in and progress while this one sleeps (guard.h). */
+        held = cohort_guard_suspend(ctx);
         nap_s = idle_s * COHORT_YIELD_NAP_SHARE;
         nap_s = nap_s < COHORT_YIELD_NAP_MIN_S ? COHORT_YIELD_NAP_MIN_S
                 : nap_s > COHORT_YIELD_NAP_MAX_S ? COHORT_YIELD_NAP_MAX_S
@@ -94,6 +98,7 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
         }
         nap.tv_nsec = (long)(nap_s * 1e9);
         nanosleep(&nap, NULL);
+        cohort_guard_resume(ctx, held);
         break;
     case COHORT_PROGRESS_BLOCK:
         /* A request waiting on shared memory, or a transfer on a copy to or from the device,
@@ -110,10 +115,19 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
             if (!cohort_list_empty(&ctx->looking_up) || !cohort_list_empty(&ctx->preparing)) {
                 ms = 1;
             }
+            /* With another thread inside a call on the context, it is let go for the sleep:
+             * that thread's progress may take the event meant to wake this one, so sleep
+             * short. (A thread that only used the context before, as a program that made it on
+             * one thread and calls it from another, costs nothing here.) */
+            if (ctx->guard_inside > 1) {
+                ms = 1;
+            }
             pfd.fd = ctx->event_fd;
             pfd.events = POLLIN;
             pfd.revents = 0;
+            held = cohort_guard_suspend(ctx);
             poll(&pfd, 1, ms);
+            cohort_guard_resume(ctx, held);
         }
         break;
     }

@@ -304,7 +304,16 @@ static cohort_request_t *cohort_request_enter(const cohort_request_t *handle, co
     if (req == NULL || req->detached) {
         return req;
     }
-    return cohort_guard_enter(req->ctx, fn) == COHORT_OK ? req : NULL;
+    if (cohort_guard_enter(req->ctx, fn) != COHORT_OK) {
+        return NULL;
+    }
+    /* Looked up before the context was taken: another thread may have freed it meanwhile (the
+     * block stays, in the context's pool, or detached by a finalize). */
+    return cohort_guard_still_live(req->ctx,
+                                   req->magic == COHORT_REQ_LIVE && req->handle == (uintptr_t)handle,
+                                   fn, handle)
+               ? req
+               : NULL;
 }
 
 static void cohort_request_leave(cohort_context_t *ctx)
@@ -351,7 +360,11 @@ cohort_status_t cohort_wait(cohort_request_t *handle)
         return req->status;
     }
     ctx = req->ctx;
+    /* The wait lets the context go between progress passes (core/guard.h): a free from another
+     * thread meanwhile is refused while this one holds the request. */
+    req->waiters++;
     status = cohort_request_wait_internal(req);
+    req->waiters--;
     cohort_request_leave(ctx);
     return status;
 }
@@ -375,6 +388,12 @@ void cohort_request_free(cohort_request_t *handle)
         return;
     }
     ctx = req->detached ? NULL : req->ctx;
+    if (req->waiters > 0) {
+        cohort_error(ctx, "cohort_request_free: another thread is waiting on this request "
+                          "(cohort_wait); free it once that wait returned");
+        cohort_request_leave(ctx);
+        return;
+    }
     cohort_handle_retire(req->handle);
     req->handle = 0;
     cohort_request_free_internal(req);

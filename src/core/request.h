@@ -86,6 +86,7 @@ struct cohort_request {
     const cohort_request_ops_t *ops;
     int inflight;             /* UCX operations that still point into this request */
     int readers;              /* single-copy sends whose reader has not answered (cma.h) */
+    int waiters;              /* threads inside cohort_wait on it: a free meanwhile is refused */
     cohort_list_t xfers;      /* transfers posted and not finished with UCX */
     cohort_list_t ready_link; /* in ctx->ready */
     cohort_list_t poll_link;  /* in ctx->polling */

@@ -159,7 +159,13 @@ cohort_status_t cohort_ucx_open(cohort_context_t *ctx)
 
     memset(&wparams, 0, sizeof(wparams));
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    /* Threads of the program may each call cohort (on their own groups), but every UCX call on
+     * this worker and its endpoints, and every callback UCX runs (from ucp_worker_progress), is
+     * made with the context lock held (core/guard.h): one thread at a time, not always the
+     * same one. That is what SERIALIZED promises UCX; SINGLE would let it assume the thread
+     * that made the worker is the only caller, and MULTI would add UCX's own lock to every call
+     * for nothing. */
+    wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     ucs = ucp_worker_create(ctx->ucp, &wparams, &ctx->worker);
     if (ucs != UCS_OK) {
         cohort_error(ctx, "ucp_worker_create failed: %s", ucs_status_string(ucs));

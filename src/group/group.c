@@ -27,28 +27,49 @@ cohort_group_t *cohort_group_get(const cohort_group_t *handle, const char *what)
     return g != NULL && cohort_guard_check(g->ctx, what) == COHORT_OK ? g : NULL;
 }
 
-cohort_group_t *cohort_group_enter(const cohort_group_t *handle, const char *what)
+/* The context taken, then the group taken for this thread (core/guard.h); @a call: a call its
+ * members make too, whose refusal revokes the group; -1: the group is not taken (abort, which
+ * any thread may call on a group another is inside). */
+static cohort_group_t *cohort_group_take(const cohort_group_t *handle, int call, const char *what)
 {
     cohort_group_t *g = cohort_group_lookup(handle, what);
 
-    return g != NULL && cohort_guard_enter(g->ctx, what) == COHORT_OK ? g : NULL;
+    if (g == NULL || cohort_guard_enter(g->ctx, what) != COHORT_OK) {
+        return NULL;
+    }
+    /* Looked up before the context was taken: another thread may have freed it meanwhile (its
+     * struct stays, in the context's pool). */
+    if (!cohort_guard_still_live(g->ctx,
+                                 g->magic == COHORT_GROUP_LIVE && g->handle == (uintptr_t)handle,
+                                 what, handle)) {
+        return NULL;
+    }
+    if (call >= 0 && cohort_guard_take_comm(g->comm, call, what) != COHORT_OK) {
+        cohort_guard_leave(g->ctx);
+        return NULL;
+    }
+    return g;
+}
+
+cohort_group_t *cohort_group_enter(const cohort_group_t *handle, const char *what)
+{
+    return cohort_group_take(handle, 0, what);
 }
 
 cohort_group_t *cohort_group_enter_call(const cohort_group_t *handle, const char *what)
 {
-    cohort_group_t *g = cohort_group_lookup(handle, what);
+    return cohort_group_take(handle, 1, what);
+}
 
-    if (g == NULL) {
-        return NULL;
-    }
-    if (cohort_guard_enter(g->ctx, what) != COHORT_OK) {
-        if (!cohort_guard_forked(g->ctx) && g->comm != NULL) {
-            /* Another thread is inside: this rank will not make the call its members make. */
-            cohort_comm_refused(g->comm);
-        }
-        return NULL;
-    }
-    return g;
+cohort_group_t *cohort_group_enter_any(const cohort_group_t *handle, const char *what)
+{
+    return cohort_group_take(handle, -1, what);
+}
+
+void cohort_group_leave(cohort_group_t *g)
+{
+    cohort_guard_drop_comm(g->comm);
+    cohort_guard_leave(g->ctx);
 }
 
 cohort_group_t *cohort_group_handle(const cohort_group_t *g)
@@ -305,15 +326,19 @@ cohort_status_t cohort_group_free(cohort_group_t *handle)
                      g->tag, g->owner == COHORT_GROUP_WORLD ? "the context" : "its layout");
         status = COHORT_ERR_INVALID_ARG;
     } else {
-        cohort_group_destroy(g);
+        cohort_group_destroy(g); /* its communicator, and this thread's mark on it, are gone */
+        cohort_guard_leave(ctx);
+        return status;
     }
-    cohort_guard_leave(ctx);
+    cohort_group_leave(g);
     return status;
 }
 
 cohort_status_t cohort_group_abort(cohort_group_t *handle)
 {
-    cohort_group_t *g = cohort_group_enter(handle, "cohort_group_abort: group");
+    /* Any thread, even while another is inside a call on the group (a watchdog's way out of a
+     * hung collective): the group is not taken, only the context. */
+    cohort_group_t *g = cohort_group_enter_any(handle, "cohort_group_abort: group");
 
     if (g == NULL) {
         return COHORT_ERR_INVALID_ARG;
@@ -338,7 +363,7 @@ cohort_status_t cohort_group_set_stream(cohort_group_t *handle, void *stream)
     } else {
         g->comm->stream = stream;
     }
-    cohort_guard_leave(g->ctx);
+    cohort_group_leave(g);
     return status;
 }
 

@@ -24,15 +24,21 @@ struct cohort_group {
 };
 
 /* The group a user's handle names, or NULL (logged, naming @a what) for NULL, stale or foreign
- * handles, in a fork child, or while another thread is inside a call on its context. Never
- * reads through a stale handle. */
+ * handles, or in a fork child. Never reads through a stale handle. */
 cohort_group_t *cohort_group_get(const cohort_group_t *handle, const char *what);
-/* The same, and the context is taken for this thread (core/guard.h): give it back with
- * cohort_guard_leave(group->ctx). */
+/* The same, with the context taken for this thread and the group marked as this thread's for
+ * the call (core/guard.h): NULL too while another thread is inside a call on the group. Give
+ * both back with cohort_group_leave. */
 cohort_group_t *cohort_group_enter(const cohort_group_t *handle, const char *what);
 /* The same for a call its members make too (a collective, a send or receive): refused to a
- * second thread, the group is revoked by the thread inside (MISMATCH, told to every member). */
+ * second thread while another is inside a call on the group, and the group is then revoked
+ * (MISMATCH, told to every member). */
 cohort_group_t *cohort_group_enter_call(const cohort_group_t *handle, const char *what);
+/* The context taken, the group not: for a call any thread may make while another is inside a
+ * call on the group (abort, a read of its state). Give it back with cohort_guard_leave. */
+cohort_group_t *cohort_group_enter_any(const cohort_group_t *handle, const char *what);
+/* Give back what cohort_group_enter or _enter_call took. */
+void cohort_group_leave(cohort_group_t *group);
 /* What the user is given for @a group (NULL for NULL). */
 cohort_group_t *cohort_group_handle(const cohort_group_t *group);
 

@@ -34,12 +34,36 @@ struct cohort_layout {
     cohort_list_t link;           /* in the context's layout list */
 };
 
-/* The layout a user's handle names, taken for this thread (core/guard.h), or NULL (logged). */
+/* The layout a user's handle names, its context taken for this thread (core/guard.h), or NULL
+ * (logged). */
 static cohort_layout_t *cohort_layout_enter(const cohort_layout_t *handle, const char *what)
 {
     cohort_layout_t *layout = cohort_handle_lookup(handle, COHORT_HANDLE_LAYOUT, what);
 
-    return layout != NULL && cohort_guard_enter(layout->ctx, what) == COHORT_OK ? layout : NULL;
+    if (layout == NULL || cohort_guard_enter(layout->ctx, what) != COHORT_OK) {
+        return NULL;
+    }
+    /* Looked up before the context was taken: another thread may have freed it meanwhile (it
+     * stays in the context's pool). */
+    return cohort_guard_still_live(layout->ctx,
+                                   layout->magic == COHORT_LAYOUT_LIVE &&
+                                       layout->handle == (uintptr_t)handle,
+                                   what, handle)
+               ? layout
+               : NULL;
+}
+
+/* Whether another thread is inside a call on one of the layout's groups (it waits in it with
+ * the context let go): freeing them under it is refused. */
+static int cohort_layout_busy(const cohort_layout_t *layout)
+{
+    for (int k = 0; k < layout->nkinds; k++) {
+        if (layout->kinds[k].group != NULL &&
+            cohort_guard_comm_busy(layout->kinds[k].group->comm)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static void cohort_layout_destroy(cohort_layout_t *layout)
@@ -253,6 +277,12 @@ cohort_status_t cohort_layout_free(cohort_layout_t *handle)
         return COHORT_ERR_INVALID_ARG;
     }
     ctx = layout->ctx;
+    if (cohort_layout_busy(layout)) {
+        cohort_error(ctx, "cohort_layout_free: another thread is inside a call on one of the "
+                          "layout's groups; free it once that call returned");
+        cohort_guard_leave(ctx);
+        return COHORT_ERR_INVALID_ARG;
+    }
     cohort_layout_destroy(layout);
     cohort_guard_leave(ctx);
     return COHORT_OK;

@@ -45,6 +45,7 @@ constexpr int kTagAlltoall = 0x7FFF0001;
 constexpr int kTagGather = 0x7FFF0002;
 constexpr int kTagScatter = 0x7FFF0003;
 constexpr int kTagMonitored = 0x7FFF0004;
+constexpr int kTagSparse = 0x7FFF0005;
 
 [[noreturn]] void fail(cohort_status_t status, const std::string &what)
 {
@@ -416,9 +417,78 @@ class CohortBackend : public c10d::Backend
                                              const c10d::AllreduceOptions &opts) override
     {
         const at::Tensor &t = one(tensors, "all_reduce");
+        if (t.layout() == c10::kSparse) {
+            return sparseAllreduce(t, opts);
+        }
         Dense d = dense(t, "all_reduce tensor");
         Reduction r = reduction(d.t, opts.reduceOp, "all_reduce");
         return reduceInPlace(OpType::ALLREDUCE, "all_reduce", t, d, r, opts.timeout);
+    }
+
+    /* all_reduce of a sparse COO tensor (SUM, CPU), as gloo offers it: every rank's entries
+     * (indices and values) go to every other rank, and each adds them up (coalesce). Two
+     * steps, since a rank's entry count is its own: the counts by an all_gather, waited for
+     * here, then the entries by point-to-point, completed on the progress thread. The tensor
+     * becomes the coalesced sum in place. */
+    c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor &t,
+                                                   const c10d::AllreduceOptions &opts)
+    {
+        if (!t.device().is_cpu()) {
+            fail(COHORT_ERR_UNSUPPORTED, "all_reduce of a sparse tensor: CPU tensors only, not " +
+                                             t.device().str());
+        }
+        if (opts.reduceOp != c10d::ReduceOp::SUM) {
+            fail(COHORT_ERR_UNSUPPORTED, "all_reduce of a sparse tensor: SUM only");
+        }
+        int n = getSize(), me = getRank();
+        at::Tensor local = t.coalesce();
+        at::Tensor idx = local._indices().contiguous();
+        at::Tensor val = local._values().contiguous();
+        int64_t nnz = local._nnz();
+        int64_t row = val.element_size(); /* bytes of one entry's values */
+        for (int64_t i = 1; i < val.dim(); i++) {
+            row *= val.size(i);
+        }
+        int64_t per = idx.size(0) * (int64_t)sizeof(int64_t) + row; /* bytes of one entry */
+        at::Tensor counts = at::empty({n}, at::kLong);
+        at::Tensor mine = at::full({1}, nnz, at::kLong);
+        launch(OpType::ALLGATHER, "all_reduce (sparse: entry counts)", c10::Device(c10::kCPU),
+               {counts}, opts.timeout,
+               allgatherPost(mine, counts), nullptr)
+            ->wait();
+        at::Tensor packed = at::cat({idx.view({-1}).view(at::kByte), val.view({-1}).view(at::kByte)});
+        std::vector<at::Tensor> sends(n), recvs(n);
+        for (int r = 0; r < n; r++) {
+            if (r != me) {
+                sends[r] = packed;
+                recvs[r] = at::empty({counts[r].item<int64_t>() * per}, at::kByte);
+            }
+        }
+        recvs[me] = packed;
+        std::vector<at::Tensor> from = recvs;
+        recvs[me] = at::Tensor();
+        int64_t sdim = idx.size(0);
+        std::vector<int64_t> vshape = val.sizes().vec();
+        at::Tensor out = t;
+        return launch(OpType::ALLREDUCE, "all_reduce", t.device(), {t}, opts.timeout,
+                      pairwisePost(sends, recvs, -1, kTagSparse),
+                      [from, counts, sdim, vshape, val, out]() mutable {
+                          std::vector<at::Tensor> is, vs;
+                          for (size_t r = 0; r < from.size(); r++) {
+                              int64_t k = counts[r].item<int64_t>();
+                              int64_t ib = k * sdim * (int64_t)sizeof(int64_t);
+                              is.push_back(from[r].narrow(0, 0, ib).view(at::kLong).view({sdim, k}));
+                              vshape[0] = k;
+                              vs.push_back(from[r]
+                                               .narrow(0, ib, from[r].numel() - ib)
+                                               .view(val.scalar_type())
+                                               .view(vshape));
+                          }
+                          at::Tensor sum = at::sparse_coo_tensor(at::cat(is, 1), at::cat(vs, 0),
+                                                                 out.sizes())
+                                               .coalesce();
+                          out.copy_(sum);
+                      });
     }
 
     c10::intrusive_ptr<c10d::Work>
@@ -766,7 +836,30 @@ class CohortBackend : public c10d::Backend
         for (int r = 1; r < n; r++) {
             ws.emplace_back(r, p2p(r, false));
         }
-        std::vector<int> failed = settle(ws);
+        std::vector<int> failed;
+        if (!wait_all_ranks) {
+            /* gloo's order: the ranks one by one, each within what is left of the timeout;
+             * with nothing left before a rank (timeout 0 always), rank 0 itself has timed out,
+             * said in gloo's words with the ranks it had already seen. */
+            std::string seen;
+            for (auto &pw : ws) {
+                if (std::chrono::steady_clock::now() >= deadline) {
+                    abortGroup();
+                    fail(COHORT_ERR_TIMEOUT,
+                         "Rank " + std::to_string(me) + " timed out in monitoredBarrier after " +
+                             std::to_string(limit.count()) + " ms. " +
+                             (seen.empty() ? "No ranks successfully processed in monitoredBarrier."
+                                           : "Successfully processed ranks: " + seen));
+                }
+                if (!settle({pw}).empty()) {
+                    failed.push_back(pw.first);
+                    break;
+                }
+                seen += (seen.empty() ? "" : ", ") + std::to_string(pw.first);
+            }
+        } else {
+            failed = settle(ws);
+        }
         if (!failed.empty()) {
             abortGroup();
             std::string names;

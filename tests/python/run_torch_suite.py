@@ -7,9 +7,11 @@ after init_process_group(backend, file:// store), W = WORLD_SIZE. torch drives i
 test/distributed/test_distributed_spawn.py with BACKEND, WORLD_SIZE and TEMP_DIR set; this
 runner is our own driver of the same classes:
 
-  python run_torch_suite.py                      # quick slice, cohort and gloo, W=2
-  python run_torch_suite.py --full --world-sizes 2,3
-  python run_torch_suite.py --backends cohort test_all_reduce_sum test_barrier
+  python run_torch_suite.py                      # the quick slice, cohort, W=2
+  python run_torch_suite.py --select mpi         # ... chosen as for MPI: CPU all_to_all
+  python run_torch_suite.py --full               # every test, cohort and gloo, W=2 and 4
+  TEST_FULL=1 python run_torch_suite.py          # the same (scripts/test.sh --full)
+  python run_torch_suite.py --backends cohort,gloo --world-sizes 3 test_all_reduce_sum
 
 - Processes are forked from a worker that imported torch once (not spawned: a fresh torch
   import per rank per test would be most of the time on 2 cores); each test's W processes
@@ -34,6 +36,7 @@ import json
 import os
 import re
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,22 +45,33 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TREE_PYTHON = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
 
-# The quick slice (tests/python/run.sh, scripts/test.sh): the collectives and point-to-point
-# calls in their default, subgroup and nonblocking forms, the group and backend queries, and
-# DDP once; about 60 s of CPU for both backends at W=2 on this machine. --full runs every test.
+# The quick slice (tests/python/run.sh, scripts/test.sh without --full): cohort alone at W=2,
+# every collective and point-to-point call once or more (default, full-group and nonblocking
+# forms, complex, coalesced, sparse, objects, the argument checks, futures, profiler events,
+# monitored_barrier) and DDP on CPU; each test about 0.3 s. --full (TEST_FULL=1) runs every
+# test of the suite on cohort and gloo at W=2 and 4.
 QUICK = [
-    "test_get_backend", "test_get_rank_size_group", "test_destroy_group", "test_new_subgroups",
-    "test_barrier", "test_barrier_group", "test_barrier_full_group",
-    "test_send_recv", "test_send_recv_any_source", "test_send_recv_with_tag", "test_isend",
-    "test_irecv", "test_batch_isend_irecv_gloo", "test_broadcast", "test_broadcast_group",
-    "test_all_reduce_sum", "test_all_reduce_max", "test_all_reduce_group_sum",
-    "test_all_reduce_sum_async", "test_all_reduce_coalesced_sum", "test_reduce_sum",
-    "test_reduce_group_sum", "test_all_gather", "test_all_gather_group",
-    "test_all_gather_into_tensor_ops", "test_all_gather_object_default_pg", "test_gather",
-    "test_scatter", "test_all_to_all", "test_all_to_all_single_equal_split",
-    "test_all_to_all_single_unequal_split", "test_reduce_scatter_tensor_cpu",
-    "test_monitored_barrier_gloo", "test_DistributedDataParallel_SyncBatchNorm_Diff_Input_Sizes_gradient",
-    "test_ddp_comm_hook_logging",
+    "test_get_backend", "test_get_rank_size_group", "test_destroy_group",
+    "test_barrier_full_group", "test_barrier_timeout_full_group", "test_send_recv",
+    "test_send_recv_any_source", "test_send_recv_with_tag", "test_isend", "test_irecv",
+    "test_batch_isend_irecv_gloo", "test_batch_isend_irecv_gloo_tags", "test_broadcast",
+    "test_broadcast_full_group", "test_all_reduce_sum", "test_all_reduce_max",
+    "test_all_reduce_product", "test_all_reduce_full_group_min", "test_all_reduce_sum_async",
+    "test_all_reduce_sum_complex", "test_all_reduce_complex_unsupported_ops",
+    "test_all_reduce_coalesced_sum", "test_all_reduce_coalesced_max_complex_unsupported",
+    "test_sparse_all_reduce_sum", "test_reduce_sum", "test_reduce_full_group_max",
+    "test_all_gather", "test_all_gather_complex", "test_all_gather_coalesced_simple",
+    "test_all_gather_coalesced_with_empty", "test_all_gather_object_default_pg", "test_gather",
+    "test_gather_checks", "test_scatter", "test_scatter_checks", "test_scatter_object_list",
+    "test_get_future", "test_monitored_barrier_gloo", "test_monitored_barrier_gloo_rank_0_timeout",
+    "test_send_recv_torch_profiler", "test_DistributedDataParallelCPU",
+    "test_accumulate_gradients_no_sync_allreduce_hook", "test_static_graph_api_cpu",
+]
+# The quick slice chosen as for MPI (--select mpi): the CPU all_to_all tests, which torch runs
+# for MPI alone (gloo has no CPU all_to_all of lists).
+QUICK_MPI = [
+    "test_all_to_all", "test_all_to_all_complex", "test_all_to_all_single_equal_split",
+    "test_all_to_all_single_unequal_split", "test_all_to_all_single_unequal_split_complex",
 ]
 
 # Tests that gloo runs on CPU and cohort does not pass, each with why: what the backend lacks
@@ -128,9 +142,10 @@ def _reason_of(text):
     return lines[-1][:300] if lines else "(no message)"
 
 
-def worker(backend, world_size, tests, log_dir, timeout):
+def worker(backend, world_size, tests, log_dir, timeout, select):
     os.environ["WORLD_SIZE"] = str(world_size)
-    os.environ["BACKEND"] = "gloo"  # the decorators decide as for gloo (module docstring)
+    # The decorators decide as for the backend named by --select (module docstring).
+    os.environ["BACKEND"] = backend if select == "own" else select
     os.environ["DISTRIBUTED_TESTS_DEFAULT_TIMEOUT"] = str(timeout)
     os.environ.setdefault("TEMP_DIR", tempfile.mkdtemp(prefix="torch-suite-"))
     os.makedirs(os.path.join(os.environ["TEMP_DIR"], "barrier"), exist_ok=True)
@@ -143,6 +158,10 @@ def worker(backend, world_size, tests, log_dir, timeout):
     from torch.testing._internal import common_distributed as cd
     from torch.testing._internal.distributed import distributed_test as dt
     dt.BACKEND = backend
+    if select == "own":
+        # torch's hook for a third-party backend: require_backend_is_available() lets a
+        # backend in this set through.
+        cd.DistTestCases.backend_feature["plugin"].add(backend)
 
     class Suite(dt.TestDistBackend, dt.DistributedTest._DistTestBase):
         def setUp(self):
@@ -155,8 +174,8 @@ def worker(backend, world_size, tests, log_dir, timeout):
             if got != backend:
                 raise RuntimeError("run_torch_suite: the default group is %s, not %s"
                                    % (got, backend))
-            if test_name in BODY_AS_GLOO:
-                dt.BACKEND = "gloo"
+            if test_name in BODY_AS_GLOO and select != "own":
+                dt.BACKEND = select
             super().run_test(test_name, pipe)
 
         @classmethod
@@ -211,13 +230,13 @@ def _subprocess_skip_reason(log_dir, name, backend, world_size):
 # ---------------------------------------------------------------------------------------------
 # The parent: one worker per backend and world size, restarted after a test it had to kill.
 
-def run_backend(py, env, backend, world_size, tests, log_dir, timeout):
+def run_backend(py, env, backend, world_size, tests, log_dir, timeout, chosen_as):
     """{test: result dict} for every test, in order."""
     results = collections.OrderedDict()
     todo = list(tests)
     while todo:
         cmd = [py, os.path.abspath(__file__), "--worker", backend, str(world_size),
-               "--log-dir", log_dir, "--timeout", str(timeout)] + todo
+               "--log-dir", log_dir, "--timeout", str(timeout), "--select", chosen_as] + todo
         wlog = open(os.path.join(log_dir, "worker.%s.w%d.log" % (backend, world_size)), "a")
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=wlog, env=env, text=True,
                              bufsize=1, start_new_session=True)
@@ -321,25 +340,42 @@ def _normalize(reason):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--worker", nargs=2, metavar=("BACKEND", "W"))
-    ap.add_argument("--backends", default="cohort,gloo")
-    ap.add_argument("--world-sizes", default="2")
-    ap.add_argument("--full", action="store_true", help="every test of the suite")
+    # TEST_FULL=1 (scripts/test.sh --full) makes --full the default, SUITE_SELECT --select's.
+    full = os.environ.get("TEST_FULL", "0") == "1"
+    ap.add_argument("--backends", default="cohort,gloo" if full else "cohort")
+    # Chosen as for MPI, the group tests run (torch skips them below 8 ranks for any backend
+    # but MPI) and need ranks 1 and 2: 4 ranks, not 2.
+    mpi = os.environ.get("SUITE_SELECT") == "mpi" or "mpi" in sys.argv
+    ap.add_argument("--world-sizes", default=("4" if mpi else "2,4") if full else "2")
+    ap.add_argument("--full", action="store_true", default=full, help="every test of the suite")
     ap.add_argument("--timeout", type=int, default=int(os.environ.get("SUITE_TIMEOUT", "60")),
                     help="seconds per test (torch terminates its ranks after)")
     ap.add_argument("--log-dir", default=None)
+    ap.add_argument("--select", default=os.environ.get("SUITE_SELECT", "gloo"),
+                    choices=("gloo", "mpi", "own"),
+                    help="the suite's decorators decide as for this backend name (own: the "
+                    "name under test, torch's choice for a third-party backend)")
     ap.add_argument("--list", action="store_true", help="print the tests that would run")
     ap.add_argument("tests", nargs="*")
     a = ap.parse_args()
     if a.worker:
-        worker(a.worker[0], int(a.worker[1]), a.tests, a.log_dir, a.timeout)
+        worker(a.worker[0], int(a.worker[1]), a.tests, a.log_dir, a.timeout, a.select)
         return 0
     py = sys.executable
+    env = {k: v for k, v in os.environ.items() if k not in PMIX_VARS}
+    env["PYTHONPATH"] = os.pathsep.join([TREE_PYTHON] +
+                                        ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    # No torch or no backend for it: a visible SKIP (exit 77), as the other tests here say it
+    # (tests/python/run.sh counts it a failure with PY_REQUIRE_ALL=1).
+    r = subprocess.run([py, "-c", "import torch.distributed, cohort.torch"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        print("SKIP: run_torch_suite.py: %s" % (r.stdout.strip().splitlines() or ["?"])[-1])
+        return 77
     site = _extra_site(py)
     if site is None:
         return 1
-    env = {k: v for k, v in os.environ.items() if k not in PMIX_VARS}
-    env["PYTHONPATH"] = os.pathsep.join([site, TREE_PYTHON] +
-                                        ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = site + os.pathsep + env["PYTHONPATH"]
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("COHORT_PLUGIN_PATH",
                    os.path.join(os.path.dirname(os.path.dirname(HERE)), ".libs"))
@@ -355,27 +391,38 @@ def main():
                              text=True, check=True)
         tests = out.stdout.split()
     else:
-        tests = QUICK
+        tests = QUICK_MPI if a.select == "mpi" else QUICK
     if a.list:
         print("\n".join(tests))
         return 0
     log_dir = a.log_dir or tempfile.mkdtemp(prefix="torch-suite-logs-")
+    # What torch's test classes make (a FileStore file per test, TEMP_DIR trees) goes into one
+    # scratch directory, removed at the end.
+    scratch = tempfile.mkdtemp(prefix="torch-suite-tmp-")
+    env["TMPDIR"] = scratch
     os.makedirs(log_dir, exist_ok=True)
     backends = a.backends.split(",")
     world_sizes = [int(w) for w in a.world_sizes.split(",")]
-    print("torch suite: %d tests, backends %s, W=%s, %d s per test, logs in %s"
-          % (len(tests), ",".join(backends), a.world_sizes, a.timeout, log_dir), flush=True)
+    print("torch suite: %d tests, backends %s, W=%s, %d s per test, chosen as for %s, logs in "
+          "%s" % (len(tests), ",".join(backends), a.world_sizes, a.timeout, a.select, log_dir),
+          flush=True)
     all_results = {}
     t0 = time.time()
     for ws in world_sizes:
         for b in backends:
-            env_b = dict(env, TEMP_DIR=tempfile.mkdtemp(prefix="torch-suite-%s-" % b))
-            all_results[(b, ws)] = run_backend(py, env_b, b, ws, tests, log_dir, a.timeout)
+            env_b = dict(env, TEMP_DIR=tempfile.mkdtemp(prefix="temp-dir-%s-" % b,
+                                                        dir=scratch))
+            all_results[(b, ws)] = run_backend(py, env_b, b, ws, tests, log_dir, a.timeout,
+                                               a.select)
     with open(os.path.join(log_dir, "results.json"), "w") as f:
         json.dump({"%s.w%d" % k: v for k, v in all_results.items()}, f, indent=1)
     bad = summarize(all_results, backends, world_sizes, not a.full and not a.tests)
-    print("torch suite: %.0f s wall; %s" % (time.time() - t0, "FAILED (%d)" % bad if bad
-                                            else "ok"))
+    shutil.rmtree(scratch, ignore_errors=True)
+    if not bad and not a.log_dir and os.environ.get("SUITE_KEEP", "0") != "1":
+        shutil.rmtree(log_dir, ignore_errors=True)
+        log_dir = "(removed: all well; SUITE_KEEP=1 keeps them)"
+    print("torch suite: %.0f s wall; %s; logs %s" % (time.time() - t0, "FAILED (%d)" % bad
+                                                     if bad else "ok", log_dir))
     return 1 if bad else 0
 
 

@@ -83,10 +83,12 @@ class WorkCohort : public c10d::Work
     /* A Future of CUDA tensors must name their device: torch records its events on that
      * device's streams when it completes and makes a waiter's stream wait on them. */
     /* profile: "cohort:all_reduce", the event torch's profiler records for it (gloo's are
-     * "gloo:all_reduce"), from here until done(). */
+     * "gloo:all_reduce"), from here until done(), with the shapes of inputs (as gloo's:
+     * torch's suite checks them; a complex tensor as its real view, the way it is sent). */
     WorkCohort(OpType type, std::vector<at::Tensor> outputs, Ms timeout, const char *name,
-               const char *profile, std::shared_ptr<Group> group, c10::Device device)
-        : Work(-1, type, profile),
+               const char *profile, std::shared_ptr<Group> group, c10::Device device,
+               const std::vector<at::Tensor> &inputs)
+        : Work(-1, type, profile, std::optional<std::vector<at::Tensor>>(inputs)),
           outputs_(std::move(outputs)), timeout_(timeout), name_(name),
           group_(std::move(group)),
           future_(c10::make_intrusive<c10::ivalue::Future>(
@@ -518,7 +520,8 @@ class CohortBackend : public c10d::Backend
                               t.copy_(all.narrow(0, off, t.numel()).view_as(t));
                               off += t.numel();
                           }
-                      });
+                      },
+                      tensors);
     }
 
     c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
@@ -535,7 +538,7 @@ class CohortBackend : public c10d::Backend
                     return cohort_ibcast(g, buf.data_ptr(), nbytes(buf), COHORT_UINT8, root, r);
                 });
             },
-            copyBack(t, d));
+            copyBack(t, d), {t});
     }
 
     c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
@@ -565,7 +568,7 @@ class CohortBackend : public c10d::Backend
                                           r.dt, r.op, root, q);
                 });
             },
-            after);
+            after, {t});
     }
 
     c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
@@ -582,7 +585,7 @@ class CohortBackend : public c10d::Backend
         at::Tensor flat = at::empty({(int64_t)nbytes(src) * getSize()}, src.options());
         return launch(OpType::ALLGATHER, "all_gather", device_of(outs, {in}, "all_gather"), outs,
                       opts.timeout, allgatherPost(src, flat),
-                      [flat, outs]() { unpack(flat, outs); });
+                      [flat, outs]() { unpack(flat, outs); }, {in});
     }
 
     c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
@@ -598,7 +601,7 @@ class CohortBackend : public c10d::Backend
         }
         return launch(OpType::_ALLGATHER_BASE, "all_gather_into_tensor",
                       device_of({output}, {input}, "all_gather_into_tensor"), {output}, opts.timeout,
-                      allgatherPost(src, o.t), copyBack(output, o));
+                      allgatherPost(src, o.t), copyBack(output, o), {input});
     }
 
     c10::intrusive_ptr<c10d::Work>
@@ -622,7 +625,7 @@ class CohortBackend : public c10d::Backend
         at::Tensor flat = at::empty({(int64_t)nbytes(src) * getSize()}, src.options());
         return launch(OpType::ALLGATHER_COALESCED, "all_gather_coalesced",
                       device_of(outs, inputs, "all_gather_coalesced"), outs, opts.timeout,
-                      allgatherPost(src, flat), [flat, outs]() { unpack(flat, outs); });
+                      allgatherPost(src, flat), [flat, outs]() { unpack(flat, outs); }, inputs);
     }
 
     c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
@@ -634,7 +637,7 @@ class CohortBackend : public c10d::Backend
         at::Tensor src = bytes_of(in, "gather input");
         if (getRank() != root) {
             return launch(OpType::GATHER, "gather", device_of({in}, {}, "gather"), {}, opts.timeout,
-                          pairwisePost({src}, {}, root, kTagGather), nullptr);
+                          pairwisePost({src}, {}, root, kTagGather), nullptr, {in});
         }
         if (outputs.size() != 1) {
             fail(COHORT_ERR_INVALID_ARG, "gather takes one output list at the root");
@@ -647,7 +650,7 @@ class CohortBackend : public c10d::Backend
         recvs[root] = at::Tensor();
         return launch(OpType::GATHER, "gather", device_of(outs, {in}, "gather"), outs, opts.timeout,
                       pairwisePost({}, recvs, -1, kTagGather),
-                      [flat, outs]() { unpack(flat, outs); });
+                      [flat, outs]() { unpack(flat, outs); }, {in});
     }
 
     c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outputs,
@@ -727,14 +730,15 @@ class CohortBackend : public c10d::Backend
                                              "same size, a multiple of the group size");
             }
             return launch(OpType::ALLTOALL_BASE, "all_to_all_single", dev, {output}, opts.timeout,
-                          alltoallPost(src, dst), copyBack(output, o));
+                          alltoallPost(src, dst), copyBack(output, o), {input});
         }
         std::vector<at::Tensor> sends = splitRows(src, input, in_splits);
         std::vector<at::Tensor> recvs = splitRows(dst, output, out_splits);
         recvs[getRank()].copy_(sends[getRank()]);
         sends[getRank()] = recvs[getRank()] = at::Tensor();
         return launch(OpType::ALLTOALL_BASE, "all_to_all_single", dev, {output}, opts.timeout,
-                      pairwisePost(sends, recvs, -1, kTagAlltoall), copyBack(output, o));
+                      pairwisePost(sends, recvs, -1, kTagAlltoall), copyBack(output, o),
+                      {input});
     }
 
     c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
@@ -761,7 +765,8 @@ class CohortBackend : public c10d::Backend
             at::Tensor src = at::cat(sends);
             at::Tensor flat = at::empty_like(src);
             return launch(OpType::ALLTOALL, "all_to_all", dev, outs, opts.timeout,
-                          alltoallPost(src, flat), [flat, outs]() { unpack(flat, outs); });
+                          alltoallPost(src, flat), [flat, outs]() { unpack(flat, outs); },
+                          inputs);
         }
         int me = getRank();
         recvs[me].copy_(sends[me]);
@@ -772,7 +777,8 @@ class CohortBackend : public c10d::Backend
                           for (size_t i = 0; i < outs.size(); i++) {
                               copyBytes(outs[i], mine[i]);
                           }
-                      });
+                      },
+                      inputs);
     }
 
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override
@@ -878,12 +884,13 @@ class CohortBackend : public c10d::Backend
 
     c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst, int tag) override
     {
-        at::Tensor src = bytes_of(one(tensors, "send"), "send tensor");
+        const at::Tensor &t = one(tensors, "send");
+        at::Tensor src = bytes_of(t, "send tensor");
         checkPeer(dst, tag, "send");
         std::vector<at::Tensor> sends(getSize());
         sends[dst] = src;
         return launch(OpType::SEND, "send", src.device(), {}, Ms(0),
-                      pairwisePost(sends, {}, -1, tag), nullptr);
+                      pairwisePost(sends, {}, -1, tag), nullptr, {t});
     }
 
     c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override
@@ -895,7 +902,7 @@ class CohortBackend : public c10d::Backend
         recvs[src] = d.t.view({-1}).view(at::kByte);
         return launch(OpType::RECV, "recv", t.device(), {t}, Ms(0),
                       pairwisePost({}, recvs, -1, tag),
-                      copyBack(t, d));
+                      copyBack(t, d), {t});
     }
 
     /* Work::sourceRank() says whose message it took (a group rank). */
@@ -913,7 +920,7 @@ class CohortBackend : public c10d::Backend
                                         COHORT_ANY_SOURCE, tag, q);
                 });
             },
-            copyBack(t, d));
+            copyBack(t, d), {t});
     }
 
   private:
@@ -936,12 +943,17 @@ class CohortBackend : public c10d::Backend
      * for a completed request. */
     c10::intrusive_ptr<c10d::Work> launch(OpType type, const char *name, c10::Device dev,
                                           std::vector<at::Tensor> outputs, Ms timeout, PostFn post,
-                                          std::function<void()> after)
+                                          std::function<void()> after,
+                                          const std::vector<at::Tensor> &inputs = {})
     {
         std::string profile = std::string("cohort:") + name;
+        std::vector<at::Tensor> shapes;
+        for (const auto &t : inputs) {
+            shapes.push_back(t.is_complex() ? at::view_as_real(t) : t);
+        }
         auto work = c10::make_intrusive<WorkCohort>(type, std::move(outputs),
                                                     timeout > Ms(0) ? timeout : timeout_, name,
-                                                    profile.c_str(), group_, dev);
+                                                    profile.c_str(), group_, dev, shapes);
         auto op = std::make_unique<Op>();
         op->name = std::string(name) + " on group 0x" + hex(group_->id);
         std::shared_ptr<Group> group = group_;
@@ -1183,7 +1195,7 @@ class CohortBackend : public c10d::Backend
                 }
             };
         }
-        return launch(type, name, t.device(), {t}, timeout, allreducePost(buf, r), after);
+        return launch(type, name, t.device(), {t}, timeout, allreducePost(buf, r), after, {t});
     }
 
     c10::intrusive_ptr<c10d::Work> reduceScatter(OpType type, const char *name,

@@ -65,6 +65,7 @@ QUICK = [
     "test_all_gather_coalesced_with_empty", "test_all_gather_object_default_pg", "test_gather",
     "test_gather_checks", "test_scatter", "test_scatter_checks", "test_scatter_object_list",
     "test_get_future", "test_monitored_barrier_gloo", "test_monitored_barrier_gloo_rank_0_timeout",
+    "test_send_recv_any_source_torch_profiler",
     "test_send_recv_torch_profiler", "test_DistributedDataParallelCPU",
     "test_accumulate_gradients_no_sync_allreduce_hook", "test_static_graph_api_cpu",
 ]

@@ -905,7 +905,8 @@ class CohortBackend : public c10d::Backend
                       copyBack(t, d), {t});
     }
 
-    /* Work::sourceRank() says whose message it took (a group rank). */
+    /* Work::sourceRank() says whose message it took (a group rank). Named recvAnySource, as
+     * gloo names it: its profiler event is "cohort:recvAnySource", which torch's suite counts. */
     c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override
     {
         const at::Tensor &t = one(tensors, "recv");
@@ -913,7 +914,7 @@ class CohortBackend : public c10d::Backend
         checkPeer(0, tag, "recv");
         at::Tensor buf = d.t.view({-1}).view(at::kByte);
         return launch(
-            OpType::RECVANYSOURCE, "recv from any source", t.device(), {t}, Ms(0),
+            OpType::RECVANYSOURCE, "recvAnySource", t.device(), {t}, Ms(0),
             [buf, tag](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
                 return post1(reqs, [&](cohort_request_t **q) {
                     return cohort_irecv(g, buf.data_ptr(), nbytes(buf), COHORT_UINT8,

@@ -256,7 +256,7 @@ def run_backend(py, env, backend, world_size, tests, log_dir, timeout, chosen_as
         wlog = open(os.path.join(log_dir, "worker.%s.w%d.log" % (backend, world_size)), "a")
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=wlog, env=env, text=True,
                              bufsize=1, start_new_session=True)
-        current, last = None, time.time()
+        current, last, killed, before = None, time.time(), False, len(results)
         # torch's own bound terminates a test's ranks after timeout s; the worker gets that
         # plus its import and the join's own slack before it is called hung.
         bound = timeout + 90
@@ -275,7 +275,8 @@ def run_backend(py, env, backend, world_size, tests, log_dir, timeout, chosen_as
                     current = None
                     _progress(backend, world_size, res)
             elif time.time() - last > bound:
-                os.killpg(p.pid, 9)
+                os.killpg(p.pid, 9)  # the worker and the ranks it forked (its session)
+                killed = True
                 break
         p.wait()
         wlog.close()
@@ -284,12 +285,13 @@ def run_backend(py, env, backend, world_size, tests, log_dir, timeout, chosen_as
                                 "reason": "hung: the runner killed its worker after %d s "
                                 "without a result" % bound}
             _progress(backend, world_size, results[current])
-        elif p.returncode != 0 and len(results) < len(tests) and current is None and \
-                not [t for t in todo if t in results]:
+        elif len(results) == before:
+            # Nothing reported at all (killed or dead before its first test): no retry.
+            why = ("hung: the worker reported nothing for %d s (killed) before it" % bound
+                   if killed else "the worker exited %d before it" % p.returncode)
             for t in todo:
                 results[t] = {"test": t, "outcome": "failed",
-                              "reason": "the worker exited %d before it (see %s)"
-                              % (p.returncode, wlog.name)}
+                              "reason": "%s (see %s)" % (why, wlog.name)}
         todo = [t for t in tests if t not in results]
     return results
 

@@ -16,14 +16,15 @@ runner is our own driver of the same classes:
 - Processes are forked from a worker that imported torch once (not spawned: a fresh torch
   import per rank per test would be most of the time on 2 cores); each test's W processes
   bootstrap through the FileStore (PMIx's variables are removed: no launcher here).
-- Which tests run is decided as for gloo: the suite's decorators read BACKEND at import, so the
-  worker imports it with BACKEND=gloo, then names the backend under test in the module
-  (distributed_test.BACKEND), which init_process_group and the tests' own checks read. A test
-  gloo runs on CPU is then run on cohort too, unless COHORT_SKIP below says why not.
+- Which tests run is decided as for gloo (--select; mpi and own: docs/torch.md): the suite's
+  decorators read BACKEND at import, so the worker imports it with BACKEND=gloo, then names the
+  backend under test in the module (distributed_test.BACKEND), which init_process_group and the
+  tests' own checks read. A test gloo runs on CPU is then run on cohort too, and a failure is a
+  failure unless COHORT_SKIP below says why.
 - Every test is bounded (--timeout, torch's own per-test bound, which terminates the ranks);
   a worker that stops reporting for longer is killed and the next worker goes on after it.
-- The result: passed / failed / skipped / errors per backend and world size, every failure with
-  its reason, grouped by reason; then each test gloo passes and cohort does not (a bug unless
+- The result: passed / failed (an assertion or an error, either) / skipped per backend and world
+  size, every failure with its reason, grouped by reason; then each test gloo passes and cohort does not (a bug unless
   COHORT_SKIP says why): the exit status is 1 if there is one, or if a quick-slice test fails.
 
 expecttest (which torch's testing modules import and the torch wheel does not bring) comes from
@@ -125,7 +126,7 @@ def _extra_site(py):
     try:
         os.rename(tmp, site)
     except OSError:  # another copy made it meanwhile
-        pass
+        shutil.rmtree(tmp, ignore_errors=True)
     return site
 
 

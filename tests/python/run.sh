@@ -8,7 +8,7 @@
 # installs them) a SKIP line or exit 77 is a failure: no torch coverage is no pass.
 # run_torch_suite.py is torch's own backend suite, which starts its ranks itself: its quick
 # slice on cohort at 2 ranks, or with TEST_FULL=1 (scripts/test.sh --full) every test on cohort
-# and gloo at 2 and 4 ranks, bounded by 6 times the limit below (about 15 min here).
+# and gloo at 2 and 4 ranks, bounded by 6 times the limit below (8 to 25 min here, by the load).
 #   tests/python/run.sh            from the source tree (the package of this tree is tested)
 set -u
 cd "$(dirname "$0")"

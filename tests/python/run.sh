@@ -6,6 +6,9 @@
 # timeout. A test whose module (numpy, torch, megatron) or torch backend is missing prints a
 # SKIP line and counts as skipped, not failed; with PY_REQUIRE_ALL=1 (scripts/test.sh, which
 # installs them) a SKIP line or exit 77 is a failure: no torch coverage is no pass.
+# run_torch_suite.py is torch's own backend suite, which starts its ranks itself: its quick
+# slice on cohort at 2 ranks, or with TEST_FULL=1 (scripts/test.sh --full) every test on cohort
+# and gloo at 2 and 4 ranks, bounded by 6 times the limit below (8 to 25 min here, by the load).
 #   tests/python/run.sh            from the source tree (the package of this tree is tested)
 set -u
 cd "$(dirname "$0")"
@@ -34,10 +37,12 @@ while read -r np prog envs; do
     [ -n "$np" ] || continue
     echo "== python: $prog: $np $envs"
     t0=$(date +%s)
+    bound=$limit
+    [ "$prog" = run_torch_suite.py ] && [ "${TEST_FULL:-0}" = 1 ] && bound=$((limit * 6))
     if [ "$np" = singleton ]; then
         # shellcheck disable=SC2086
         env -u PMIX_NAMESPACE -u PMIX_SERVER_URI41 -u PMIX_SERVER_URI4 $envs \
-            timeout -k 5 "$limit" "$py" "$prog" </dev/null >"$out" 2>&1
+            timeout -k 5 "$bound" "$py" "$prog" </dev/null >"$out" 2>&1
     elif [ "${np#torchrun:}" != "$np" ]; then
         if [ -x "$torchrun" ]; then
             # shellcheck disable=SC2086
@@ -67,7 +72,7 @@ while read -r np prog envs; do
     0) pass=$((pass + 1)) ;;
     77) skip=$((skip + 1)) ;;
     *)
-        echo "== python: $prog: $np $envs FAILED (rc $rc; 124 or 137: timed out after $limit s)"
+        echo "== python: $prog: $np $envs FAILED (rc $rc; 124 or 137: timed out after $bound s)"
         fail=$((fail + 1))
         ;;
     esac
@@ -90,6 +95,8 @@ torchrun:4 test_megatron.py
 torchrun:8 test_megatron.py
 singleton test_misuse.py
 3 test_misuse.py
+singleton run_torch_suite.py
+singleton run_torch_suite.py SUITE_SELECT=mpi
 RUNS
 echo "python tests: $pass passed, $skip skipped, $fail failed"
 [ "$fail" = 0 ]

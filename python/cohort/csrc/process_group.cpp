@@ -45,6 +45,7 @@ constexpr int kTagAlltoall = 0x7FFF0001;
 constexpr int kTagGather = 0x7FFF0002;
 constexpr int kTagScatter = 0x7FFF0003;
 constexpr int kTagMonitored = 0x7FFF0004;
+constexpr int kTagSparse = 0x7FFF0005;
 
 [[noreturn]] void fail(cohort_status_t status, const std::string &what)
 {
@@ -82,10 +83,12 @@ class WorkCohort : public c10d::Work
     /* A Future of CUDA tensors must name their device: torch records its events on that
      * device's streams when it completes and makes a waiter's stream wait on them. */
     /* profile: "cohort:all_reduce", the event torch's profiler records for it (gloo's are
-     * "gloo:all_reduce"), from here until done(). */
+     * "gloo:all_reduce"), from here until done(), with the shapes of inputs (as gloo's:
+     * torch's suite checks them; a complex tensor as its real view, the way it is sent). */
     WorkCohort(OpType type, std::vector<at::Tensor> outputs, Ms timeout, const char *name,
-               const char *profile, std::shared_ptr<Group> group, c10::Device device)
-        : Work(-1, type, profile),
+               const char *profile, std::shared_ptr<Group> group, c10::Device device,
+               const std::vector<at::Tensor> &inputs)
+        : Work(-1, type, profile, std::optional<std::vector<at::Tensor>>(inputs)),
           outputs_(std::move(outputs)), timeout_(timeout), name_(name),
           group_(std::move(group)),
           future_(c10::make_intrusive<c10::ivalue::Future>(
@@ -416,9 +419,78 @@ class CohortBackend : public c10d::Backend
                                              const c10d::AllreduceOptions &opts) override
     {
         const at::Tensor &t = one(tensors, "all_reduce");
+        if (t.layout() == c10::kSparse) {
+            return sparseAllreduce(t, opts);
+        }
         Dense d = dense(t, "all_reduce tensor");
         Reduction r = reduction(d.t, opts.reduceOp, "all_reduce");
         return reduceInPlace(OpType::ALLREDUCE, "all_reduce", t, d, r, opts.timeout);
+    }
+
+    /* all_reduce of a sparse COO tensor (SUM, CPU), as gloo offers it: every rank's entries
+     * (indices and values) go to every other rank, and each adds them up (coalesce). Two
+     * steps, since a rank's entry count is its own: the counts by an all_gather, waited for
+     * here, then the entries by point-to-point, completed on the progress thread. The tensor
+     * becomes the coalesced sum in place. */
+    c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor &t,
+                                                   const c10d::AllreduceOptions &opts)
+    {
+        if (!t.device().is_cpu()) {
+            fail(COHORT_ERR_UNSUPPORTED, "all_reduce of a sparse tensor: CPU tensors only, not " +
+                                             t.device().str());
+        }
+        if (opts.reduceOp != c10d::ReduceOp::SUM) {
+            fail(COHORT_ERR_UNSUPPORTED, "all_reduce of a sparse tensor: SUM only");
+        }
+        int n = getSize(), me = getRank();
+        at::Tensor local = t.coalesce();
+        at::Tensor idx = local._indices().contiguous();
+        at::Tensor val = local._values().contiguous();
+        int64_t nnz = local._nnz();
+        int64_t row = val.element_size(); /* bytes of one entry's values */
+        for (int64_t i = 1; i < val.dim(); i++) {
+            row *= val.size(i);
+        }
+        int64_t per = idx.size(0) * (int64_t)sizeof(int64_t) + row; /* bytes of one entry */
+        at::Tensor counts = at::empty({n}, at::kLong);
+        at::Tensor mine = at::full({1}, nnz, at::kLong);
+        launch(OpType::ALLGATHER, "all_reduce (sparse: entry counts)", c10::Device(c10::kCPU),
+               {counts}, opts.timeout,
+               allgatherPost(mine, counts), nullptr)
+            ->wait();
+        at::Tensor packed = at::cat({idx.view({-1}).view(at::kByte), val.view({-1}).view(at::kByte)});
+        std::vector<at::Tensor> sends(n), recvs(n);
+        for (int r = 0; r < n; r++) {
+            if (r != me) {
+                sends[r] = packed;
+                recvs[r] = at::empty({counts[r].item<int64_t>() * per}, at::kByte);
+            }
+        }
+        recvs[me] = packed;
+        std::vector<at::Tensor> from = recvs;
+        recvs[me] = at::Tensor();
+        int64_t sdim = idx.size(0);
+        std::vector<int64_t> vshape = val.sizes().vec();
+        at::Tensor out = t;
+        return launch(OpType::ALLREDUCE, "all_reduce", t.device(), {t}, opts.timeout,
+                      pairwisePost(sends, recvs, -1, kTagSparse),
+                      [from, counts, sdim, vshape, val, out]() mutable {
+                          std::vector<at::Tensor> is, vs;
+                          for (size_t r = 0; r < from.size(); r++) {
+                              int64_t k = counts[r].item<int64_t>();
+                              int64_t ib = k * sdim * (int64_t)sizeof(int64_t);
+                              is.push_back(from[r].narrow(0, 0, ib).view(at::kLong).view({sdim, k}));
+                              vshape[0] = k;
+                              vs.push_back(from[r]
+                                               .narrow(0, ib, from[r].numel() - ib)
+                                               .view(val.scalar_type())
+                                               .view(vshape));
+                          }
+                          at::Tensor sum = at::sparse_coo_tensor(at::cat(is, 1), at::cat(vs, 0),
+                                                                 out.sizes())
+                                               .coalesce();
+                          out.copy_(sum);
+                      });
     }
 
     c10::intrusive_ptr<c10d::Work>
@@ -448,7 +520,8 @@ class CohortBackend : public c10d::Backend
                               t.copy_(all.narrow(0, off, t.numel()).view_as(t));
                               off += t.numel();
                           }
-                      });
+                      },
+                      tensors);
     }
 
     c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
@@ -465,7 +538,7 @@ class CohortBackend : public c10d::Backend
                     return cohort_ibcast(g, buf.data_ptr(), nbytes(buf), COHORT_UINT8, root, r);
                 });
             },
-            copyBack(t, d));
+            copyBack(t, d), {t});
     }
 
     c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
@@ -495,7 +568,7 @@ class CohortBackend : public c10d::Backend
                                           r.dt, r.op, root, q);
                 });
             },
-            after);
+            after, {t});
     }
 
     c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
@@ -512,7 +585,7 @@ class CohortBackend : public c10d::Backend
         at::Tensor flat = at::empty({(int64_t)nbytes(src) * getSize()}, src.options());
         return launch(OpType::ALLGATHER, "all_gather", device_of(outs, {in}, "all_gather"), outs,
                       opts.timeout, allgatherPost(src, flat),
-                      [flat, outs]() { unpack(flat, outs); });
+                      [flat, outs]() { unpack(flat, outs); }, {in});
     }
 
     c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
@@ -528,7 +601,7 @@ class CohortBackend : public c10d::Backend
         }
         return launch(OpType::_ALLGATHER_BASE, "all_gather_into_tensor",
                       device_of({output}, {input}, "all_gather_into_tensor"), {output}, opts.timeout,
-                      allgatherPost(src, o.t), copyBack(output, o));
+                      allgatherPost(src, o.t), copyBack(output, o), {input});
     }
 
     c10::intrusive_ptr<c10d::Work>
@@ -552,7 +625,7 @@ class CohortBackend : public c10d::Backend
         at::Tensor flat = at::empty({(int64_t)nbytes(src) * getSize()}, src.options());
         return launch(OpType::ALLGATHER_COALESCED, "all_gather_coalesced",
                       device_of(outs, inputs, "all_gather_coalesced"), outs, opts.timeout,
-                      allgatherPost(src, flat), [flat, outs]() { unpack(flat, outs); });
+                      allgatherPost(src, flat), [flat, outs]() { unpack(flat, outs); }, inputs);
     }
 
     c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
@@ -564,7 +637,7 @@ class CohortBackend : public c10d::Backend
         at::Tensor src = bytes_of(in, "gather input");
         if (getRank() != root) {
             return launch(OpType::GATHER, "gather", device_of({in}, {}, "gather"), {}, opts.timeout,
-                          pairwisePost({src}, {}, root, kTagGather), nullptr);
+                          pairwisePost({src}, {}, root, kTagGather), nullptr, {in});
         }
         if (outputs.size() != 1) {
             fail(COHORT_ERR_INVALID_ARG, "gather takes one output list at the root");
@@ -577,7 +650,7 @@ class CohortBackend : public c10d::Backend
         recvs[root] = at::Tensor();
         return launch(OpType::GATHER, "gather", device_of(outs, {in}, "gather"), outs, opts.timeout,
                       pairwisePost({}, recvs, -1, kTagGather),
-                      [flat, outs]() { unpack(flat, outs); });
+                      [flat, outs]() { unpack(flat, outs); }, {in});
     }
 
     c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outputs,
@@ -657,14 +730,15 @@ class CohortBackend : public c10d::Backend
                                              "same size, a multiple of the group size");
             }
             return launch(OpType::ALLTOALL_BASE, "all_to_all_single", dev, {output}, opts.timeout,
-                          alltoallPost(src, dst), copyBack(output, o));
+                          alltoallPost(src, dst), copyBack(output, o), {input});
         }
         std::vector<at::Tensor> sends = splitRows(src, input, in_splits);
         std::vector<at::Tensor> recvs = splitRows(dst, output, out_splits);
         recvs[getRank()].copy_(sends[getRank()]);
         sends[getRank()] = recvs[getRank()] = at::Tensor();
         return launch(OpType::ALLTOALL_BASE, "all_to_all_single", dev, {output}, opts.timeout,
-                      pairwisePost(sends, recvs, -1, kTagAlltoall), copyBack(output, o));
+                      pairwisePost(sends, recvs, -1, kTagAlltoall), copyBack(output, o),
+                      {input});
     }
 
     c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
@@ -691,7 +765,8 @@ class CohortBackend : public c10d::Backend
             at::Tensor src = at::cat(sends);
             at::Tensor flat = at::empty_like(src);
             return launch(OpType::ALLTOALL, "all_to_all", dev, outs, opts.timeout,
-                          alltoallPost(src, flat), [flat, outs]() { unpack(flat, outs); });
+                          alltoallPost(src, flat), [flat, outs]() { unpack(flat, outs); },
+                          inputs);
         }
         int me = getRank();
         recvs[me].copy_(sends[me]);
@@ -702,7 +777,8 @@ class CohortBackend : public c10d::Backend
                           for (size_t i = 0; i < outs.size(); i++) {
                               copyBytes(outs[i], mine[i]);
                           }
-                      });
+                      },
+                      inputs);
     }
 
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override
@@ -766,7 +842,30 @@ class CohortBackend : public c10d::Backend
         for (int r = 1; r < n; r++) {
             ws.emplace_back(r, p2p(r, false));
         }
-        std::vector<int> failed = settle(ws);
+        std::vector<int> failed;
+        if (!wait_all_ranks) {
+            /* gloo's order: the ranks one by one, each within what is left of the timeout;
+             * with nothing left before a rank (timeout 0 always), rank 0 itself has timed out,
+             * said in gloo's words with the ranks it had already seen. */
+            std::string seen;
+            for (auto &pw : ws) {
+                if (std::chrono::steady_clock::now() >= deadline) {
+                    abortGroup();
+                    fail(COHORT_ERR_TIMEOUT,
+                         "Rank " + std::to_string(me) + " timed out in monitoredBarrier after " +
+                             std::to_string(limit.count()) + " ms. " +
+                             (seen.empty() ? "No ranks successfully processed in monitoredBarrier."
+                                           : "Successfully processed ranks: " + seen));
+                }
+                if (!settle({pw}).empty()) {
+                    failed.push_back(pw.first);
+                    break;
+                }
+                seen += (seen.empty() ? "" : ", ") + std::to_string(pw.first);
+            }
+        } else {
+            failed = settle(ws);
+        }
         if (!failed.empty()) {
             abortGroup();
             std::string names;
@@ -785,12 +884,13 @@ class CohortBackend : public c10d::Backend
 
     c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst, int tag) override
     {
-        at::Tensor src = bytes_of(one(tensors, "send"), "send tensor");
+        const at::Tensor &t = one(tensors, "send");
+        at::Tensor src = bytes_of(t, "send tensor");
         checkPeer(dst, tag, "send");
         std::vector<at::Tensor> sends(getSize());
         sends[dst] = src;
         return launch(OpType::SEND, "send", src.device(), {}, Ms(0),
-                      pairwisePost(sends, {}, -1, tag), nullptr);
+                      pairwisePost(sends, {}, -1, tag), nullptr, {t});
     }
 
     c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override
@@ -802,10 +902,11 @@ class CohortBackend : public c10d::Backend
         recvs[src] = d.t.view({-1}).view(at::kByte);
         return launch(OpType::RECV, "recv", t.device(), {t}, Ms(0),
                       pairwisePost({}, recvs, -1, tag),
-                      copyBack(t, d));
+                      copyBack(t, d), {t});
     }
 
-    /* Work::sourceRank() says whose message it took (a group rank). */
+    /* Work::sourceRank() says whose message it took (a group rank). Named recvAnySource, as
+     * gloo names it: its profiler event is "cohort:recvAnySource", which torch's suite counts. */
     c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override
     {
         const at::Tensor &t = one(tensors, "recv");
@@ -813,14 +914,14 @@ class CohortBackend : public c10d::Backend
         checkPeer(0, tag, "recv");
         at::Tensor buf = d.t.view({-1}).view(at::kByte);
         return launch(
-            OpType::RECVANYSOURCE, "recv from any source", t.device(), {t}, Ms(0),
+            OpType::RECVANYSOURCE, "recvAnySource", t.device(), {t}, Ms(0),
             [buf, tag](cohort_group_t *g, std::vector<cohort_request_t *> &reqs) {
                 return post1(reqs, [&](cohort_request_t **q) {
                     return cohort_irecv(g, buf.data_ptr(), nbytes(buf), COHORT_UINT8,
                                         COHORT_ANY_SOURCE, tag, q);
                 });
             },
-            copyBack(t, d));
+            copyBack(t, d), {t});
     }
 
   private:
@@ -843,12 +944,17 @@ class CohortBackend : public c10d::Backend
      * for a completed request. */
     c10::intrusive_ptr<c10d::Work> launch(OpType type, const char *name, c10::Device dev,
                                           std::vector<at::Tensor> outputs, Ms timeout, PostFn post,
-                                          std::function<void()> after)
+                                          std::function<void()> after,
+                                          const std::vector<at::Tensor> &inputs = {})
     {
         std::string profile = std::string("cohort:") + name;
+        std::vector<at::Tensor> shapes;
+        for (const auto &t : inputs) {
+            shapes.push_back(t.is_complex() ? at::view_as_real(t) : t);
+        }
         auto work = c10::make_intrusive<WorkCohort>(type, std::move(outputs),
                                                     timeout > Ms(0) ? timeout : timeout_, name,
-                                                    profile.c_str(), group_, dev);
+                                                    profile.c_str(), group_, dev, shapes);
         auto op = std::make_unique<Op>();
         op->name = std::string(name) + " on group 0x" + hex(group_->id);
         std::shared_ptr<Group> group = group_;
@@ -1090,7 +1196,7 @@ class CohortBackend : public c10d::Backend
                 }
             };
         }
-        return launch(type, name, t.device(), {t}, timeout, allreducePost(buf, r), after);
+        return launch(type, name, t.device(), {t}, timeout, allreducePost(buf, r), after, {t});
     }
 
     c10::intrusive_ptr<c10d::Work> reduceScatter(OpType type, const char *name,

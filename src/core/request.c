@@ -441,6 +441,43 @@ static int cohort_request_busy(const cohort_request_t *req)
     return req->readers > 0 || (req->inflight > 0 && !cohort_request_ucx_inside(req));
 }
 
+/* Whether all that holds @a req's buffers is UCX working with peers declared dead. A
+ * rendezvous receive runs on the endpoint UCX made for its sender, which has no error handling
+ * of ours, so over shared memory it may never end once the sender died; and a rendezvous send
+ * to a dead receiver may stay in UCX (1.13) after its endpoint was closed by force. Either hung
+ * a free in peer_death's rndv case with COHORT_CMA=off (1 run in 3). A dead process sends and
+ * reads nothing more, and a send's endpoint closed by force has no transport left to read the
+ * buffer with. */
+static int cohort_request_held_by_dead(cohort_request_t *req)
+{
+    const cohort_list_t *pos;
+
+    if (req->readers > 0 || req->comm == NULL) {
+        return 0;
+    }
+    for (pos = req->xfers.next; pos != &req->xfers; pos = pos->next) {
+        const cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, req_link);
+        cohort_peer_t *peer;
+        if (x->ucx_req == NULL || cohort_request_ucx_in_block(req, x)) {
+            continue;
+        }
+        if (x->peer < 0) {
+            return 0;
+        }
+        peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, x->peer));
+        if (peer == NULL || peer->state != COHORT_PEER_FAILED ||
+            (x->is_send && peer->ep != NULL)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Passes of progress with nothing to do, once only dead peers' transfers hold a request, after
+ * which it is let go: what a dead sender had sent before it died and this rank holds (in its
+ * queues, its socket) is written by then, and nothing more comes. */
+#define COHORT_DEAD_IDLE_PASSES 8
+
 /* Progress until nobody reads or writes @a req's buffers any more (the reader answered, UCX
  * let go, or the peer was declared dead), at most @a bound seconds (0: no bound). Without a
  * bound, the wait is named in the log once it has lasted COHORT_WATCH_S (10 s when unset),
@@ -450,9 +487,9 @@ static int cohort_request_let_go(cohort_request_t *req, double bound, const char
     cohort_context_t *ctx = req->ctx;
     double start = cohort_time_now(), idle_since = start, t;
     double say_at = ctx->cfg.watch_s > 0 ? ctx->cfg.watch_s : 10.0;
-    int said = 0;
+    int said = 0, dead_idle = 0;
 
-    while (cohort_request_busy(req)) {
+    while (cohort_request_busy(req) && !req->dead_let_go) {
         t = cohort_time_now();
         if (bound > 0 && t - start >= bound) {
             return 0;
@@ -468,6 +505,11 @@ static int cohort_request_let_go(cohort_request_t *req, double bound, const char
         }
         if (cohort_progress(ctx) > 0) {
             idle_since = t;
+            dead_idle = 0;
+        } else if (cohort_request_held_by_dead(req) && ++dead_idle >= COHORT_DEAD_IDLE_PASSES) {
+            cohort_debug(ctx, "%s: let go of what UCX still holds for peers declared dead", fn);
+            req->dead_let_go = 1;
+            return 1;
         } else {
             cohort_progress_idle(ctx, t - idle_since, bound > 0 ? bound - (t - start) : 1.0);
         }
@@ -541,7 +583,7 @@ void cohort_request_finalize_all(cohort_context_t *ctx)
         /* From the start each time: progress may recycle any request of the list. */
         for (pos = ctx->requests.next; pos != &ctx->requests && busy == NULL; pos = pos->next) {
             cohort_request_t *req = cohort_container_of(pos, cohort_request_t, ctx_link);
-            busy = cohort_request_busy(req) ? req : NULL;
+            busy = cohort_request_busy(req) && !req->dead_let_go ? req : NULL;
         }
         double left = bound - (cohort_time_now() - start);
         if (busy == NULL) {

@@ -79,6 +79,7 @@ struct cohort_request {
     uint8_t timed_out; /* a wait on it hit COHORT_TIMEOUT: freeing it revokes with TIMEOUT */
     uint8_t device;    /* its transfers' buffers may be device memory: each is looked at */
     uint8_t held;      /* finished (held_status) but a reader still reads one of its sends */
+    uint8_t dead_let_go; /* let go of with fetches from dead senders still in UCX (request.c) */
     cohort_status_t status;
     cohort_status_t held_status;
     cohort_context_t *ctx;

@@ -167,6 +167,8 @@ struct cohort_pmix_lookup {
     double start;
     double retry_at; /* NOT-FOUND: when to ask again */
     double backoff;
+    double asked;    /* when the last try was issued */
+    double answered; /* when PMIx's thread delivered the last answer */
     int tries;
 };
 
@@ -185,7 +187,9 @@ static void cohort_pmix_lookup_cb(pmix_status_t status, pmix_value_t *kv, void *
             op->len = kv->data.bo.size;
         }
     }
-    /* kv stays PMIx's: it releases it when we return. */
+    /* kv stays PMIx's: it releases it when we return. When it came tells the core how much
+     * of the lookup was the server and how much its own polling (cohort_peer_info). */
+    op->answered = cohort_pmix_now();
     __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
 }
 
@@ -207,6 +211,7 @@ static pmix_status_t cohort_pmix_lookup_issue(cohort_pmix_lookup_t *op)
         secs = 1;
     }
     op->tries++;
+    op->asked = cohort_pmix_now();
     op->done = 0;
     PMIX_INFO_DESTRUCT(&op->info);
     PMIX_INFO_LOAD(&op->info, PMIX_TIMEOUT, &secs, PMIX_INT);
@@ -239,7 +244,8 @@ cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank,
     return COHORT_OK;
 }
 
-cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len)
+cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len,
+                                        cohort_pmix_lookup_times_t *times)
 {
     cohort_pmix_ctx_t *p = op->p;
     double now;
@@ -294,6 +300,9 @@ cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, s
     }
     *addr = op->data;
     *len = op->len;
+    times->answered = op->answered;
+    times->retry_s = op->asked - op->start;
+    times->tries = op->tries;
     PMIX_INFO_DESTRUCT(&op->info);
     free(op);
     return COHORT_OK;

@@ -31,7 +31,8 @@ cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_
 cohort_status_t cohort_pmix_disconnect(cohort_pmix_ctx_t *p);
 cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, size_t len);
 cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank, cohort_pmix_lookup_t **op);
-cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len);
+cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len,
+                                        cohort_pmix_lookup_times_t *times);
 enum { COHORT_PREP_RUNNING, COHORT_PREP_ANSWERED, COHORT_PREP_ABANDONED };
 
 struct cohort_pmix_prepare {

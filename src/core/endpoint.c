@@ -153,10 +153,26 @@ static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr
         return cohort_ucs_status(ucs);
     }
     peer->state = COHORT_PEER_WIRED;
-    peer->wire_us = (float)((cohort_time_now() - peer->start) * 1e6);
-    cohort_debug(ctx, "wired rank %d in %.1f us (address lookup %.1f us, ucp_ep_create %.1f us)",
-                 peer->rank, peer->wire_us, (t - peer->start) * 1e6, (cohort_time_now() - t) * 1e6);
+    peer->wired_at = cohort_time_now();
+    peer->ep_us = (float)((peer->wired_at - t) * 1e6);
+    peer->wire_us = (float)((peer->wired_at - peer->start) * 1e6);
+    peer->first_send_us = -1;
+    cohort_debug(ctx,
+                 "wired rank %d in %.1f us: lookup %.1f us (%d tries, %.1f us before the last, "
+                 "%.1f us at the server, %.1f us until progress saw it), card %.1f us, "
+                 "ucp_ep_create %.1f us",
+                 peer->rank, peer->wire_us, (t - peer->start) * 1e6, peer->tries, peer->retry_us,
+                 peer->server_us, peer->poll_us, peer->card_us, peer->ep_us);
     return COHORT_OK;
+}
+
+void cohort_peer_sent(cohort_peer_t *peer)
+{
+    if (peer->first_send_us < 0) {
+        peer->first_send_us = (float)((cohort_time_now() - peer->wired_at) * 1e6);
+        cohort_debug(peer->ctx, "first send to rank %d completed %.1f us after its endpoint",
+                     peer->rank, peer->first_send_us);
+    }
 }
 
 /* The endpoint exists: what waited on it goes out, in the order it was posted. */
@@ -185,6 +201,18 @@ static void cohort_peer_lookup(cohort_peer_t *peer, int pid_only)
     }
     peer->pid_only = (uint8_t)pid_only;
     peer->start = cohort_time_now();
+    if (peer->card != NULL) {
+        /* Its card came earlier for its pid: the address is at hand, no second lookup. */
+        peer->retry_us = peer->server_us = peer->poll_us = peer->card_us = 0;
+        peer->tries = 0;
+        status = cohort_peer_connect(peer, peer->card_addr);
+        free(peer->card);
+        peer->card = NULL;
+        if (status != COHORT_OK) {
+            cohort_peer_fail(peer, status, "cannot wire it");
+        }
+        return;
+    }
     if (peer->rank == ctx->rank) {
         /* Our own address is at hand: no lookup for sends to self. */
         peer->pid = (int32_t)getpid();
@@ -248,7 +276,9 @@ int cohort_peer_progress(cohort_context_t *ctx)
         cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, link);
         void *addr = NULL;
         size_t len = 0;
-        cohort_status_t status = ctx->plugin->lookup_test(peer->lookup, &addr, &len);
+        cohort_pmix_lookup_times_t times = {0, 0, 0};
+        cohort_status_t status = ctx->plugin->lookup_test(peer->lookup, &addr, &len, &times);
+        double seen, read;
 
         if (status == COHORT_INPROGRESS) {
             continue;
@@ -259,7 +289,15 @@ int cohort_peer_progress(cohort_context_t *ctx)
         peer->state = COHORT_PEER_NONE;
         if (status == COHORT_OK) {
             const void *ucx_addr = NULL;
-            if (cohort_card_read(addr, len, &peer->pid, &ucx_addr) != COHORT_OK) {
+            seen = cohort_time_now();
+            peer->tries = (uint8_t)(times.tries > 255 ? 255 : times.tries);
+            peer->retry_us = (float)(times.retry_s * 1e6);
+            peer->server_us = (float)((times.answered - peer->start - times.retry_s) * 1e6);
+            peer->poll_us = (float)((seen - times.answered) * 1e6);
+            status = cohort_card_read(addr, len, &peer->pid, &ucx_addr);
+            read = cohort_time_now();
+            peer->card_us = (float)((read - seen) * 1e6);
+            if (status != COHORT_OK) {
                 cohort_error(ctx,
                              "cannot wire rank %d: what it published (%zu bytes) is not a "
                              "cohort card (another version of cohort?)",
@@ -267,6 +305,11 @@ int cohort_peer_progress(cohort_context_t *ctx)
                 status = COHORT_ERR_MISMATCH;
             } else if (!peer->pid_only) {
                 status = cohort_peer_connect(peer, ucx_addr);
+            } else {
+                /* Kept: a send to it later wires it from here, with no second lookup. */
+                peer->card = addr;
+                peer->card_addr = ucx_addr;
+                addr = NULL;
             }
             free(addr);
         } else {
@@ -296,6 +339,7 @@ void cohort_peer_table_cleanup(cohort_context_t *ctx)
     {
         cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
         cohort_list_del(&peer->all_link);
+        free(peer->card);
         for (int i = 0; i < ctx->npeer_obs; i++) {
             if (ctx->peer_obs[i]->forget != NULL) {
                 ctx->peer_obs[i]->forget(peer);

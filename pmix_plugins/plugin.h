@@ -58,6 +58,10 @@ typedef struct {
      * frees with free(), and @a times filled in, or an error (logged). */
     cohort_status_t (*lookup_test)(cohort_pmix_lookup_t *op, void **addr, size_t *len,
                                    cohort_pmix_lookup_times_t *times);
+    /* A file descriptor that turns readable when a lookup in flight has its answer (written
+     * from PMIx's thread): a wait with lookups in flight sleeps on it instead of yielding, and
+     * reads it empty. -1, or NULL: the plugin has none (its answers come inside lookup_test). */
+    int (*wake_fd)(cohort_pmix_ctx_t *pctx);
     /* Start the step every member makes at a group's first use (ranks NULL: the whole job),
      * bounded by opts.timeout_s; NULL when there is nothing to do. */
     cohort_status_t (*group_prepare_start)(cohort_pmix_ctx_t *pctx, uint64_t gid, const int *ranks,

@@ -4,7 +4,9 @@
  * list meanwhile. Memory grows with the peers this rank deals with, never with the world.
  * Closing is endpoint_close.c's job, the queries peer_info.c's.
  */
+#define _GNU_SOURCE /* ppoll */
 #include <assert.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -166,6 +168,42 @@ static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr
     return COHORT_OK;
 }
 
+/* The longest a wait sleeps on a lookup before it polls UCX again: what a message arriving
+ * meanwhile may wait. The answer itself wakes it at once. Measured (issue 37, 2 cores, 16 ranks
+ * and other jobs): PMIx's server answers in 20-150 us, and a wait that yielded instead saw the
+ * answer 1-10 ms later, the CPU-bound neighbours it yielded to keeping whole slices, while a
+ * thread woken from sleep runs almost at once. */
+#define COHORT_LOOKUP_NAP_S 200e-6
+
+int cohort_peer_lookup_nap(cohort_context_t *ctx, double max_s)
+{
+    struct pollfd pfd;
+    struct timespec ts;
+    double s = max_s > 0 && max_s < COHORT_LOOKUP_NAP_S ? max_s : COHORT_LOOKUP_NAP_S;
+    uint64_t v;
+
+    if (cohort_list_empty(&ctx->looking_up) || ctx->plugin->wake_fd == NULL) {
+        return 0;
+    }
+    for (const cohort_list_t *pos = ctx->looking_up.next; pos != &ctx->looking_up; pos = pos->next) {
+        if (cohort_container_of(pos, cohort_peer_t, link)->lookup == NULL) {
+            return 0; /* wired from its kept card at the next pass: nothing to sleep for */
+        }
+    }
+    pfd.fd = ctx->plugin->wake_fd(ctx->pmix);
+    if (pfd.fd < 0) {
+        return 0;
+    }
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    ts.tv_sec = 0;
+    ts.tv_nsec = (long)(s * 1e9);
+    if (ppoll(&pfd, 1, &ts, NULL) > 0) {
+        (void)!read(pfd.fd, &v, sizeof(v)); /* empty again: the next answer wakes the next nap */
+    }
+    return 1;
+}
+
 void cohort_peer_sent(cohort_peer_t *peer)
 {
     if (peer->first_send_us < 0) {
@@ -202,15 +240,14 @@ static void cohort_peer_lookup(cohort_peer_t *peer, int pid_only)
     peer->pid_only = (uint8_t)pid_only;
     peer->start = cohort_time_now();
     if (peer->card != NULL) {
-        /* Its card came earlier for its pid: the address is at hand, no second lookup. */
+        /* Its card came earlier, for its pid: no second lookup. It is wired at the next progress
+         * pass (lookup NULL), like an answered lookup, never here: the caller may be inside a
+         * UCX callback (a fetch's completion watching its sender). */
         peer->retry_us = peer->server_us = peer->poll_us = peer->card_us = 0;
         peer->tries = 0;
-        status = cohort_peer_connect(peer, peer->card_addr);
-        free(peer->card);
-        peer->card = NULL;
-        if (status != COHORT_OK) {
-            cohort_peer_fail(peer, status, "cannot wire it");
-        }
+        peer->lookup = NULL;
+        peer->state = COHORT_PEER_LOOKING_UP;
+        cohort_list_push(&ctx->looking_up, &peer->link);
         return;
     }
     if (peer->rank == ctx->rank) {
@@ -277,9 +314,25 @@ int cohort_peer_progress(cohort_context_t *ctx)
         void *addr = NULL;
         size_t len = 0;
         cohort_pmix_lookup_times_t times = {0, 0, 0};
-        cohort_status_t status = ctx->plugin->lookup_test(peer->lookup, &addr, &len, &times);
+        cohort_status_t status;
         double seen, read;
 
+        if (peer->lookup == NULL) {
+            /* Its kept card (cohort_peer_lookup): wire it now. */
+            n++;
+            cohort_list_del(&peer->link);
+            peer->state = COHORT_PEER_NONE;
+            status = cohort_peer_connect(peer, peer->card_addr);
+            free(peer->card);
+            peer->card = NULL;
+            if (status != COHORT_OK) {
+                cohort_peer_fail(peer, status, "cannot wire it");
+                continue;
+            }
+            cohort_peer_flush(peer);
+            continue;
+        }
+        status = ctx->plugin->lookup_test(peer->lookup, &addr, &len, &times);
         if (status == COHORT_INPROGRESS) {
             continue;
         }

@@ -73,6 +73,9 @@ void cohort_peer_know(cohort_peer_t *peer);
 /* Whether @a pid is what the peer published as its process (address_card.h): COHORT_OK, MISMATCH,
  * COHORT_INPROGRESS while its card is being fetched (started here), or why it failed. */
 cohort_status_t cohort_peer_pid_check(cohort_peer_t *peer, int32_t pid);
+/* With lookups in flight and a plugin that can wake us (plugin.h, wake_fd), sleep until one is
+ * answered or @a max_s (at most COHORT_LOOKUP_NAP_S) passes, and @return 1; else 0 at once. */
+int cohort_peer_lookup_nap(cohort_context_t *ctx, double max_s);
 /* A send on the peer's endpoint completed (UCX): the first one's time is kept. */
 void cohort_peer_sent(cohort_peer_t *peer);
 /* Advance lookups in flight; wire and flush the peers whose address arrived. */

@@ -54,7 +54,8 @@ enum {
     M_K_MSGS = M_K_EPS + SETUP_MAX_KINDS,   /* messages it sent */
     M_K_AGAIN = M_K_MSGS + SETUP_MAX_KINDS, /* messages a second allreduce sent (0: the group
                                              * runs on its shared segment, nothing is sent) */
-    M_COUNT = M_K_AGAIN + SETUP_MAX_KINDS
+    M_K_US = M_K_AGAIN + SETUP_MAX_KINDS,   /* how long its first allreduce took, us */
+    M_COUNT = M_K_US + SETUP_MAX_KINDS
 };
 
 typedef struct {
@@ -210,7 +211,7 @@ static int setup_cohort(setup_t *s, double *m)
     cohort_layout_t *layout = NULL;
     cohort_stats_t before, after, kb, ka;
     cohort_status_t st;
-    double t0, t1, t2;
+    double t0, t1, t2, tk;
     int ngroups = 0;
 
     setup_sync(s);
@@ -236,8 +237,10 @@ static int setup_cohort(setup_t *s, double *m)
         if (k < SETUP_MAX_KINDS) {
             cohort_stats(s->ctx, &kb);
         }
+        tk = setup_now_us();
         st = cohort_allreduce(g, &one, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
         if (k < SETUP_MAX_KINDS) {
+            m[M_K_US + k] = setup_now_us() - tk;
             cohort_stats(s->ctx, &ka);
             m[M_K_SIZE + k] = cohort_group_size(g);
             m[M_K_EPS + k] = (double)(ka.endpoints - kb.endpoints);
@@ -476,14 +479,14 @@ static void setup_table(const setup_t *s, const char *title, const double *m, in
 static void setup_kinds(const setup_t *s, const double *m)
 {
     printf("first allreduce per kind (cold, largest over ranks):\n"
-           "  %-16s %5s %10s %9s  %s\n",
-           "kind", "size", "endpoints", "messages", "then (a second allreduce)");
+           "  %-16s %5s %10s %9s %9s  %s\n",
+           "kind", "size", "endpoints", "messages", "us", "then (a second allreduce)");
     for (int k = 0; k < cohort_layout_spec_kind_count(s->spec) && k < SETUP_MAX_KINDS; k++) {
         if (m[M_K_SIZE + k] == 0) {
             continue;
         }
-        printf("  %-16s %5.0f %10.0f %9.0f  %s\n", cohort_layout_spec_kind_name(s->spec, k),
-               m[M_K_SIZE + k], m[M_K_EPS + k], m[M_K_MSGS + k],
+        printf("  %-16s %5.0f %10.0f %9.0f %9.1f  %s\n", cohort_layout_spec_kind_name(s->spec, k),
+               m[M_K_SIZE + k], m[M_K_EPS + k], m[M_K_MSGS + k], m[M_K_US + k],
                m[M_K_SIZE + k] < 2     ? "alone"
                : m[M_K_AGAIN + k] == 0 ? "shared segment, no message"
                                        : "messages");

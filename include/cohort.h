@@ -690,6 +690,16 @@ typedef struct {
     int pmix_lookups;     /**< PMIx lookups made for this peer (0 or 1) */
     char transports[128]; /**< the UCX lanes of the endpoint, e.g. "sysv/memory cma/memory" */
     int same_node;        /**< 1 when the peer runs on this rank's node (launcher's node id) */
+    /* Where wire_us went; the lookup's three parts are 0 for a peer wired from a card that
+     * was already at hand (fetched before for its pid, or this rank itself). */
+    double lookup_retry_us;  /**< the lookup's earlier tries and its waits to ask again */
+    double lookup_server_us; /**< its last request, until the exchange's answer arrived */
+    double lookup_poll_us;   /**< from that answer until cohort's progress took it */
+    int lookup_tries;        /**< requests the lookup made (0: no lookup) */
+    double card_us;          /**< reading the card (pid, UCX address) */
+    double ep_create_us;     /**< ucp_ep_create, with peer error handling */
+    double first_send_us;    /**< from the endpoint's creation until UCX completed the first
+                                  send on it (wireup included); -1 while none has */
 } cohort_peer_info_t;
 
 /**

@@ -14,6 +14,7 @@ struct cohort_pmix_ctx {
     int *local;   /* ranks on this node (PMIX_LOCAL_PEERS), sorted; read on first use */
     int nlocal;   /* -1 until read */
     void *own;    /* the plugin's own state, if it has any */
+    int wake_fd;  /* eventfd written when a lookup is answered (plugin.h, wake_fd); -1: none */
 };
 
 #define COHORT_PMIX_ADDR_KEY "cohort.ucx.addr"
@@ -24,6 +25,8 @@ cohort_status_t cohort_pmix_status(pmix_status_t rc);
 /* PMIX_TIMEOUT (whole seconds, rounded up) of opts.timeout_s into @a info. */
 void cohort_pmix_info_timeout(pmix_info_t *info, const cohort_pmix_ctx_t *p);
 double cohort_pmix_now(void);
+/* The eventfd PMIx's thread writes when it answers a lookup (plugin.h, wake_fd). */
+int cohort_pmix_wake_fd(cohort_pmix_ctx_t *p);
 
 /* PMIx_Init, or a singleton when no server can be reached. */
 cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_ctx_t **pctx,
@@ -31,7 +34,8 @@ cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_
 cohort_status_t cohort_pmix_disconnect(cohort_pmix_ctx_t *p);
 cohort_status_t cohort_pmix_put_commit(cohort_pmix_ctx_t *p, const void *addr, size_t len);
 cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank, cohort_pmix_lookup_t **op);
-cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len);
+cohort_status_t cohort_pmix_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len,
+                                        cohort_pmix_lookup_times_t *times);
 enum { COHORT_PREP_RUNNING, COHORT_PREP_ANSWERED, COHORT_PREP_ABANDONED };
 
 struct cohort_pmix_prepare {

@@ -11,12 +11,20 @@
 #include <stdint.h>
 #include "cohort.h"
 
-#define COHORT_PMIX_PLUGIN_ABI    4
+#define COHORT_PMIX_PLUGIN_ABI    5
 #define COHORT_PMIX_PLUGIN_SYMBOL "cohort_pmix_plugin"
 
 typedef struct cohort_pmix_ctx cohort_pmix_ctx_t;         /* the plugin's own state */
 typedef struct cohort_pmix_lookup cohort_pmix_lookup_t;   /* one lookup in flight */
 typedef struct cohort_pmix_prepare cohort_pmix_prepare_t; /* one first-use step in flight */
+
+/* Where a lookup's time went, for cohort_peer_info (wiring's split, issue 37). Times are
+ * CLOCK_MONOTONIC seconds, the clock of base/time.h. */
+typedef struct {
+    double answered; /* when the answer arrived (on PMIx's thread, or in the test that found it) */
+    double retry_s;  /* from the lookup's start to its last request (earlier tries, backoff) */
+    int tries;       /* requests made (1 unless it was asked again) */
+} cohort_pmix_lookup_times_t;
 
 /* What the core hands a plugin at init. */
 typedef struct {
@@ -47,8 +55,13 @@ typedef struct {
     cohort_status_t (*lookup_start)(cohort_pmix_ctx_t *pctx, int rank, cohort_pmix_lookup_t **op);
     /* COHORT_INPROGRESS while the lookup runs (the core progresses UCX meanwhile). Otherwise the
      * lookup is over and freed: COHORT_OK with the address in a malloc'ed buffer the caller
-     * frees with free(), or an error (logged). */
-    cohort_status_t (*lookup_test)(cohort_pmix_lookup_t *op, void **addr, size_t *len);
+     * frees with free(), and @a times filled in, or an error (logged). */
+    cohort_status_t (*lookup_test)(cohort_pmix_lookup_t *op, void **addr, size_t *len,
+                                   cohort_pmix_lookup_times_t *times);
+    /* A file descriptor that turns readable when a lookup in flight has its answer (written
+     * from PMIx's thread): a wait with lookups in flight sleeps on it instead of yielding, and
+     * reads it empty. -1, or NULL: the plugin has none (its answers come inside lookup_test). */
+    int (*wake_fd)(cohort_pmix_ctx_t *pctx);
     /* Start the step every member makes at a group's first use (ranks NULL: the whole job),
      * bounded by opts.timeout_s; NULL when there is nothing to do. */
     cohort_status_t (*group_prepare_start)(cohort_pmix_ctx_t *pctx, uint64_t gid, const int *ranks,

@@ -12,6 +12,7 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .publish = cohort_pmix_put_commit,
     .lookup_start = cohort_pmix_lookup_start,
     .lookup_test = cohort_pmix_lookup_test,
+    .wake_fd = cohort_pmix_wake_fd,
     .node_info = cohort_pmix_node_info,
     .finalize = cohort_pmix_disconnect,
 };

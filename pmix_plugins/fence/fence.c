@@ -13,6 +13,7 @@ const cohort_pmix_plugin_t cohort_pmix_plugin = {
     .publish = cohort_pmix_put_commit,
     .lookup_start = cohort_pmix_lookup_start,
     .lookup_test = cohort_pmix_lookup_test,
+    .wake_fd = cohort_pmix_wake_fd,
     .group_prepare_start = cohort_pmix_fence_start,
     .group_prepare_test = cohort_pmix_fence_test,
     .group_prepare_abandon = cohort_pmix_fence_abandon,

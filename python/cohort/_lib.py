@@ -51,6 +51,14 @@ class PeerInfo(ctypes.Structure):
         ("wire_us", ctypes.c_double),
         ("pmix_lookups", ctypes.c_int),
         ("transports", ctypes.c_char * 128),
+        ("same_node", ctypes.c_int),
+        ("lookup_retry_us", ctypes.c_double),
+        ("lookup_server_us", ctypes.c_double),
+        ("lookup_poll_us", ctypes.c_double),
+        ("lookup_tries", ctypes.c_int),
+        ("card_us", ctypes.c_double),
+        ("ep_create_us", ctypes.c_double),
+        ("first_send_us", ctypes.c_double),
     ]
 
 

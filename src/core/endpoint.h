@@ -34,6 +34,14 @@ struct cohort_peer {
     cohort_status_t error; /* why it is FAILED */
     double start;          /* when wiring began */
     float wire_us;
+    /* Where wire_us went (cohort_peer_info_t): the lookup's earlier tries, its last request at
+     * the server, the wait until progress saw the answer, the card, ucp_ep_create; then the
+     * first send on the endpoint. */
+    float retry_us, server_us, poll_us, card_us, ep_us, first_send_us;
+    uint8_t tries;
+    double wired_at;       /* when its endpoint was made */
+    void *card;            /* its card, kept after a lookup for its pid only (below) */
+    const void *card_addr; /* ... its UCX address, inside card */
     int inflight;              /* UCX sends on ep not completed yet */
     cohort_list_t pending;     /* sends waiting for the endpoint (cohort_xfer_t) */
     cohort_list_t ctl_pending; /* control messages waiting for it (notify.c) */
@@ -65,6 +73,11 @@ void cohort_peer_know(cohort_peer_t *peer);
 /* Whether @a pid is what the peer published as its process (address_card.h): COHORT_OK, MISMATCH,
  * COHORT_INPROGRESS while its card is being fetched (started here), or why it failed. */
 cohort_status_t cohort_peer_pid_check(cohort_peer_t *peer, int32_t pid);
+/* With lookups in flight and a plugin that can wake us (plugin.h, wake_fd), sleep until one is
+ * answered or @a max_s (at most COHORT_LOOKUP_NAP_S) passes, and @return 1; else 0 at once. */
+int cohort_peer_lookup_nap(cohort_context_t *ctx, double max_s);
+/* A send on the peer's endpoint completed (UCX): the first one's time is kept. */
+void cohort_peer_sent(cohort_peer_t *peer);
 /* Advance lookups in flight; wire and flush the peers whose address arrived. */
 int cohort_peer_progress(cohort_context_t *ctx);
 /* The peer is gone, seen here: fail what waits on it, revoke the communicators that contain

@@ -59,6 +59,8 @@ struct cohort_pmix_lookup {
     double start;
     double retry_at; /* not before then: the key was not there last time */
     double backoff;
+    double asked; /* when the store was last asked */
+    int tries;
     cohort_list_t link;
 };
 
@@ -335,7 +337,8 @@ static cohort_status_t cohort_xu_lookup_end(cohort_pmix_lookup_t *op, cohort_sta
     return status;
 }
 
-static cohort_status_t cohort_xu_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len)
+static cohort_status_t cohort_xu_lookup_test(cohort_pmix_lookup_t *op, void **addr, size_t *len,
+                                             cohort_pmix_lookup_times_t *times)
 {
     cohort_pmix_ctx_t *p = op->p;
     cohort_xu_peer_t *e = cohort_xu_peer(p, op->rank);
@@ -353,6 +356,8 @@ static cohort_status_t cohort_xu_lookup_test(cohort_pmix_lookup_t *op, void **ad
         if (now < op->retry_at) {
             return COHORT_INPROGRESS;
         }
+        op->asked = now;
+        op->tries++;
         status = cohort_xu_fetch(p, op->rank, e);
         if (status == COHORT_INPROGRESS) {
             if (now - op->start >= p->bound_s) {
@@ -376,6 +381,11 @@ static cohort_status_t cohort_xu_lookup_test(cohort_pmix_lookup_t *op, void **ad
     }
     memcpy(*addr, e->card, e->len);
     *len = e->len;
+    /* The store answers inside the test that asks it: no thread between. A card already kept
+     * took no try at all. */
+    times->answered = cohort_time_now();
+    times->retry_s = op->tries > 0 ? op->asked - op->start : 0;
+    times->tries = op->tries;
     return cohort_xu_lookup_end(op, COHORT_OK);
 }
 

@@ -168,6 +168,13 @@ static cohort_status_t cohort_peer_info_held(const cohort_context_t *ctx, int wo
     info->same_node = cohort_node_info_held(ctx, world_rank, &node) == COHORT_OK && node.same_node;
     info->wire_us = peer->wire_us;
     info->pmix_lookups = peer->lookups;
+    info->lookup_retry_us = peer->retry_us;
+    info->lookup_server_us = peer->server_us;
+    info->lookup_poll_us = peer->poll_us;
+    info->lookup_tries = peer->tries;
+    info->card_us = peer->card_us;
+    info->ep_create_us = peer->ep_us;
+    info->first_send_us = peer->first_send_us;
     cohort_endpoint_transports(peer->ep, info->transports, sizeof(info->transports));
     return COHORT_OK;
 }

@@ -82,6 +82,12 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
     case COHORT_PROGRESS_SPIN:
         break;
     case COHORT_PROGRESS_YIELD:
+        /* An address lookup in flight: sleep until PMIx answers it (endpoint.c), instead of
+         * yielding the core to a neighbour that may keep it for a whole slice. Not while a copy
+         * to or from the device runs, which wakes nothing. */
+        if (cohort_list_empty(&ctx->copying) && cohort_peer_lookup_nap(ctx, max_s)) {
+            break;
+        }
         /* Oversubscribed ranks share cores: let the peer we wait for run. */
         if (idle_s < COHORT_YIELD_NAP_AFTER_S) {
             sched_yield();

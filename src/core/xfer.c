@@ -94,6 +94,9 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
     if (peer != NULL) {
         peer->inflight--;
         x->ucx_peer = NULL;
+        if (ucs == UCS_OK && x->is_send) {
+            cohort_peer_sent(peer);
+        }
     }
     /* Quiet for a cancel: ours of a send, finalize's forced closes under a fetch. */
     if (ucs != UCS_OK && (ucs != UCS_ERR_CANCELED || (!x->is_send && !req->ctx->finalizing)) &&

@@ -37,6 +37,9 @@ void cohort_proto_msg_send(cohort_xfer_t *x, cohort_peer_t *peer, const void *da
                      x->peer, (unsigned long long)(req->comm ? req->comm->id : 0),
                      ucs_status_string(UCS_PTR_STATUS(r)));
     }
+    if (r == NULL) {
+        cohort_peer_sent(peer); /* done at once: UCX needed no wireup first */
+    }
     if (cohort_xfer_ucx_started(x, r)) {
         x->ucx_peer = peer;
         peer->inflight++;

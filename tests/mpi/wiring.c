@@ -79,6 +79,16 @@ int main(void)
         CHECK_OK(cohort_peer_info(ctx, expect[i], &info));
         CHECK(info.world_rank == expect[i] && info.pmix_lookups == 1 && info.wire_us > 0);
         CHECK(info.transports[0] != '\0');
+        /* Where wire_us went (issue 37): parts on one clock, none negative, adding up to at most
+         * the whole (1 us for rounding); one lookup request at least; the send to it completed,
+         * so its first send's time is known. */
+        CHECK(info.lookup_tries >= 1);
+        CHECK(info.lookup_retry_us >= 0 && info.lookup_server_us >= 0 &&
+              info.lookup_poll_us >= 0 && info.card_us >= 0 && info.ep_create_us >= 0);
+        CHECK(info.lookup_retry_us + info.lookup_server_us + info.lookup_poll_us + info.card_us +
+                  info.ep_create_us <=
+              info.wire_us + 1);
+        CHECK(info.first_send_us >= 0);
         /* PEER error handling must not lose shared memory (DESIGN.md): within one node the
          * lanes are sysv/posix, never tcp alone; across nodes (tests/launch) a network. */
         {

@@ -34,6 +34,14 @@ enum {
     M_ENDPOINTS,   /* endpoints held after the first allreduces */
     M_LOOKUPS,     /* PMIx lookups made so far */
     M_WIRE,        /* wiring time of every peer held (lookup + ucp_ep_create), us */
+    /* ... and where it went, summed over the rank's peers (cohort_peer_info_t), us: */
+    M_W_RETRY,     /* lookups' earlier tries and waits to ask again */
+    M_W_SERVER,    /* lookups' last requests, until the exchange answered */
+    M_W_POLL,      /* from the answers until progress took them */
+    M_W_CARD,      /* reading the cards */
+    M_W_EP,        /* ucp_ep_create */
+    M_W_FIRST,     /* endpoint made until its first send completed (not in M_WIRE) */
+    M_W_TRIES,     /* lookup requests, all peers */
     M_CREATE_MSGS, /* messages sent by cohort_layout_create: must be 0 */
     M_CREATE_EPS,  /* endpoints wired by cohort_layout_create: must be 0 */
     M_CL_CREATE,   /* MPI classic: MPI_Comm_create for every group, us */
@@ -46,7 +54,8 @@ enum {
     M_K_MSGS = M_K_EPS + SETUP_MAX_KINDS,   /* messages it sent */
     M_K_AGAIN = M_K_MSGS + SETUP_MAX_KINDS, /* messages a second allreduce sent (0: the group
                                              * runs on its shared segment, nothing is sent) */
-    M_COUNT = M_K_AGAIN + SETUP_MAX_KINDS
+    M_K_US = M_K_AGAIN + SETUP_MAX_KINDS,   /* how long its first allreduce took, us */
+    M_COUNT = M_K_US + SETUP_MAX_KINDS
 };
 
 typedef struct {
@@ -165,25 +174,36 @@ static int setup_fail(const setup_t *s, const char *what, cohort_status_t st)
     return 1;
 }
 
-/* Sum of the wiring times of the peers this rank holds: the part of the first allreduces
- * spent looking addresses up and creating endpoints. */
-static double setup_wire_us(const cohort_context_t *ctx)
+/* Sums over the peers this rank holds of their wiring times (the part of the first allreduces
+ * spent looking addresses up and creating endpoints) and of where each went, into m[M_WIRE]
+ * and m[M_W_*]. */
+static void setup_wire(const cohort_context_t *ctx, double *m)
 {
     int n = cohort_wired_peers(ctx, NULL, 0), *ranks = malloc(((size_t)n + 1) * sizeof(int));
-    double sum = 0;
 
+    for (int i = M_WIRE; i <= M_W_TRIES; i++) {
+        m[i] = 0;
+    }
     if (ranks == NULL) {
-        return -1;
+        m[M_WIRE] = -1;
+        return;
     }
     cohort_wired_peers(ctx, ranks, n);
     for (int i = 0; i < n; i++) {
         cohort_peer_info_t info;
-        if (cohort_peer_info(ctx, ranks[i], &info) == COHORT_OK) {
-            sum += info.wire_us;
+        if (cohort_peer_info(ctx, ranks[i], &info) != COHORT_OK) {
+            continue;
         }
+        m[M_WIRE] += info.wire_us;
+        m[M_W_RETRY] += info.lookup_retry_us;
+        m[M_W_SERVER] += info.lookup_server_us;
+        m[M_W_POLL] += info.lookup_poll_us;
+        m[M_W_CARD] += info.card_us;
+        m[M_W_EP] += info.ep_create_us;
+        m[M_W_FIRST] += info.first_send_us > 0 ? info.first_send_us : 0;
+        m[M_W_TRIES] += info.lookup_tries;
     }
     free(ranks);
-    return sum;
 }
 
 static int setup_cohort(setup_t *s, double *m)
@@ -191,7 +211,7 @@ static int setup_cohort(setup_t *s, double *m)
     cohort_layout_t *layout = NULL;
     cohort_stats_t before, after, kb, ka;
     cohort_status_t st;
-    double t0, t1, t2;
+    double t0, t1, t2, tk;
     int ngroups = 0;
 
     setup_sync(s);
@@ -217,8 +237,10 @@ static int setup_cohort(setup_t *s, double *m)
         if (k < SETUP_MAX_KINDS) {
             cohort_stats(s->ctx, &kb);
         }
+        tk = setup_now_us();
         st = cohort_allreduce(g, &one, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
         if (k < SETUP_MAX_KINDS) {
+            m[M_K_US + k] = setup_now_us() - tk;
             cohort_stats(s->ctx, &ka);
             m[M_K_SIZE + k] = cohort_group_size(g);
             m[M_K_EPS + k] = (double)(ka.endpoints - kb.endpoints);
@@ -242,7 +264,7 @@ static int setup_cohort(setup_t *s, double *m)
     m[M_GROUPS] = ngroups;
     m[M_ENDPOINTS] = (double)after.endpoints;
     m[M_LOOKUPS] = (double)after.pmix_lookups;
-    m[M_WIRE] = setup_wire_us(s->ctx);
+    setup_wire(s->ctx, m);
     /* Untimed: which path each group takes once set up (a second call that sends nothing ran
      * on the group's shared segment). */
     for (int k = 0; k < cohort_layout_spec_kind_count(s->spec) && k < SETUP_MAX_KINDS; k++) {
@@ -457,14 +479,14 @@ static void setup_table(const setup_t *s, const char *title, const double *m, in
 static void setup_kinds(const setup_t *s, const double *m)
 {
     printf("first allreduce per kind (cold, largest over ranks):\n"
-           "  %-16s %5s %10s %9s  %s\n",
-           "kind", "size", "endpoints", "messages", "then (a second allreduce)");
+           "  %-16s %5s %10s %9s %9s  %s\n",
+           "kind", "size", "endpoints", "messages", "us", "then (a second allreduce)");
     for (int k = 0; k < cohort_layout_spec_kind_count(s->spec) && k < SETUP_MAX_KINDS; k++) {
         if (m[M_K_SIZE + k] == 0) {
             continue;
         }
-        printf("  %-16s %5.0f %10.0f %9.0f  %s\n", cohort_layout_spec_kind_name(s->spec, k),
-               m[M_K_SIZE + k], m[M_K_EPS + k], m[M_K_MSGS + k],
+        printf("  %-16s %5.0f %10.0f %9.0f %9.1f  %s\n", cohort_layout_spec_kind_name(s->spec, k),
+               m[M_K_SIZE + k], m[M_K_EPS + k], m[M_K_MSGS + k], m[M_K_US + k],
                m[M_K_SIZE + k] < 2     ? "alone"
                : m[M_K_AGAIN + k] == 0 ? "shared segment, no message"
                                        : "messages");
@@ -502,6 +524,12 @@ static void setup_report(const setup_t *s, const char *plugin)
            m[M_ENDPOINTS], m[M_LOOKUPS],
            strcmp(plugin, "global") == 0 ? " (answered from the init-time global fence)" : "",
            m[M_WIRE]);
+    printf("  where wiring went (us, each summed over a rank's peers, largest over ranks):\n"
+           "    lookup: earlier tries %.1f, at the server %.1f, until progress took it %.1f "
+           "(%.0f requests)\n"
+           "    card %.1f, ucp_ep_create %.1f; then first send completed %.1f after the endpoint\n",
+           m[M_W_RETRY], m[M_W_SERVER], m[M_W_POLL], m[M_W_TRIES], m[M_W_CARD], m[M_W_EP],
+           m[M_W_FIRST]);
     printf("cohort_layout_create: %.0f messages sent, %.0f endpoints wired (both must be 0)\n",
            m[M_CREATE_MSGS], m[M_CREATE_EPS]);
     setup_kinds(s, m);
@@ -510,6 +538,10 @@ static void setup_report(const setup_t *s, const char *plugin)
         "first_us=%.1f endpoints=%.0f lookups=%.0f wire_us=%.1f create_msgs=%.0f create_eps=%.0f",
         plugin, s->n, m[M_GROUPS], s->total_groups, m[M_CREATE], m[M_FIRST], m[M_ENDPOINTS],
         m[M_LOOKUPS], m[M_WIRE], m[M_CREATE_MSGS], m[M_CREATE_EPS]);
+    printf(" wire_retry_us=%.1f wire_server_us=%.1f wire_poll_us=%.1f wire_card_us=%.1f "
+           "wire_ep_us=%.1f wire_first_send_us=%.1f wire_tries=%.0f",
+           m[M_W_RETRY], m[M_W_SERVER], m[M_W_POLL], m[M_W_CARD], m[M_W_EP], m[M_W_FIRST],
+           m[M_W_TRIES]);
     if (s->mpi) {
         printf(" mpi_classic_create_us=%.1f mpi_classic_first_us=%.1f mpi_members_create_us=%.1f "
                "mpi_members_first_us=%.1f",

@@ -24,8 +24,9 @@ typedef struct {
     cohort_task_parent_t p; /* the call's base, and the two tasks in line */
     cohort_ring_rs_t rs;
     cohort_ring_ag_t ag;
-    /* Lent to both tasks: the allgather starts once every transfer of the reduce-scatter is
-     * over. Sends in [0, W), receives in [W, 2W). */
+    /* Lent to both tasks: the allgather takes them over from the reduce-scatter, whose last
+     * sends may still be in flight then (it posts a send only into an idle slot, and waits for
+     * every slot at its end). Sends in [0, W), receives in [W, 2W). */
     cohort_xfer_t x[2 * RING_WINDOW_MAX];
 } ring_state_t;
 
@@ -50,6 +51,10 @@ static cohort_status_t ring_start(cohort_request_t *req)
         return COHORT_OK; /* no task: done */
     }
     s->rs.shape = shape;
+    /* The allgather may start once the reduce-scatter's last sums are made and sent, before
+     * those sends are over: a block's final value reaches this rank only after the send that
+     * reads its partial sum here was received (its owner, the right neighbour, waits for it). */
+    s->rs.shape.hand_over = 1;
     s->rs.in = cohort_coll_input(a);
     s->rs.out = a->rbuf;
     s->rs.acc_at = COHORT_RING_ACC_BLOCKS;

@@ -11,11 +11,12 @@
  * alone.
  *
  * A sequence (cohort_task_seq_t) runs its tasks one after another: a task is posted only once
- * the one before it is done, so a later task may read what an earlier one wrote. Each task
- * numbers its messages' steps from 0; on the wire they are shifted past every step of the
- * tasks before it (the task says at post how many it uses), so the messages of two tasks of
- * one call never match each other, and a member that runs ahead into the next task is told
- * apart from a late message of the one before.
+ * the one before it is done (its results final; transfers it leaves in flight, as a ring task
+ * may, are in slots the next one takes over and waits for), so a later task may read what an
+ * earlier one wrote. Each task numbers its messages' steps from 0; on the wire they are shifted
+ * past every step of the tasks before it (the task says at post how many it uses), so the
+ * messages of two tasks of one call never match each other, and a member that runs ahead into
+ * the next task is told apart from a late message of the one before.
  */
 #ifndef COHORT_COLL_TASK_H
 #define COHORT_COLL_TASK_H

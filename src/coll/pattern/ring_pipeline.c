@@ -58,6 +58,9 @@ cohort_status_t cohort_ring_pipe_progress(cohort_request_t *req, cohort_ring_pip
     if (p->next_proc < p->nunits || p->next_send < p->nunits) {
         return COHORT_INPROGRESS;
     }
+    if (p->hand_over) {
+        return COHORT_OK;
+    }
     return cohort_coll_xfers_wait(p->x, 2 * (int)p->window);
 }
 
@@ -82,6 +85,7 @@ void cohort_ring_shape_start(cohort_request_t *req, cohort_ring_shape_t *sh, coh
     sh->pipe.nunits = (size_t)(n - 1) * sh->nseg;
     sh->pipe.window = (size_t)sh->window;
     sh->pipe.x = sh->x;
+    sh->pipe.hand_over = sh->hand_over;
     t->nsteps = (int)sh->pipe.nunits;
 }
 

@@ -23,6 +23,10 @@ typedef struct {
     size_t next_send; /* next unit to send */
     size_t next_proc; /* next unit to process once received */
     cohort_xfer_t *x; /* 2W slots: sends in [0, W), receives in [W, 2W) */
+    /* Done once every unit is processed and its send posted, the last sends maybe still in
+     * flight: the task after this one takes the same slots, posts a send only into an idle one,
+     * and waits for all of them at its end. Saves a wait on the neighbour between two tasks. */
+    int hand_over;
 } cohort_ring_pipe_t;
 
 /* What a task does with unit u; @a self is the task's state. */
@@ -55,6 +59,7 @@ typedef struct {
     size_t seg_bytes;
     int window;
     cohort_xfer_t *x;
+    int hand_over; /* a ring task follows on the same slots (cohort_ring_pipe_t) */
     /* the task's own, from its post */
     size_t seg_elems, nseg;
     cohort_ring_pipe_t pipe;

@@ -3,12 +3,16 @@
  * of block me - t - 1 to the right and receives that of block me - t - 2 from the left, adds
  * its own input's block and passes it on at the next step; the last step's block is its own.
  *
- * Pipelined like the ring allreduce: blocks are cut into segments and (step, segment) units
- * flow through a window of receives (the "window" parameter). Partial sums wait in "acc", one block
- * long: the segment j received at step t is combined into acc's segment j once acc's segment j (the
- * previous step's) has left, and sent on at step t + 1. acc is rbuf itself, or under
- * COHORT_IN_PLACE (where rbuf holds the whole input) a scratch block copied to rbuf's start at
- * the end.
+ * Pipelined: blocks are cut into segments and (step, segment) units flow through a window of
+ * receives (the "window" parameter, pattern/ring_pipeline.c).
+ *
+ * The ring is a task (task.h: cohort_task_ring_reduce_scatter), which allreduce_ring runs too,
+ * on its own cut of the vector and with the blocks shifted by one. Partial sums wait either at
+ * their block's place in the output (allreduce: the output spans every block) or in "acc", one
+ * block long: the segment j received at step t is combined into acc's segment j once acc's
+ * segment j (the previous step's) has left, and sent on at step t + 1. This row's acc is rbuf
+ * itself, or under COHORT_IN_PLACE (where rbuf holds the whole input) a scratch block copied to
+ * rbuf's start at the end.
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
@@ -19,119 +23,82 @@
 /* The segment and window are tuning parameters; the state has room for the largest window. */
 #define RS_WINDOW_MAX 16
 
-typedef struct {
-    cohort_coll_base_t base;
-    int done;
-    int left, right;
-    size_t seg_elems;
-    size_t nseg;                        /* segments per block */
-    cohort_ring_pipe_t pipe;            /* (n - 1) nseg units */
-    char *tmp;                          /* W incoming segments (then acc, under COHORT_IN_PLACE) */
-    char *acc;                          /* one block: rbuf, or after tmp under COHORT_IN_PLACE */
-    int window;                         /* W */
-    cohort_xfer_t x[2 * RS_WINDOW_MAX]; /* sends in [0, W), receives in [W, 2W) */
-} rs_state_t;
+/* ---- The task: the ring itself ---- */
 
-static size_t rs_state_size(const cohort_coll_args_t *args, int gsize)
+static size_t rs_esize(cohort_request_t *req)
 {
-    return sizeof(rs_state_t);
+    return cohort_coll_base(req)->args.esize;
 }
 
-static cohort_status_t rs_start(cohort_request_t *req)
+/* Where the partial sum of a segment (block at @a boff, segment at @a soff inside it) is kept. */
+static char *rs_acc(const cohort_ring_rs_t *s, size_t esize, size_t boff, size_t soff)
 {
-    rs_state_t *s = req->state;
-    const cohort_comm_t *g = req->comm;
-    const cohort_coll_args_t *a = &s->base.args;
-    int n = g->size;
-    size_t tmp_bytes;
-
-    s->base.xfers = s->x;
-    s->window = (int)cohort_coll_knob(req, 1);
-    s->base.nxfers = 2 * s->window;
-    if (a->count == 0 || n == 1) {
-        cohort_coll_copy_input(req, a, a->count);
-        s->done = 1;
-        return COHORT_OK;
+    if (s->acc_at == COHORT_RING_ACC_BLOCKS) {
+        return cohort_coll_at(s->out, boff + soff, esize);
     }
-    s->left = (g->rank - 1 + n) % n;
-    s->right = (g->rank + 1) % n;
-    s->seg_elems = cohort_coll_seg_elems(cohort_coll_knob(req, 0), a->esize);
-    s->nseg = cohort_coll_nsegs(a->count, s->seg_elems);
-    s->seg_elems = (a->count + s->nseg - 1) / s->nseg;
-    s->pipe.nseg = s->nseg;
-    s->pipe.nunits = (size_t)(n - 1) * s->nseg;
-    s->pipe.window = (size_t)s->window;
-    s->pipe.x = s->x;
-    tmp_bytes = (size_t)s->window * s->seg_elems * a->esize;
-    /* One allocation for both: see reduce_knomial.c. */
-    s->tmp = cohort_coll_mem_scratch(
-        req, tmp_bytes + (a->sbuf == COHORT_IN_PLACE ? a->count * a->esize : 0));
-    if (s->tmp == NULL) {
-        return COHORT_ERR_NO_MEMORY;
-    }
-    s->acc = a->sbuf == COHORT_IN_PLACE ? s->tmp + tmp_bytes : a->rbuf;
-    return COHORT_OK;
+    return cohort_coll_at(s->acc, soff, esize);
 }
 
-/* The input's block (me - t - back) mod n, at segment j's offset. */
-static const char *rs_input(const rs_state_t *s, const cohort_comm_t *g, size_t t, size_t j,
-                            int back)
+static char *rs_tmp(const cohort_ring_rs_t *s, size_t esize, size_t u)
 {
-    const cohort_coll_args_t *a = &s->base.args;
-    size_t n = (size_t)g->size;
-    size_t b = ((size_t)g->rank + 2 * n - t % n - (size_t)back) % n;
-
-    return cohort_coll_at(cohort_coll_input(a), b * a->count + j * s->seg_elems, a->esize);
+    return s->tmp + (u % (size_t)s->shape.window) * s->shape.seg_elems * esize;
 }
 
-static size_t rs_seg_bytes(const rs_state_t *s, size_t j)
+static cohort_status_t rs_post_recv(cohort_request_t *req, void *self, size_t u,
+                                    cohort_xfer_t *slot)
 {
-    return cohort_coll_seg_len(s->base.args.count, s->seg_elems, j) * s->base.args.esize;
+    cohort_task_t *t = self;
+    cohort_ring_rs_t *s = t->state;
+    size_t esize = rs_esize(req), boff, soff, len;
+
+    cohort_ring_shape_unit(req, &s->shape, u, 2, &boff, &soff, &len);
+    return cohort_task_recv(req, t, slot, (req->comm->rank - 1 + req->comm->size) % req->comm->size,
+                            (int)u, rs_tmp(s, esize, u), len * esize);
 }
 
-static cohort_status_t rs_post_recv(cohort_request_t *req, size_t u, cohort_xfer_t *slot)
+static cohort_status_t rs_post_send(cohort_request_t *req, void *self, size_t u,
+                                    cohort_xfer_t *slot)
 {
-    rs_state_t *s = req->state;
-
-    return cohort_coll_recv(req, slot, s->left, (int)u,
-                            s->tmp + (u % (size_t)s->window) * s->seg_elems * s->base.args.esize,
-                            rs_seg_bytes(s, u % s->nseg));
-}
-
-static cohort_status_t rs_post_send(cohort_request_t *req, size_t u, cohort_xfer_t *slot)
-{
-    rs_state_t *s = req->state;
-    size_t t = u / s->nseg, j = u % s->nseg;
+    cohort_task_t *t = self;
+    cohort_ring_rs_t *s = t->state;
+    size_t esize = rs_esize(req), boff, soff, len;
     const char *src;
 
-    if (t == 0) {
-        src = rs_input(s, req->comm, 0, j, 1);
+    cohort_ring_shape_unit(req, &s->shape, u, 1, &boff, &soff, &len);
+    if (u < s->shape.nseg) {
+        src = cohort_coll_at(s->in, boff + soff, esize); /* the first step sends the input */
     } else {
-        src = s->acc + j * s->seg_elems * s->base.args.esize;
+        src = rs_acc(s, esize, boff, soff); /* then the sum made one step earlier */
     }
-    return cohort_coll_send(req, slot, s->right, (int)u, src, rs_seg_bytes(s, j));
+    return cohort_task_send(req, t, slot, (req->comm->rank + 1) % req->comm->size, (int)u, src,
+                            len * esize);
 }
 
-/* A unit past the first step accumulates into acc's segment, which send u (forwarding the sum
- * made one step earlier) reads until it finishes. */
-static int rs_can_process(cohort_request_t *req, size_t u)
+/* One block reused by every step: a unit past the first step accumulates into acc's segment,
+ * which send u (forwarding the sum made one step earlier) reads until it finishes. At the
+ * blocks' own places no step overwrites what another still sends. */
+static int rs_can_process(cohort_request_t *req, void *self, size_t u)
 {
-    rs_state_t *s = req->state;
+    cohort_ring_rs_t *s = ((cohort_task_t *)self)->state;
 
-    return u < s->nseg || cohort_ring_pipe_sent(&s->pipe, u);
+    (void)req;
+    return s->acc_at == COHORT_RING_ACC_BLOCKS || u < s->shape.nseg ||
+           cohort_ring_pipe_sent(&s->shape.pipe, u);
 }
 
-static void rs_process(cohort_request_t *req, size_t u)
+/* A received unit: acc's segment = incoming op the input's segment, finished (AVG) at the last
+ * step, whose block is this rank's. */
+static void rs_process(cohort_request_t *req, void *self, size_t u)
 {
-    rs_state_t *s = req->state;
-    const cohort_coll_args_t *a = &s->base.args;
-    size_t t = u / s->nseg, j = u % s->nseg;
-    char *dst = s->acc + j * s->seg_elems * a->esize;
-    size_t len = cohort_coll_seg_len(a->count, s->seg_elems, j);
+    cohort_ring_rs_t *s = ((cohort_task_t *)self)->state;
+    size_t esize = rs_esize(req), boff, soff, len;
+    char *dst;
 
-    cohort_coll_mem_reduce(req, dst, s->tmp + (u % (size_t)s->window) * s->seg_elems * a->esize,
-                           rs_input(s, req->comm, t, j, 2), len);
-    if (t + 2 == (size_t)req->comm->size) {
+    cohort_ring_shape_unit(req, &s->shape, u, 2, &boff, &soff, &len);
+    dst = rs_acc(s, esize, boff, soff);
+    cohort_coll_mem_reduce(req, dst, rs_tmp(s, esize, u), cohort_coll_at(s->in, boff + soff, esize),
+                           len);
+    if (u / s->shape.nseg + 2 == (size_t)req->comm->size) {
         cohort_coll_mem_finish(req, dst, len, req->comm->size);
     }
 }
@@ -143,33 +110,92 @@ static const cohort_ring_pipe_ops_t rs_pipe_ops = {
     .process = rs_process,
 };
 
-static cohort_status_t rs_progress(cohort_request_t *req)
+static cohort_status_t rs_task_post(cohort_request_t *req, cohort_task_t *t)
 {
-    rs_state_t *s = req->state;
-    const cohort_coll_args_t *a = &s->base.args;
-    cohort_status_t status;
+    cohort_ring_rs_t *s = t->state;
+    size_t esize = rs_esize(req);
+    size_t tmp_bytes, own_len;
 
-    if (s->done) {
-        return COHORT_OK;
+    cohort_ring_shape_start(req, &s->shape, t);
+    tmp_bytes = (size_t)s->shape.window * s->shape.seg_elems * esize;
+    own_len = cohort_coll_block_len(s->shape.total, req->comm->size,
+                                    (req->comm->rank + s->shape.own) % req->comm->size);
+    /* One allocation for both: see reduce_knomial.c. */
+    s->tmp = cohort_coll_mem_scratch(
+        req, tmp_bytes + (s->acc_at == COHORT_RING_ACC_SCRATCH ? own_len * esize : 0));
+    if (s->tmp == NULL) {
+        return COHORT_ERR_NO_MEMORY;
     }
-    status = cohort_ring_pipe_progress(req, &s->pipe, &rs_pipe_ops);
-    if (status != COHORT_OK) {
-        return status;
-    }
-    if (s->acc != a->rbuf) {
-        /* Every send has read its input: the start of rbuf may now take the result. */
-        cohort_coll_mem_copy(req, a->rbuf, s->acc, a->count * a->esize);
-    }
-    s->done = 1;
+    s->acc = s->acc_at == COHORT_RING_ACC_SCRATCH ? s->tmp + tmp_bytes : s->out;
     return COHORT_OK;
 }
 
-static void rs_cleanup(cohort_request_t *req)
+static cohort_status_t rs_task_progress(cohort_request_t *req, cohort_task_t *t)
 {
-    rs_state_t *s = req->state;
+    cohort_ring_rs_t *s = t->state;
+    cohort_status_t status = cohort_ring_pipe_progress(req, &s->shape.pipe, &rs_pipe_ops, t);
+
+    if (status == COHORT_OK && s->acc_at == COHORT_RING_ACC_SCRATCH) {
+        /* Every send has read its input: the output may now take the result. */
+        cohort_coll_mem_copy(req, s->out, s->acc,
+                             cohort_coll_block_len(s->shape.total, req->comm->size,
+                                                   (req->comm->rank + s->shape.own) %
+                                                       req->comm->size) *
+                                 rs_esize(req));
+    }
+    return status;
+}
+
+static void rs_task_finalize(cohort_request_t *req, cohort_task_t *t)
+{
+    cohort_ring_rs_t *s = t->state;
 
     cohort_coll_mem_release(req, s->tmp);
     s->tmp = s->acc = NULL;
+}
+
+const cohort_task_row_t cohort_task_ring_reduce_scatter = {
+    .name = "ring reduce-scatter",
+    .post = rs_task_post,
+    .progress = rs_task_progress,
+    .finalize = rs_task_finalize,
+};
+
+/* ---- The row: the task alone, on the call's buffers ---- */
+
+typedef struct {
+    cohort_task_parent_t p; /* the call's base, and the one task */
+    cohort_ring_rs_t rs;
+    cohort_xfer_t x[2 * RS_WINDOW_MAX]; /* lent to the task */
+} rs_state_t;
+
+static size_t rs_state_size(const cohort_coll_args_t *args, int gsize)
+{
+    return sizeof(rs_state_t);
+}
+
+/* Equal blocks of count, this rank's own; its partial sums in rbuf, or under COHORT_IN_PLACE
+ * (rbuf holds the input) in scratch. */
+static cohort_status_t rs_start(cohort_request_t *req)
+{
+    rs_state_t *s = req->state;
+    const cohort_coll_args_t *a = &s->p.base.args;
+    cohort_ring_rs_t *rs = &s->rs;
+
+    rs->shape.window = (int)cohort_coll_knob(req, 1);
+    s->p.base.xfers = rs->shape.x = s->x;
+    s->p.base.nxfers = 2 * rs->shape.window;
+    if (a->count == 0 || req->comm->size == 1) {
+        cohort_coll_copy_input(req, a, a->count);
+        return COHORT_OK; /* no task: done */
+    }
+    rs->shape.total = (size_t)req->comm->size * a->count;
+    rs->shape.seg_bytes = cohort_coll_knob(req, 0);
+    rs->in = cohort_coll_input(a);
+    rs->out = a->rbuf;
+    rs->acc_at = a->sbuf == COHORT_IN_PLACE ? COHORT_RING_ACC_SCRATCH : COHORT_RING_ACC_OUT;
+    cohort_task_seq_add(&s->p.seq, &cohort_task_ring_reduce_scatter, rs);
+    return cohort_task_seq_start(req, &s->p.seq);
 }
 
 const cohort_coll_algo_t cohort_reduce_scatter_ring = {
@@ -178,8 +204,8 @@ const cohort_coll_algo_t cohort_reduce_scatter_ring = {
     .coll = COHORT_COLL_REDUCE_SCATTER,
     .state_size = rs_state_size,
     .start = rs_start,
-    .progress = rs_progress,
-    .cleanup = rs_cleanup,
+    .progress = cohort_task_parent_progress,
+    .cleanup = cohort_task_parent_cleanup,
     .peers = cohort_coll_peers_ring,
     .nknobs = 2,
     .knobs = {{"segment", "COHORT_ALGO_REDUCE_SCATTER_RING_SEGMENT", 128 * 1024, 1024, 1u << 30, 1,

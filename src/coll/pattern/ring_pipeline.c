@@ -10,7 +10,7 @@ int cohort_ring_pipe_sent(const cohort_ring_pipe_t *p, size_t u)
 }
 
 cohort_status_t cohort_ring_pipe_progress(cohort_request_t *req, cohort_ring_pipe_t *p,
-                                          const cohort_ring_pipe_ops_t *ops)
+                                          const cohort_ring_pipe_ops_t *ops, void *self)
 {
     cohort_status_t status;
     int progressed;
@@ -22,7 +22,8 @@ cohort_status_t cohort_ring_pipe_progress(cohort_request_t *req, cohort_ring_pip
         }
         progressed = 0;
         while (p->next_recv < p->nunits && p->next_recv < p->next_proc + p->window) {
-            status = ops->post_recv(req, p->next_recv, &p->x[p->window + p->next_recv % p->window]);
+            status = ops->post_recv(req, self, p->next_recv,
+                                    &p->x[p->window + p->next_recv % p->window]);
             if (status != COHORT_OK) {
                 return status;
             }
@@ -31,7 +32,7 @@ cohort_status_t cohort_ring_pipe_progress(cohort_request_t *req, cohort_ring_pip
         }
         while (p->next_send < p->nunits && cohort_coll_xfer_idle(&p->x[p->next_send % p->window]) &&
                (p->next_send < p->nseg || p->next_send - p->nseg < p->next_proc)) {
-            status = ops->post_send(req, p->next_send, &p->x[p->next_send % p->window]);
+            status = ops->post_send(req, self, p->next_send, &p->x[p->next_send % p->window]);
             if (status != COHORT_OK) {
                 return status;
             }
@@ -40,13 +41,16 @@ cohort_status_t cohort_ring_pipe_progress(cohort_request_t *req, cohort_ring_pip
         }
         while (p->next_proc < p->next_recv) {
             cohort_xfer_t *x = &p->x[p->window + p->next_proc % p->window];
-            if (!x->done || (ops->can_process != NULL && !ops->can_process(req, p->next_proc))) {
+            if (!x->done ||
+                (ops->can_process != NULL && !ops->can_process(req, self, p->next_proc))) {
                 break;
             }
             if (x->status != COHORT_OK) {
                 return x->status;
             }
-            ops->process(req, p->next_proc);
+            if (ops->process != NULL) {
+                ops->process(req, self, p->next_proc);
+            }
             p->next_proc++;
             progressed = 1;
         }
@@ -54,5 +58,48 @@ cohort_status_t cohort_ring_pipe_progress(cohort_request_t *req, cohort_ring_pip
     if (p->next_proc < p->nunits || p->next_send < p->nunits) {
         return COHORT_INPROGRESS;
     }
+    if (p->hand_over) {
+        return COHORT_OK;
+    }
     return cohort_coll_xfers_wait(p->x, 2 * (int)p->window);
+}
+
+void cohort_ring_shape_start(cohort_request_t *req, cohort_ring_shape_t *sh, cohort_task_t *t)
+{
+    const cohort_coll_args_t *a = &cohort_coll_base(req)->args;
+    int n = req->comm->size;
+    size_t big = cohort_coll_block_len(sh->total, n, 0); /* block 0 is the largest */
+
+    if (sh->seg_bytes == 0) {
+        sh->nseg = 1;
+    } else {
+        sh->nseg = cohort_coll_nsegs(big, cohort_coll_seg_elems(sh->seg_bytes, a->esize));
+    }
+    /* The same number of segments, cut evenly: no runt segment at a block's end. */
+    sh->seg_elems = (big + sh->nseg - 1) / sh->nseg;
+    if (sh->seg_elems == 0) {
+        sh->seg_elems = 1;
+    }
+    sh->pipe = (cohort_ring_pipe_t){0};
+    sh->pipe.nseg = sh->nseg;
+    sh->pipe.nunits = (size_t)(n - 1) * sh->nseg;
+    sh->pipe.window = (size_t)sh->window;
+    sh->pipe.x = sh->x;
+    sh->pipe.hand_over = sh->hand_over;
+    t->nsteps = (int)sh->pipe.nunits;
+}
+
+void cohort_ring_shape_unit(const cohort_request_t *req, const cohort_ring_shape_t *sh, size_t u,
+                            int back, size_t *boff, size_t *soff, size_t *len)
+{
+    int n = req->comm->size;
+    size_t t = u / sh->nseg, j = u % sh->nseg;
+    int b = (int)(((size_t)req->comm->rank + (size_t)sh->own + 2 * (size_t)n - t % (size_t)n -
+                   (size_t)back) %
+                  (size_t)n);
+    size_t blen = cohort_coll_block_len(sh->total, n, b);
+
+    *boff = cohort_coll_block_off(sh->total, n, b);
+    *soff = cohort_coll_seg_off(blen, sh->seg_elems, j);
+    *len = cohort_coll_seg_len(blen, sh->seg_elems, j);
 }

@@ -209,12 +209,16 @@ static void cohort_pmix_lookup_cb(pmix_status_t status, pmix_value_t *kv, void *
     /* kv stays PMIx's: it releases it when we return. When it came tells the core how much
      * of the lookup was the server and how much its own polling (cohort_peer_info). */
     op->answered = cohort_pmix_now();
-    __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+    /* The wake goes before the answer is published: once done is seen, the core may free op
+     * and, at finalize, close the fd (the sanitizer pass caught this thread reading op->p
+     * after that: 'misaligned address 0x771'). A wake that comes first costs the waiter one
+     * short nap at most. */
     if (op->p->wake_fd >= 0) {
         uint64_t one = 1;
         /* Full only after 2^64 - 2 unread answers; a failed write loses only the early wake. */
         (void)!write(op->p->wake_fd, &one, sizeof(one));
     }
+    __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
 }
 
 /* The longest one Get may wait at the server. Under load (a 2-core machine running 8 ranks

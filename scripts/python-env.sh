@@ -2,10 +2,11 @@
 # Makes (once) the virtual environment the Python tests run in and prints its python's path:
 #   venv_python=$(scripts/python-env.sh)
 # From /usr/bin/python3 (python3 -m venv; Debian: python3-venv), with exactly the pins of
-# python/requirements-test.txt (torch from PyPI and its dependencies, megatron-core), in
-# /var/cache/cohort-py/<hash of that file and the python's version> (COHORT_PY_CACHE for another
-# directory). A change of the file or of the python makes a new one; an unchanged one is reused
-# in a second. Never installs into the system Python.
+# python/requirements-test.txt (torch from PyPI and its dependencies) and
+# python/requirements-megatron.txt (megatron-core, installed without its Python version gate:
+# that file says why), in /var/cache/cohort-py/<hash of both files and the python's version>
+# (COHORT_PY_CACHE for another directory). A change of a file or of the python makes a new one;
+# an unchanged one is reused in a second. Never installs into the system Python.
 #
 # Atomic: pip installs into <dir>.tmp.<pid>, which is renamed into place only once complete (a
 # half-made environment is never used; venv's own paths are fixed for the final name first), and
@@ -19,12 +20,15 @@ cached_only=0
 [ "${1:-}" != --cached ] || cached_only=1
 root=$(cd "$(dirname "$0")/.." && pwd)
 req=$root/python/requirements-test.txt
+req_mc=$root/python/requirements-megatron.txt
 base=/usr/bin/python3
 cache=${COHORT_PY_CACHE:-/var/cache/cohort-py}
-[ -f "$req" ] || { echo "python-env: $req is missing" >&2; exit 1; }
+for f in "$req" "$req_mc"; do
+    [ -f "$f" ] || { echo "python-env: $f is missing" >&2; exit 1; }
+done
 [ -x "$base" ] || { echo "python-env: $base is missing (apt-get install python3)" >&2; exit 1; }
 ver=$("$base" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')
-hash=$({ cat "$req"; echo "python $ver"; } | sha256sum | cut -c1-16)
+hash=$({ cat "$req" "$req_mc"; echo "python $ver"; } | sha256sum | cut -c1-16)
 dir=$cache/$hash
 if [ -x "$dir/bin/python" ]; then
     echo "$dir/bin/python"
@@ -52,8 +56,10 @@ echo "python-env: making $dir from $req (python $ver)" >&2
 # triton) itself, exactly. pip check then says if anything installed disagrees.
 "$tmp/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
     -r "$req" >&2
+"$tmp/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
+    --no-deps --ignore-requires-python -r "$req_mc" >&2
 "$tmp/bin/python" -m pip check >&2
-cp "$req" "$tmp/requirements.txt"
+cat "$req" "$req_mc" > "$tmp/requirements.txt"
 # venv writes its own path into its scripts and pyvenv.cfg: give them the final one.
 grep -rlI -- "$tmp" "$tmp/bin" "$tmp/pyvenv.cfg" | while read -r f; do
     sed -i "s|$tmp|$dir|g" "$f"

@@ -37,7 +37,7 @@ free_port() {
 # torchrun at 8 (torch's store, as Megatron users launch; dp=2, so every group kind has two
 # members or more); the other two pairings (mpirun 8, torchrun 4) check the same layout
 # arithmetic under a bootstrap already covered, and run in --full (they took 39 s and 16 s of
-# the phase here).
+# the phase here), as do 16 ranks under each (dp=4; 62 s and 200 s here).
 while read -r np prog envs; do
     [ -n "$np" ] || continue
     # "full N prog ...": a run that checks nothing the quick lines do not, in another shape;
@@ -108,6 +108,8 @@ torchrun:4 test_torch_cxx.py
 full 8 test_megatron.py
 full torchrun:4 test_megatron.py
 torchrun:8 test_megatron.py
+full 16 test_megatron.py
+full torchrun:16 test_megatron.py
 singleton test_misuse.py
 3 test_misuse.py
 singleton run_torch_suite.py

@@ -10,8 +10,9 @@ Each time, every group getter's group is checked against Megatron's own rank lis
 RankGenerator, the arithmetic parallel_state uses): dist.get_process_group_ranks equals the list
 holding this rank, and an all_reduce of (rank, 1) over it gives (sum, size) of that list.
 
-Runs under mpirun (PMIx) and torchrun (store). megatron-core 0.16.1 (the newest for Python
-3.11; 0.19.2 needs Python >= 3.12). Skipped (77) without megatron-core or the backend."""
+Runs under mpirun (PMIx) and torchrun (store), at 4, 8 and 16 ranks (tests/python/run.sh).
+megatron-core 0.19.2 from PyPI (python/requirements-megatron.txt: its wheel for Python 3.11,
+installed past its metadata's >= 3.12). Skipped (77) without megatron-core or the backend."""
 import sys
 
 from harness import Checks, need, need_backend

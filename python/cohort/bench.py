@@ -1,6 +1,9 @@
 """python3 -m cohort.bench torch [options]: latency, DDP step and overlap of the torch
 backends side by side (cohort/bench_torch.py).
 
+python3 -m cohort.bench megatron [options]: Megatron-core's initialize_model_parallel on gloo
+and cohort, classic and member-only (cohort/bench_megatron.py).
+
 python3 -m cohort.bench setup [options]: what it costs to set up Megatron's model-parallel
 groups, in the users' terms. For each world size W (default 8, 16, 32) it launches jobs and
 measures, for one layout (default tp=2,pp=2,ep=2,etp=1), the largest over ranks of:
@@ -199,8 +202,11 @@ def _launch(args, n, tail):
     try:
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, timeout=args.timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return None, "timed out after %d s" % args.timeout
+    except subprocess.TimeoutExpired as e:
+        # what the ranks wrote before the bound (a rank's stack dump, say) is the diagnostic
+        tail = e.stderr or e.stdout or b""
+        tail = tail.decode(errors="replace") if isinstance(tail, bytes) else tail
+        return None, "timed out after %d s: %s" % (args.timeout, tail.strip()[-3000:])
     rows = [ln[len(ROW):] for ln in p.stdout.splitlines() if ln.startswith(ROW)]
     if p.returncode != 0 or not rows:
         return None, "rc %d: %s" % (p.returncode, (p.stderr or p.stdout).strip()[-800:])
@@ -262,6 +268,9 @@ def main(argv=None):
     if argv[:1] == ["torch"]:  # the backends side by side: cohort/bench_torch.py
         from . import bench_torch
         return bench_torch.main(argv[1:], _launch)
+    if argv[:1] == ["megatron"]:  # Megatron-core's own setup: cohort/bench_megatron.py
+        from . import bench_megatron
+        return bench_megatron.main(argv[1:], _launch)
     ap = argparse.ArgumentParser(prog="python3 -m cohort.bench",
                                  description=__doc__.split("\n\n")[1])
     ap.add_argument("mode", choices=["setup"])

@@ -114,3 +114,20 @@ class LayoutSpec:
 
 def parse(spec, world):
     return LayoutSpec(spec, world)
+
+
+def member_only(create_group):
+    """The seed's change to Megatron-core's parallel_state.create_group, applied by the caller
+    without editing Megatron: `ps.create_group = member_only(ps.create_group)` before
+    initialize_model_parallel. A rank outside `ranks` skips the call (torch's non-member handle),
+    and the members' call passes use_local_synchronization=True, so no group is made by a rank
+    outside it. On backend cohort that costs no message; gloo and NCCL on torch 2.15 cannot do it
+    (docs/torch.md). tests/python/test_megatron.py checks the groups it gives."""
+    import torch.distributed as dist
+
+    def create(ranks=None, *args, **kwargs):
+        if ranks is not None and dist.get_rank() not in ranks:
+            return dist.GroupMember.NON_GROUP_MEMBER
+        kwargs["use_local_synchronization"] = True
+        return create_group(ranks, *args, **kwargs)
+    return create

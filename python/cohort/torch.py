@@ -9,8 +9,9 @@
 The backend is C++ (cohort._cohort_torch, python/cohort/csrc): a c10d::Backend for torch 2.x
 (built and tested against torch 2.15.0 from PyPI; torch 1.13 is not supported), registered with
 extended_api=True for devices "cpu" and "cuda". One cohort context per process, made by the
-first group's creator on a progress thread of its own that owns every libcohort call; each
-operation returns a Work whose Future that thread completes, so communication overlaps
+first group's creator on a progress thread of its own that makes every libcohort call but
+group creation (made on the caller's thread: it sends nothing); each operation returns a Work
+whose Future that thread completes, so communication overlaps
 compute and torch's C++ clients (DistributedDataParallel, comm hooks,
 ZeroRedundancyOptimizer) work. Errors are RuntimeErrors whose text ends in the cohort status
 name, "[COHORT_ERR_TIMEOUT]"; a timed-out operation says " Timed out " (torch's wording) and

@@ -22,6 +22,7 @@ need("megatron.core")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from megatron.core import parallel_state as ps  # noqa: E402
+from cohort.megatron import member_only  # noqa: E402
 
 TP, PP = 2, 2
 
@@ -53,16 +54,6 @@ def expected(size):
                       expert.get_ranks("tp-ep-pp")),
         "edp": (ps.get_expert_data_parallel_group, expert.get_ranks("dp")),
     }
-
-
-def member_only(original):
-    """The seed's change to Megatron's create_group, as the caller applies it."""
-    def create_group(ranks=None, *args, **kwargs):
-        if ranks is not None and dist.get_rank() not in ranks:
-            return dist.GroupMember.NON_GROUP_MEMBER
-        kwargs["use_local_synchronization"] = True
-        return original(ranks, *args, **kwargs)
-    return create_group
 
 
 def check(ok, how, gloo_groups):

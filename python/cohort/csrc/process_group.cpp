@@ -370,7 +370,9 @@ class CohortBackend : public c10d::Backend
         group_ = std::make_shared<Group>();
         cohort_status_t st = COHORT_OK;
         std::vector<int> members(ranks_.begin(), ranks_.end());
-        e.call([&](cohort_context_t *ctx) {
+        /* On torch's thread: creation takes the context's lock and sends nothing, so the
+         * progress thread need not be woken for it (cohort.h, Threading). */
+        e.call_here([&](cohort_context_t *ctx) {
             if (world) {
                 group_->g = cohort_world(ctx);
             } else {

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/address_card.h"
+#include "core/am.h"
+#include "core/comm.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "base/time.h"
@@ -59,6 +61,31 @@ static void cohort_endpoint_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status
     }
 }
 
+void cohort_peer_left(cohort_peer_t *peer, const char *how)
+{
+    cohort_context_t *ctx = peer->ctx;
+
+    cohort_debug(ctx, "rank %d finalized (%s)", peer->rank, how);
+    if (peer->state == COHORT_PEER_LOOKING_UP) {
+        cohort_list_del(&peer->link);
+    }
+    if (peer->state != COHORT_PEER_FAILED) {
+        peer->state = COHORT_PEER_LEFT;
+    }
+    cohort_am_fail_peer(ctx, peer->rank, COHORT_ERR_PEER_FAILED, "it finalized first");
+}
+
+/* A peer that this rank reached only through a group's shared segment gets no goodbye message
+ * from it at its finalize (it never wired us), so its exit shows here as an endpoint error,
+ * or as an endpoint that cannot be made, when this rank wired it just to watch it. Its mark in
+ * a segment we still share says it finalized (coll/shm_seg.c). Nothing may be waiting to go
+ * to it: a send to a rank that finalized is that send's failure, as before. */
+static int cohort_peer_finalized(cohort_peer_t *peer)
+{
+    return cohort_list_empty(&peer->pending) &&
+           cohort_comm_member_left(peer->ctx, peer->rank) == COHORT_COMM_MEMBER_FINALIZED;
+}
+
 /* Bounded: a stream of arrivals must not hold the failure back for long. */
 #define COHORT_RESET_DRAIN_PASSES 64
 
@@ -80,6 +107,10 @@ int cohort_peer_apply_resets(cohort_context_t *ctx)
             /* It said goodbye first: its side closing is no failure. */
             cohort_debug(ctx, "endpoint to rank %d closed by its finalize (%s)", peer->rank,
                          ucs_status_string(peer->reset));
+            continue;
+        }
+        if (cohort_peer_finalized(peer)) {
+            cohort_peer_left(peer, "marked in a shared segment; its endpoint then failed");
             continue;
         }
         cohort_peer_fail(peer, cohort_ucs_status(peer->reset), ucs_status_string(peer->reset));
@@ -150,8 +181,13 @@ static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr
     ucs = ucp_ep_create(ctx->worker, &params, &peer->ep);
     if (ucs != UCS_OK) {
         peer->ep = NULL;
-        cohort_error(ctx, "ucp_ep_create to rank %d failed: %s", peer->rank,
-                     ucs_status_string(ucs));
+        if (cohort_peer_finalized(peer)) {
+            cohort_debug(ctx, "ucp_ep_create to rank %d failed (%s): it has finalized", peer->rank,
+                         ucs_status_string(ucs));
+        } else {
+            cohort_error(ctx, "ucp_ep_create to rank %d failed: %s", peer->rank,
+                         ucs_status_string(ucs));
+        }
         return cohort_ucs_status(ucs);
     }
     peer->state = COHORT_PEER_WIRED;
@@ -185,7 +221,8 @@ int cohort_peer_lookup_nap(cohort_context_t *ctx, double max_s)
     if (cohort_list_empty(&ctx->looking_up) || ctx->plugin->wake_fd == NULL) {
         return 0;
     }
-    for (const cohort_list_t *pos = ctx->looking_up.next; pos != &ctx->looking_up; pos = pos->next) {
+    for (const cohort_list_t *pos = ctx->looking_up.next; pos != &ctx->looking_up;
+         pos = pos->next) {
         if (cohort_container_of(pos, cohort_peer_t, link)->lookup == NULL) {
             return 0; /* wired from its kept card at the next pass: nothing to sleep for */
         }
@@ -303,6 +340,16 @@ cohort_status_t cohort_peer_pid_check(cohort_peer_t *peer, int32_t pid)
     return peer->state == COHORT_PEER_FAILED ? peer->error : COHORT_ERR_PEER_FAILED;
 }
 
+/* Wiring @a peer failed with @a status: a failure, unless it finalized meanwhile. */
+static void cohort_peer_unwired(cohort_peer_t *peer, cohort_status_t status)
+{
+    if (cohort_peer_finalized(peer)) {
+        cohort_peer_left(peer, "marked in a shared segment; it could not be wired after");
+        return;
+    }
+    cohort_peer_fail(peer, status, "cannot wire it");
+}
+
 int cohort_peer_progress(cohort_context_t *ctx)
 {
     cohort_list_t *pos, *tmp;
@@ -326,7 +373,7 @@ int cohort_peer_progress(cohort_context_t *ctx)
             free(peer->card);
             peer->card = NULL;
             if (status != COHORT_OK) {
-                cohort_peer_fail(peer, status, "cannot wire it");
+                cohort_peer_unwired(peer, status);
                 continue;
             }
             cohort_peer_flush(peer);
@@ -365,12 +412,12 @@ int cohort_peer_progress(cohort_context_t *ctx)
                 addr = NULL;
             }
             free(addr);
-        } else {
+        } else if (!cohort_peer_finalized(peer)) {
             cohort_error(ctx, "cannot wire rank %d: its address lookup failed (%s)", peer->rank,
                          cohort_strerror(status));
         }
         if (status != COHORT_OK) {
-            cohort_peer_fail(peer, status, "cannot wire it");
+            cohort_peer_unwired(peer, status);
             continue;
         }
         if (peer->pid_only) {

@@ -85,6 +85,9 @@ int cohort_peer_progress(cohort_context_t *ctx);
 void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why);
 /* The same, on another member's word: its communicators are revoked here only. */
 void cohort_peer_fail_reported(cohort_peer_t *peer, const char *why);
+/* The peer finalized (its goodbye came, or its mark in a shared segment, @a how): LEFT, and
+ * the receives posted from it fail; no communicator is revoked. */
+void cohort_peer_left(cohort_peer_t *peer, const char *how);
 
 /* Endpoint errors UCX reported, applied (cohort_peer_fail) once what had already arrived is
  * taken in: a peer that finalized says goodbye and then closes, and its goodbye (or its last

@@ -6,7 +6,10 @@
  */
 #define _GNU_SOURCE /* ppoll */
 #include <assert.h>
+#include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,6 +89,112 @@ static int cohort_peer_finalized(cohort_peer_t *peer)
            cohort_comm_member_left(peer->ctx, peer->rank) == COHORT_COMM_MEMBER_FINALIZED;
 }
 
+/* Process @a pid's state letter and start time (clock ticks after boot, field 22 of
+ * /proc/PID/stat). @return 0 when it is not there. */
+static int cohort_pid_stat(int32_t pid, char *state, unsigned long long *start)
+{
+    char path[64], line[1024], *p;
+    FILE *f;
+    int ok = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    /* "pid (comm) S f4 ... f22": the command may hold spaces and parentheses, so the fields are
+     * counted from the last ')'. */
+    if (fgets(line, sizeof(line), f) != NULL && (p = strrchr(line, ')')) != NULL) {
+        ok = sscanf(p + 1,
+                    " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
+                    "%llu",
+                    state, start) == 2;
+    }
+    fclose(f);
+    return ok;
+}
+
+int cohort_peer_alive(cohort_peer_t *peer)
+{
+    unsigned long long start = 0;
+    char state = '?';
+
+    if (peer->pid <= 0 || peer->rank == peer->ctx->rank || !cohort_peer_same_node(peer)) {
+        return 0;
+    }
+    if (kill((pid_t)peer->pid, 0) != 0 && errno == ESRCH) {
+        return 0;
+    }
+    if (!cohort_pid_stat(peer->pid, &state, &start) || state == 'Z' || state == 'X' ||
+        state == 'x') {
+        return 0; /* a zombie has exited: its launcher has not reaped it yet */
+    }
+    if (peer->pid_start == 0) {
+        peer->pid_start = start;
+    }
+    return peer->pid_start == start; /* else its pid went to another process */
+}
+
+/* How long a live peer's connections may go on failing before it counts as failed all the
+ * same, when COHORT_TIMEOUT is unset: a process that lives but whose cohort is gone (a context
+ * finalized without a goodbye to us) must not keep a wait on it going for ever. */
+#define COHORT_RESET_GRACE_S 10.0
+
+void cohort_peer_lost(cohort_peer_t *peer, ucs_status_t ucs)
+{
+    cohort_context_t *ctx = peer->ctx;
+    double now = cohort_time_now(), grace = cohort_context_bound(ctx, COHORT_RESET_GRACE_S);
+
+    if (peer->state != COHORT_PEER_WIRED) {
+        return;
+    }
+    if (cohort_peer_finalized(peer)) {
+        cohort_peer_left(peer, "marked in a shared segment; its endpoint then failed");
+        return;
+    }
+    if (!cohort_peer_alive(peer)) {
+        cohort_peer_fail(peer, cohort_ucs_status(ucs), ucs_status_string(ucs));
+        return;
+    }
+    if (peer->resets == 0 || now - peer->reset_last > grace) {
+        peer->reset_since = now; /* a new spell */
+    } else if (now - peer->reset_since > grace) {
+        cohort_error(ctx,
+                     "endpoint to rank %d failed again (%s), %.1f s after the first of %u such "
+                     "failures while its process %d lives: taken as failed",
+                     peer->rank, ucs_status_string(ucs), now - peer->reset_since, peer->resets,
+                     (int)peer->pid);
+        cohort_peer_fail(peer, cohort_ucs_status(ucs), ucs_status_string(ucs));
+        return;
+    }
+    /* UCX 1.13 reports any lost connection as "Endpoint timeout" over tcp (a connection closed
+     * under it, as when two ranks wire each other at once and UCX keeps the other one), and a
+     * keepalive then finds it: a live peer is not dead. Its endpoint goes, and the next send
+     * or watch wires it again; what was in flight on it ends with COHORT_ERR_UCX. */
+    if (peer->resets == 0 || now - peer->reset_since < 1e-9) {
+        cohort_warn(ctx,
+                    "endpoint to rank %d failed (%s) but its process %d is alive: not a death; "
+                    "it is wired again when next needed",
+                    peer->rank, ucs_status_string(ucs), (int)peer->pid);
+    } else {
+        cohort_debug(ctx, "endpoint to rank %d failed again (%s); its process lives", peer->rank,
+                     ucs_status_string(ucs));
+    }
+    peer->resets++;
+    peer->reset_last = now;
+    peer->state = COHORT_PEER_NONE;
+    if (peer->ep != NULL) {
+        /* Closed at the next progress pass, or before a new endpoint is made (which only
+         * progress does): this may run inside a UCX callback. So there is one at most. */
+        assert(peer->dropped_ep == NULL);
+        peer->dropped_ep = peer->ep;
+        peer->ep = NULL;
+        if (cohort_list_empty(&peer->close_link)) {
+            cohort_list_push(&ctx->to_close, &peer->close_link);
+        }
+    }
+}
+
 /* Bounded: a stream of arrivals must not hold the failure back for long. */
 #define COHORT_RESET_DRAIN_PASSES 64
 
@@ -109,11 +218,7 @@ int cohort_peer_apply_resets(cohort_context_t *ctx)
                          ucs_status_string(peer->reset));
             continue;
         }
-        if (cohort_peer_finalized(peer)) {
-            cohort_peer_left(peer, "marked in a shared segment; its endpoint then failed");
-            continue;
-        }
-        cohort_peer_fail(peer, cohort_ucs_status(peer->reset), ucs_status_string(peer->reset));
+        cohort_peer_lost(peer, peer->reset);
         n++;
     }
     return n;
@@ -171,6 +276,7 @@ static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr
     ucs_status_t ucs;
     double t = cohort_time_now();
 
+    cohort_peer_close_dropped(peer);
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;

@@ -170,7 +170,8 @@ void cohort_peer_lost(cohort_peer_t *peer, ucs_status_t ucs)
     /* UCX 1.13 reports any lost connection as "Endpoint timeout" over tcp (a connection closed
      * under it, as when two ranks wire each other at once and UCX keeps the other one), and a
      * keepalive then finds it: a live peer is not dead. Its endpoint goes, and the next send
-     * or watch wires it again; what was in flight on it ends with COHORT_ERR_UCX. */
+     * or watch wires it again; what was in flight on it ends with COHORT_ERR_UCX (REVOKED for
+     * what closing it cancels). */
     if (peer->resets == 0 || now - peer->reset_since < 1e-9) {
         cohort_warn(ctx,
                     "endpoint to rank %d failed (%s) but its process %d is alive: not a death; "

@@ -89,6 +89,12 @@ static int cohort_peer_finalized(cohort_peer_t *peer)
            cohort_comm_member_left(peer->ctx, peer->rank) == COHORT_COMM_MEMBER_FINALIZED;
 }
 
+/* How long a live peer's connections may go on failing before it counts as failed all the
+ * same, and how long a peer on another node has to take a new connection, when COHORT_TIMEOUT
+ * is unset: a process that lives but whose cohort is gone (a context finalized without a
+ * goodbye to us) must not keep a wait on it going for ever, and a dead host must be found. */
+#define COHORT_RESET_GRACE_S 10.0
+
 /* Process @a pid's state letter and start time (clock ticks after boot, field 22 of
  * /proc/PID/stat). @return 0 when it is not there. */
 static int cohort_pid_stat(int32_t pid, char *state, unsigned long long *start)
@@ -114,13 +120,15 @@ static int cohort_pid_stat(int32_t pid, char *state, unsigned long long *start)
     return ok;
 }
 
-int cohort_peer_alive(cohort_peer_t *peer)
+/* 1: its process is alive; 0: it is not (gone, a zombie, its pid another process's); -1:
+ * this rank cannot tell (another node, or its pid not known). */
+static int cohort_peer_liveness(cohort_peer_t *peer)
 {
     unsigned long long start = 0;
     char state = '?';
 
     if (peer->pid <= 0 || peer->rank == peer->ctx->rank || !cohort_peer_same_node(peer)) {
-        return 0;
+        return -1;
     }
     if (kill((pid_t)peer->pid, 0) != 0 && errno == ESRCH) {
         return 0;
@@ -135,15 +143,83 @@ int cohort_peer_alive(cohort_peer_t *peer)
     return peer->pid_start == start; /* else its pid went to another process */
 }
 
-/* How long a live peer's connections may go on failing before it counts as failed all the
- * same, when COHORT_TIMEOUT is unset: a process that lives but whose cohort is gone (a context
- * finalized without a goodbye to us) must not keep a wait on it going for ever. */
-#define COHORT_RESET_GRACE_S 10.0
+int cohort_peer_alive(cohort_peer_t *peer)
+{
+    return cohort_peer_liveness(peer) == 1;
+}
+
+static void cohort_peer_unsuspect(cohort_peer_t *peer)
+{
+    if (peer->suspect) {
+        peer->suspect = 0;
+        peer->ctx->suspects--;
+    }
+}
+
+/* The flush of a suspect's new endpoint ended: done means its UCX took the connection. An
+ * error is left to the endpoint's own error (cohort_peer_lost: a second loss fails it). */
+static void cohort_peer_probe_done(void *ucx_req, ucs_status_t ucs, void *user_data)
+{
+    cohort_peer_t *peer = user_data;
+
+    ucp_request_free(ucx_req);
+    if (ucs == UCS_OK && peer->suspect && peer->state == COHORT_PEER_WIRED) {
+        cohort_info(peer->ctx,
+                    "rank %d answered on a new connection: it had lost its connection, "
+                    "not its process",
+                    peer->rank);
+        cohort_peer_unsuspect(peer);
+    }
+}
+
+/* A suspect was wired again: a flush of the new endpoint completes once the peer's UCX has
+ * accepted the connection (tcp: its answer to the connection request), which a dead process
+ * never gives. */
+static void cohort_peer_probe(cohort_peer_t *peer)
+{
+    ucp_request_param_t param;
+    void *r;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = cohort_peer_probe_done;
+    param.user_data = peer;
+    r = ucp_ep_flush_nbx(peer->ep, &param);
+    if (r == NULL) {
+        cohort_peer_unsuspect(peer); /* nothing to wait for: connected already */
+    }
+}
+
+int cohort_peer_suspects_check(cohort_context_t *ctx)
+{
+    double now = cohort_time_now(), bound = cohort_context_bound(ctx, COHORT_RESET_GRACE_S);
+    cohort_list_t *pos, *tmp;
+    char why[128];
+    int n = 0;
+
+    cohort_list_for_each(pos, tmp, &ctx->peer_list)
+    {
+        cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
+        if (!peer->suspect || now - peer->suspect_since < bound) {
+            continue;
+        }
+        cohort_peer_unsuspect(peer);
+        if (peer->state == COHORT_PEER_FAILED || peer->state == COHORT_PEER_LEFT) {
+            continue;
+        }
+        snprintf(why, sizeof(why),
+                 "its connection was lost and it did not take a new one within %.1f s", bound);
+        cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, why);
+        n++;
+    }
+    return n;
+}
 
 void cohort_peer_lost(cohort_peer_t *peer, ucs_status_t ucs)
 {
     cohort_context_t *ctx = peer->ctx;
     double now = cohort_time_now(), grace = cohort_context_bound(ctx, COHORT_RESET_GRACE_S);
+    int live;
 
     if (peer->state != COHORT_PEER_WIRED) {
         return;
@@ -152,7 +228,10 @@ void cohort_peer_lost(cohort_peer_t *peer, ucs_status_t ucs)
         cohort_peer_left(peer, "marked in a shared segment; its endpoint then failed");
         return;
     }
-    if (!cohort_peer_alive(peer)) {
+    live = cohort_peer_liveness(peer);
+    if (live == 0 || (live < 0 && peer->suspect)) {
+        /* Dead; or on another node and its new connection failed too before it answered. */
+        cohort_peer_unsuspect(peer);
         cohort_peer_fail(peer, cohort_ucs_status(ucs), ucs_status_string(ucs));
         return;
     }
@@ -172,7 +251,17 @@ void cohort_peer_lost(cohort_peer_t *peer, ucs_status_t ucs)
      * keepalive then finds it: a live peer is not dead. Its endpoint goes, and the next send
      * or watch wires it again; what was in flight on it ends with COHORT_ERR_UCX (REVOKED for
      * what closing it cancels). */
-    if (peer->resets == 0 || now - peer->reset_since < 1e-9) {
+    if (live < 0) {
+        /* Another node: its process cannot be seen. It is wired again at once, and answers
+         * (cohort_peer_probe) or is failed (a second loss, or cohort_peer_suspects_check). */
+        cohort_warn(ctx,
+                    "endpoint to rank %d failed (%s); it is on another node: wiring it again to "
+                    "see whether it lives (within %.1f s)",
+                    peer->rank, ucs_status_string(ucs), grace);
+        peer->suspect = 1;
+        peer->suspect_since = now;
+        ctx->suspects++;
+    } else if (peer->resets == 0 || now - peer->reset_since < 1e-9) {
         cohort_warn(ctx,
                     "endpoint to rank %d failed (%s) but its process %d is alive: not a death; "
                     "it is wired again when next needed",
@@ -193,6 +282,9 @@ void cohort_peer_lost(cohort_peer_t *peer, ucs_status_t ucs)
         if (cohort_list_empty(&peer->close_link)) {
             cohort_list_push(&ctx->to_close, &peer->close_link);
         }
+    }
+    if (peer->suspect && !ctx->finalizing) {
+        cohort_peer_want(peer); /* its lookup starts now; it is wired from progress */
     }
 }
 
@@ -362,6 +454,9 @@ static void cohort_peer_flush(cohort_peer_t *peer)
 {
     cohort_context_t *ctx = peer->ctx;
 
+    if (peer->suspect) {
+        cohort_peer_probe(peer);
+    }
     for (int i = 0; i < ctx->npeer_obs && peer->state == COHORT_PEER_WIRED; i++) {
         if (ctx->peer_obs[i]->wired != NULL) {
             ctx->peer_obs[i]->wired(peer);

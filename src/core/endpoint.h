@@ -57,6 +57,12 @@ struct cohort_peer {
     double reset_since, reset_last;
     unsigned resets;
     unsigned long long pid_start; /* its process's start time (/proc), once checked */
+    /* On another node, where its process cannot be seen: since its connection was lost, it is
+     * wired again, and a flush of the new endpoint (which waits for the peer's UCX to accept
+     * the connection) says it lives; a second loss first, or none within COHORT_TIMEOUT (10 s
+     * unset), fails it. */
+    uint8_t suspect;
+    double suspect_since;
     cohort_list_t all_link;
 };
 
@@ -87,6 +93,8 @@ int cohort_peer_lookup_nap(cohort_context_t *ctx, double max_s);
 void cohort_peer_sent(cohort_peer_t *peer);
 /* Advance lookups in flight; wire and flush the peers whose address arrived. */
 int cohort_peer_progress(cohort_context_t *ctx);
+/* Fail the suspects (cohort_peer_lost) not heard back from in time. @return how many. */
+int cohort_peer_suspects_check(cohort_context_t *ctx);
 /* The peer is gone, seen here: fail what waits on it, revoke the communicators that contain
  * it and tell their members. */
 void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why);

@@ -1,5 +1,5 @@
-/* run: 2 UCX_TLS=tcp,self COHORT_TIMEOUT=3 COHORT_FAULT=ep_drop:5@0 */
-/* run: 3 UCX_TLS=tcp,self COHORT_TIMEOUT=3 COHORT_FAULT=ep_drop:5@0 */
+/* run: 2 UCX_TLS=tcp,self COHORT_TIMEOUT=10 COHORT_FAULT=ep_drop:5@0 */
+/* run: 3 UCX_TLS=tcp,self COHORT_TIMEOUT=10 COHORT_FAULT=ep_drop:5@0 */
 /*
  * A lost connection to a live peer is not a death. UCX 1.13 reports any connection that went
  * under an endpoint over tcp as "Endpoint timeout" (a keepalive or a send then finds it): two
@@ -15,6 +15,8 @@
  * error on the send), so "ab" is given up at its first error; then a new group of the same
  * ranks runs 100 ping-pongs and allreduces (the third rank, where there is one, in it too),
  * for at least three keepalive rounds after the drop (a false death shows within two).
+ * COHORT_TIMEOUT=10: what bounds a wait on the lost message; 3 s failed 1 run in 2 at load 23,
+ * a rank descheduled that long in the allreduces after.
  * Before issue 39's liveness check: rank 1 declared rank 0 failed ("Connection reset by
  * remote peer" / "Endpoint timeout").
  */

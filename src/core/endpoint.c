@@ -380,9 +380,12 @@ static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr
     ucs = ucp_ep_create(ctx->worker, &params, &peer->ep);
     if (ucs != UCS_OK) {
         peer->ep = NULL;
-        if (cohort_peer_finalized(peer)) {
-            cohort_debug(ctx, "ucp_ep_create to rank %d failed (%s): it has finalized", peer->rank,
-                         ucs_status_string(ucs));
+        if (cohort_peer_finalized(peer) || ctx->finalizing) {
+            /* It left; or this rank finalizes and wires a peer that sent to it only to say
+             * goodbye (endpoint_close.c), which may have exited already. */
+            cohort_debug(ctx, "ucp_ep_create to rank %d failed (%s): it has finalized%s",
+                         peer->rank, ucs_status_string(ucs),
+                         ctx->finalizing ? ", or this rank finalizes" : "");
         } else {
             cohort_error(ctx, "ucp_ep_create to rank %d failed: %s", peer->rank,
                          ucs_status_string(ucs));

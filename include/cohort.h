@@ -666,7 +666,9 @@ COHORT_API cohort_status_t cohort_group_abort(cohort_group_t *g);
 
 /**
  * The world ranks this process knows to have failed (seen by UCX, or reported by a fellow
- * member of a group), ascending. A rank that finalized normally is not among them.
+ * member of a group), ascending. A rank that finalized normally is not among them, nor, on
+ * this node, one whose process still lives after UCX lost the connection to it (it is wired
+ * again; see README "When a rank dies").
  * @return how many there are (which may exceed @a max; only @a max are written).
  * @note Never communicates.
  */

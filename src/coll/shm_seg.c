@@ -76,6 +76,8 @@ typedef enum { SEG_NONE, SEG_SETTING_UP, SEG_READY, SEG_FAILED } shm_seg_state_t
 /* Per group, this rank's view (comm->node_shm). */
 typedef struct {
     shm_seg_state_t state;
+    cohort_context_t *ctx;
+    int me; /* this rank's group rank: its slot */
     shm_seg_t *seg;
     size_t bytes;
     int named;         /* the name may still be in /dev/shm: unlink it when setup ends here */
@@ -105,9 +107,30 @@ static void shm_group_free(void *arg)
 
     shm_name_drop(g);
     if (g->seg != NULL) {
+        /* The members that stay read this before they wire this rank or take its exit for a
+         * death (shm_watch, cohort_comm_member_left): a member that reaches us only through
+         * the segment gets no goodbye message at our finalize. guard_closed: finalize has
+         * begun (the groups are freed before the context). Release: every word this rank
+         * published before is seen first. */
+        __atomic_store_n(&g->seg->slot[g->me].word[COHORT_SHM_BYE],
+                         g->ctx->guard_closed || g->ctx->finalizing
+                             ? (uint64_t)COHORT_COMM_MEMBER_FINALIZED
+                             : (uint64_t)COHORT_COMM_MEMBER_FREED,
+                         __ATOMIC_RELEASE);
         munmap(g->seg, g->bytes);
     }
     free(g);
+}
+
+/* comm->node_shm_left: what member @a k wrote in its BYE word (nothing while not mapped). */
+static int shm_group_left(void *arg, int k)
+{
+    const shm_group_t *g = arg;
+
+    if (g->seg == NULL || k < 0 || k >= g->seg->n) {
+        return COHORT_COMM_MEMBER_IN;
+    }
+    return (int)__atomic_load_n(&g->seg->slot[k].word[COHORT_SHM_BYE], __ATOMIC_ACQUIRE);
 }
 
 static size_t shm_seg_bytes(int n)
@@ -129,8 +152,11 @@ cohort_status_t cohort_shm_group_make(cohort_comm_t *comm)
         if (g == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
+        g->ctx = comm->ctx;
+        g->me = comm->rank;
         comm->node_shm = g;
         comm->node_shm_free = shm_group_free;
+        comm->node_shm_left = shm_group_left;
     }
     return COHORT_OK;
 }
@@ -658,8 +684,11 @@ static void shm_watch(cohort_request_t *req, cohort_shm_call_t *c)
         return;
     }
     for (int k = 0; k < req->comm->size; k++) {
+        /* One that let go of the segment published all it ever will: wiring it now could only
+         * meet its exit, which is no death. */
         if ((c->wait_member < 0 || k == c->wait_member) && k != req->comm->rank &&
-            cohort_shm_word(req, k, c->wait_word) < c->wait_value) {
+            cohort_shm_word(req, k, c->wait_word) < c->wait_value &&
+            cohort_shm_word(req, k, COHORT_SHM_BYE) == COHORT_COMM_MEMBER_IN) {
             cohort_peer_t *peer = cohort_peer_get(req->ctx, cohort_comm_world_rank(req->comm, k));
             if (cohort_peer_watch(peer)) {
                 cohort_debug(req->ctx,

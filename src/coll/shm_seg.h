@@ -24,6 +24,8 @@ enum {
     COHORT_SHM_GONE,    /* it gave the call up after a timeout (call << 8 | -status) */
     COHORT_SHM_LEFT,    /* it left the call before its end: nobody may write its buffers */
     COHORT_SHM_WRITING, /* call << 1 | 1 while it writes into another member's buffers */
+    COHORT_SHM_BYE,     /* it let go of the segment: it freed the group (COHORT_COMM_MEMBER_FREED)
+                         * or its process finalized (_FINALIZED); written last, never unset */
     COHORT_SHM_WORDS
 };
 

@@ -443,14 +443,7 @@ static void cohort_am_bye(cohort_context_t *ctx, const cohort_am_hdr_t *h, void 
         (peer = cohort_peer_get(ctx, world_rank)) == NULL) {
         return;
     }
-    cohort_debug(ctx, "rank %d finalized", world_rank);
-    if (peer->state == COHORT_PEER_LOOKING_UP) {
-        cohort_list_del(&peer->link);
-    }
-    if (peer->state != COHORT_PEER_FAILED) {
-        peer->state = COHORT_PEER_LEFT;
-    }
-    cohort_am_fail_peer(ctx, world_rank, COHORT_ERR_PEER_FAILED, "it finalized first");
+    cohort_peer_left(peer, "its goodbye");
 }
 
 /* Keep an orphan, within COHORT_ORPHAN_LIMIT. @return 1 when UCX memory was kept. */

@@ -183,6 +183,45 @@ int cohort_comm_contains(const cohort_comm_t *c, int world_rank)
     return 0;
 }
 
+/* Member @a world_rank's group rank in @a c, or -1. */
+static int cohort_comm_group_rank(const cohort_comm_t *c, int world_rank)
+{
+    if (c->members == NULL) {
+        return world_rank >= 0 && world_rank < c->size ? world_rank : -1;
+    }
+    for (int i = 0; i < c->size; i++) {
+        if (c->members[i] == world_rank) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* What member @a world_rank said in @a c's segment on its way out (COHORT_COMM_MEMBER_*). */
+static int cohort_comm_left_here(const cohort_comm_t *c, int world_rank)
+{
+    int k;
+
+    if (c->node_shm_left == NULL || c->node_shm == NULL ||
+        (k = cohort_comm_group_rank(c, world_rank)) < 0 || k == c->rank) {
+        return COHORT_COMM_MEMBER_IN;
+    }
+    return c->node_shm_left(c->node_shm, k);
+}
+
+int cohort_comm_member_left(cohort_context_t *ctx, int world_rank)
+{
+    cohort_list_t *pos, *tmp;
+    int left = COHORT_COMM_MEMBER_IN, here;
+
+    cohort_list_for_each(pos, tmp, &ctx->comm_list)
+    {
+        here = cohort_comm_left_here(cohort_container_of(pos, cohort_comm_t, link), world_rank);
+        left = here > left ? here : left;
+    }
+    return left;
+}
+
 void cohort_comm_peer_failed(cohort_context_t *ctx, int world_rank, int tell, const char *why)
 {
     cohort_list_t *pos, *tmp;
@@ -196,6 +235,15 @@ void cohort_comm_peer_failed(cohort_context_t *ctx, int world_rank, int tell, co
     {
         cohort_comm_t *c = cohort_container_of(pos, cohort_comm_t, link);
         if (c->error != COHORT_OK || !cohort_comm_contains(c, world_rank)) {
+            continue;
+        }
+        if (cohort_comm_left_here(c, world_rank) != COHORT_COMM_MEMBER_IN) {
+            /* It freed this group (or finalized) after its part of every call was in the
+             * segment (a free with calls outstanding revokes it first, and says so): what
+             * became of its process later changes nothing here. */
+            cohort_debug(ctx, "group '%s' 0x%016llx: world rank %d left it before it %s", c->label,
+                         (unsigned long long)c->id, world_rank,
+                         tell ? "failed" : "was reported failed");
             continue;
         }
         c->failed_rank = world_rank;

@@ -32,6 +32,10 @@ struct cohort_comm {
                         * off (coll/direct.c, coll/shm.c) */
     void *node_shm;    /* the members' shared segment (coll/shm.c), made at first use */
     void (*node_shm_free)(void *);
+    /* What member @a k said in the segment before it let go of it (coll/shm_seg.c): 0 nothing
+     * (still in, or the segment cannot say), COHORT_COMM_MEMBER_FREED it freed the group,
+     * COHORT_COMM_MEMBER_FINALIZED its process finalized. NULL: no segment. */
+    int (*node_shm_left)(void *node_shm, int k);
     void *stream;          /* cohort_group_set_stream: collectives wait for its work first */
     cohort_status_t error; /* COHORT_OK, or what every pending and later operation gets */
     int failed_rank;       /* the member (world rank) whose failure revoked it, or -1 */
@@ -55,6 +59,9 @@ struct cohort_comm {
      * even where it matches no receive (am.c). */
     uint32_t recent_fp[COHORT_COMM_RECENT];
 };
+
+/* What a member that left said on its way out (node_shm_left). */
+enum { COHORT_COMM_MEMBER_IN = 0, COHORT_COMM_MEMBER_FREED = 1, COHORT_COMM_MEMBER_FINALIZED = 2 };
 
 /* A communicator over @a members (copied; NULL: the whole world), where this rank is
  * @a rank. Messages that arrived for @a id before it existed are delivered now. */
@@ -87,6 +94,11 @@ void cohort_comm_init(cohort_context_t *ctx);
 void cohort_comm_peer_failed(cohort_context_t *ctx, int world_rank, int tell, const char *why);
 /* 1 when world rank @a world_rank is a member. */
 int cohort_comm_contains(const cohort_comm_t *comm, int world_rank);
+/* The most world rank @a world_rank said on its way out of the communicators this rank still
+ * holds with it, where only a shared segment links the two (COHORT_COMM_MEMBER_*): a peer
+ * that finalized and then exited is no failure, whether or not it had an endpoint to say
+ * goodbye on. Never communicates; a walk over this rank's own communicators. */
+int cohort_comm_member_left(cohort_context_t *ctx, int world_rank);
 /* Advance first-use steps in flight. @return how many finished. */
 int cohort_comm_progress(cohort_context_t *ctx);
 

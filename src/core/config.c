@@ -52,13 +52,14 @@ static const cohort_setting_t cohort_settings[] = {
      "messages kept for groups not created yet; past it they are dropped and counted"},
     {"COHORT_FAULT",
      "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma | shm | stall | write_gap "
-     "| post | pid | shm_pid",
+     "| post | pid | shm_pid | ep_drop",
      "",
      "testing: the n-th pass through the point fails as if memory ran out (stall: a same-node "
      "collective's n-th write into another member waits 2 s first; write_gap: it is announced, "
      "then made 3 s later; post: the n-th collective's post fails; pid: the n-th direct "
      "collective's or single-copy send's descriptor names another process; shm_pid: likewise "
-     "the n-th shared segment's setup descriptor)"},
+     "the n-th shared segment's setup descriptor; ep_drop: the n-th send to a wired peer "
+     "first closes its endpoint by force, as UCX does when it loses a connection)"},
     {"COHORT_CUDA", "auto | off", "auto",
      "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
      "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
@@ -272,9 +273,9 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
     } else if (strcmp(name, "COHORT_ORPHAN_LIMIT") == 0) {
         return cohort_config_bytes(name, value, &cfg->orphan_bytes, err, errlen);
     } else if (strcmp(name, "COHORT_FAULT") == 0) {
-        static const char *const points[] = {"none", "group_create", "send",    "msg_keep",
-                                             "cma",  "shm",          "stall",   "write_gap",
-                                             "post", "pid",          "shm_pid", NULL};
+        static const char *const points[] = {
+            "none",      "group_create", "send", "msg_keep", "cma",     "shm", "stall",
+            "write_gap", "post",         "pid",  "shm_pid",  "ep_drop", NULL};
         const char *colon = strchr(value, ':'), *at = strchr(value, '@');
         char point[32];
         long n = 0, rank = -1;
@@ -296,7 +297,7 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             snprintf(err, errlen,
                      "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (1 <= n <= %d, 0 <= rank <= "
                      "%d), point one of group_create, send, msg_keep, cma, shm, stall, write_gap, "
-                     "post, pid, shm_pid",
+                     "post, pid, shm_pid, ep_drop",
                      value, INT_MAX, INT_MAX);
             return COHORT_ERR_INVALID_ARG;
         }

@@ -27,6 +27,8 @@ typedef enum {
                                 * names its parent */
     COHORT_FAULT_SHM_PID,      /* the shared segment's setup descriptor (group rank 0's) names
                                 * its parent */
+    COHORT_FAULT_EP_DROP,      /* a send to a wired peer: its endpoint closed by force first, as
+                                * UCX does when it loses a connection (the peer sees a reset) */
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 

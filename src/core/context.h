@@ -93,6 +93,8 @@ struct cohort_context {
     cohort_list_t looking_up; /* peers whose address lookup is in flight */
     cohort_list_t to_close;   /* failed peers whose endpoint is still open */
     int closing;              /* their force closes UCX has not finished */
+    int suspects;             /* peers on other nodes whose connection was lost, wired again
+                               * and not heard back from yet (cohort_peer_lost) */
     cohort_list_t resets;     /* peers whose endpoint UCX failed, not applied yet */
     cohort_map_t comms; /* id -> cohort_comm_t* (live communicators) */
     cohort_list_t comm_list;

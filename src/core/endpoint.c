@@ -6,11 +6,16 @@
  */
 #define _GNU_SOURCE /* ppoll */
 #include <assert.h>
+#include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "core/address_card.h"
+#include "core/am.h"
+#include "core/comm.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "base/time.h"
@@ -59,6 +64,230 @@ static void cohort_endpoint_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status
     }
 }
 
+void cohort_peer_left(cohort_peer_t *peer, const char *how)
+{
+    cohort_context_t *ctx = peer->ctx;
+
+    cohort_debug(ctx, "rank %d finalized (%s)", peer->rank, how);
+    if (peer->state == COHORT_PEER_LOOKING_UP) {
+        cohort_list_del(&peer->link);
+    }
+    if (peer->state != COHORT_PEER_FAILED) {
+        peer->state = COHORT_PEER_LEFT;
+    }
+    cohort_am_fail_peer(ctx, peer->rank, COHORT_ERR_PEER_FAILED, "it finalized first");
+}
+
+/* A peer that this rank reached only through a group's shared segment gets no goodbye message
+ * from it at its finalize (it never wired us), so its exit shows here as an endpoint error,
+ * or as an endpoint that cannot be made, when this rank wired it just to watch it. Its mark in
+ * a segment we still share says it finalized (coll/shm_seg.c). Nothing may be waiting to go
+ * to it: a send to a rank that finalized is that send's failure, as before. */
+static int cohort_peer_finalized(cohort_peer_t *peer)
+{
+    return cohort_list_empty(&peer->pending) &&
+           cohort_comm_member_left(peer->ctx, peer->rank) == COHORT_COMM_MEMBER_FINALIZED;
+}
+
+/* How long a live peer's connections may go on failing before it counts as failed all the
+ * same, and how long a peer on another node has to take a new connection, when COHORT_TIMEOUT
+ * is unset: a process that lives but whose cohort is gone (a context finalized without a
+ * goodbye to us) must not keep a wait on it going for ever, and a dead host must be found. */
+#define COHORT_RESET_GRACE_S 10.0
+
+/* Process @a pid's state letter and start time (clock ticks after boot, field 22 of
+ * /proc/PID/stat). @return 0 when it is not there. */
+static int cohort_pid_stat(int32_t pid, char *state, unsigned long long *start)
+{
+    char path[64], line[1024], *p;
+    FILE *f;
+    int ok = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    /* "pid (comm) S f4 ... f22": the command may hold spaces and parentheses, so the fields are
+     * counted from the last ')'. */
+    if (fgets(line, sizeof(line), f) != NULL && (p = strrchr(line, ')')) != NULL) {
+        ok = sscanf(p + 1,
+                    " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
+                    "%llu",
+                    state, start) == 2;
+    }
+    fclose(f);
+    return ok;
+}
+
+/* 1: its process is alive; 0: it is not (gone, a zombie, its pid another process's); -1:
+ * this rank cannot tell (another node, or its pid not known). */
+static int cohort_peer_liveness(cohort_peer_t *peer)
+{
+    unsigned long long start = 0;
+    char state = '?';
+
+    if (peer->pid <= 0 || peer->rank == peer->ctx->rank || !cohort_peer_same_node(peer)) {
+        return -1;
+    }
+    if (kill((pid_t)peer->pid, 0) != 0 && errno == ESRCH) {
+        return 0;
+    }
+    if (!cohort_pid_stat(peer->pid, &state, &start) || state == 'Z' || state == 'X' ||
+        state == 'x') {
+        return 0; /* a zombie has exited: its launcher has not reaped it yet */
+    }
+    if (peer->pid_start == 0) {
+        peer->pid_start = start;
+    }
+    return peer->pid_start == start; /* else its pid went to another process */
+}
+
+int cohort_peer_alive(cohort_peer_t *peer)
+{
+    return cohort_peer_liveness(peer) == 1;
+}
+
+static void cohort_peer_unsuspect(cohort_peer_t *peer)
+{
+    if (peer->suspect) {
+        peer->suspect = 0;
+        peer->ctx->suspects--;
+    }
+}
+
+/* The flush of a suspect's new endpoint ended: done means its UCX took the connection. An
+ * error is left to the endpoint's own error (cohort_peer_lost: a second loss fails it). */
+static void cohort_peer_probe_done(void *ucx_req, ucs_status_t ucs, void *user_data)
+{
+    cohort_peer_t *peer = user_data;
+
+    ucp_request_free(ucx_req);
+    if (ucs == UCS_OK && peer->suspect && peer->state == COHORT_PEER_WIRED) {
+        cohort_info(peer->ctx,
+                    "rank %d answered on a new connection: it had lost its connection, "
+                    "not its process",
+                    peer->rank);
+        cohort_peer_unsuspect(peer);
+    }
+}
+
+/* A suspect was wired again: a flush of the new endpoint completes once the peer's UCX has
+ * accepted the connection (tcp: its answer to the connection request), which a dead process
+ * never gives. */
+static void cohort_peer_probe(cohort_peer_t *peer)
+{
+    ucp_request_param_t param;
+    void *r;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = cohort_peer_probe_done;
+    param.user_data = peer;
+    r = ucp_ep_flush_nbx(peer->ep, &param);
+    if (r == NULL) {
+        cohort_peer_unsuspect(peer); /* nothing to wait for: connected already */
+    }
+}
+
+int cohort_peer_suspects_check(cohort_context_t *ctx)
+{
+    double now = cohort_time_now(), bound = cohort_context_bound(ctx, COHORT_RESET_GRACE_S);
+    cohort_list_t *pos, *tmp;
+    char why[128];
+    int n = 0;
+
+    cohort_list_for_each(pos, tmp, &ctx->peer_list)
+    {
+        cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
+        if (!peer->suspect || now - peer->suspect_since < bound) {
+            continue;
+        }
+        cohort_peer_unsuspect(peer);
+        if (peer->state == COHORT_PEER_FAILED || peer->state == COHORT_PEER_LEFT) {
+            continue;
+        }
+        snprintf(why, sizeof(why),
+                 "its connection was lost and it did not take a new one within %.1f s", bound);
+        cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, why);
+        n++;
+    }
+    return n;
+}
+
+void cohort_peer_lost(cohort_peer_t *peer, ucs_status_t ucs)
+{
+    cohort_context_t *ctx = peer->ctx;
+    double now = cohort_time_now(), grace = cohort_context_bound(ctx, COHORT_RESET_GRACE_S);
+    int live;
+
+    if (peer->state != COHORT_PEER_WIRED) {
+        return;
+    }
+    if (cohort_peer_finalized(peer)) {
+        cohort_peer_left(peer, "marked in a shared segment; its endpoint then failed");
+        return;
+    }
+    live = cohort_peer_liveness(peer);
+    if (live == 0 || (live < 0 && peer->suspect)) {
+        /* Dead; or on another node and its new connection failed too before it answered. */
+        cohort_peer_unsuspect(peer);
+        cohort_peer_fail(peer, cohort_ucs_status(ucs), ucs_status_string(ucs));
+        return;
+    }
+    if (peer->resets == 0 || now - peer->reset_last > grace) {
+        peer->reset_since = now; /* a new spell */
+    } else if (now - peer->reset_since > grace) {
+        cohort_error(ctx,
+                     "endpoint to rank %d failed again (%s), %.1f s after the first of %u such "
+                     "failures while its process %d lives: taken as failed",
+                     peer->rank, ucs_status_string(ucs), now - peer->reset_since, peer->resets,
+                     (int)peer->pid);
+        cohort_peer_fail(peer, cohort_ucs_status(ucs), ucs_status_string(ucs));
+        return;
+    }
+    /* UCX 1.13 reports any lost connection as "Endpoint timeout" over tcp (a connection closed
+     * under it, as when two ranks wire each other at once and UCX keeps the other one), and a
+     * keepalive then finds it: a live peer is not dead. Its endpoint goes, and the next send
+     * or watch wires it again; what was in flight on it ends with COHORT_ERR_UCX (REVOKED for
+     * what closing it cancels). */
+    if (live < 0) {
+        /* Another node: its process cannot be seen. It is wired again at once, and answers
+         * (cohort_peer_probe) or is failed (a second loss, or cohort_peer_suspects_check). */
+        cohort_warn(ctx,
+                    "endpoint to rank %d failed (%s); it is on another node: wiring it again to "
+                    "see whether it lives (within %.1f s)",
+                    peer->rank, ucs_status_string(ucs), grace);
+        peer->suspect = 1;
+        peer->suspect_since = now;
+        ctx->suspects++;
+    } else if (peer->resets == 0 || now - peer->reset_since < 1e-9) {
+        cohort_warn(ctx,
+                    "endpoint to rank %d failed (%s) but its process %d is alive: not a death; "
+                    "it is wired again when next needed",
+                    peer->rank, ucs_status_string(ucs), (int)peer->pid);
+    } else {
+        cohort_debug(ctx, "endpoint to rank %d failed again (%s); its process lives", peer->rank,
+                     ucs_status_string(ucs));
+    }
+    peer->resets++;
+    peer->reset_last = now;
+    peer->state = COHORT_PEER_NONE;
+    if (peer->ep != NULL) {
+        /* Closed at the next progress pass, or before a new endpoint is made (which only
+         * progress does): this may run inside a UCX callback. So there is one at most. */
+        assert(peer->dropped_ep == NULL);
+        peer->dropped_ep = peer->ep;
+        peer->ep = NULL;
+        if (cohort_list_empty(&peer->close_link)) {
+            cohort_list_push(&ctx->to_close, &peer->close_link);
+        }
+    }
+    if (peer->suspect && !ctx->finalizing) {
+        cohort_peer_want(peer); /* its lookup starts now; it is wired from progress */
+    }
+}
+
 /* Bounded: a stream of arrivals must not hold the failure back for long. */
 #define COHORT_RESET_DRAIN_PASSES 64
 
@@ -82,7 +311,7 @@ int cohort_peer_apply_resets(cohort_context_t *ctx)
                          ucs_status_string(peer->reset));
             continue;
         }
-        cohort_peer_fail(peer, cohort_ucs_status(peer->reset), ucs_status_string(peer->reset));
+        cohort_peer_lost(peer, peer->reset);
         n++;
     }
     return n;
@@ -140,6 +369,7 @@ static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr
     ucs_status_t ucs;
     double t = cohort_time_now();
 
+    cohort_peer_close_dropped(peer);
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -150,8 +380,16 @@ static cohort_status_t cohort_peer_connect(cohort_peer_t *peer, const void *addr
     ucs = ucp_ep_create(ctx->worker, &params, &peer->ep);
     if (ucs != UCS_OK) {
         peer->ep = NULL;
-        cohort_error(ctx, "ucp_ep_create to rank %d failed: %s", peer->rank,
-                     ucs_status_string(ucs));
+        if (cohort_peer_finalized(peer) || ctx->finalizing) {
+            /* It left; or this rank finalizes and wires a peer that sent to it only to say
+             * goodbye (endpoint_close.c), which may have exited already. */
+            cohort_debug(ctx, "ucp_ep_create to rank %d failed (%s): it has finalized%s",
+                         peer->rank, ucs_status_string(ucs),
+                         ctx->finalizing ? ", or this rank finalizes" : "");
+        } else {
+            cohort_error(ctx, "ucp_ep_create to rank %d failed: %s", peer->rank,
+                         ucs_status_string(ucs));
+        }
         return cohort_ucs_status(ucs);
     }
     peer->state = COHORT_PEER_WIRED;
@@ -185,7 +423,8 @@ int cohort_peer_lookup_nap(cohort_context_t *ctx, double max_s)
     if (cohort_list_empty(&ctx->looking_up) || ctx->plugin->wake_fd == NULL) {
         return 0;
     }
-    for (const cohort_list_t *pos = ctx->looking_up.next; pos != &ctx->looking_up; pos = pos->next) {
+    for (const cohort_list_t *pos = ctx->looking_up.next; pos != &ctx->looking_up;
+         pos = pos->next) {
         if (cohort_container_of(pos, cohort_peer_t, link)->lookup == NULL) {
             return 0; /* wired from its kept card at the next pass: nothing to sleep for */
         }
@@ -218,6 +457,9 @@ static void cohort_peer_flush(cohort_peer_t *peer)
 {
     cohort_context_t *ctx = peer->ctx;
 
+    if (peer->suspect) {
+        cohort_peer_probe(peer);
+    }
     for (int i = 0; i < ctx->npeer_obs && peer->state == COHORT_PEER_WIRED; i++) {
         if (ctx->peer_obs[i]->wired != NULL) {
             ctx->peer_obs[i]->wired(peer);
@@ -303,6 +545,16 @@ cohort_status_t cohort_peer_pid_check(cohort_peer_t *peer, int32_t pid)
     return peer->state == COHORT_PEER_FAILED ? peer->error : COHORT_ERR_PEER_FAILED;
 }
 
+/* Wiring @a peer failed with @a status: a failure, unless it finalized meanwhile. */
+static void cohort_peer_unwired(cohort_peer_t *peer, cohort_status_t status)
+{
+    if (cohort_peer_finalized(peer)) {
+        cohort_peer_left(peer, "marked in a shared segment; it could not be wired after");
+        return;
+    }
+    cohort_peer_fail(peer, status, "cannot wire it");
+}
+
 int cohort_peer_progress(cohort_context_t *ctx)
 {
     cohort_list_t *pos, *tmp;
@@ -326,7 +578,7 @@ int cohort_peer_progress(cohort_context_t *ctx)
             free(peer->card);
             peer->card = NULL;
             if (status != COHORT_OK) {
-                cohort_peer_fail(peer, status, "cannot wire it");
+                cohort_peer_unwired(peer, status);
                 continue;
             }
             cohort_peer_flush(peer);
@@ -365,12 +617,12 @@ int cohort_peer_progress(cohort_context_t *ctx)
                 addr = NULL;
             }
             free(addr);
-        } else {
+        } else if (!cohort_peer_finalized(peer)) {
             cohort_error(ctx, "cannot wire rank %d: its address lookup failed (%s)", peer->rank,
                          cohort_strerror(status));
         }
         if (status != COHORT_OK) {
-            cohort_peer_fail(peer, status, "cannot wire it");
+            cohort_peer_unwired(peer, status);
             continue;
         }
         if (peer->pid_only) {

@@ -50,6 +50,19 @@ struct cohort_peer {
     cohort_list_t reset_link;  /* in ctx->resets while UCX's error on ep waits (below) */
     ucp_ep_h reset_ep;         /* ... the endpoint it came on */
     ucs_status_t reset;        /* ... and the error */
+    /* Its connection was lost while its process lived (cohort_peer_lost): the endpoint UCX
+     * failed waits in ctx->to_close for the next progress pass, and the spell of such losses
+     * began at reset_since (the last at reset_last; resets in all). */
+    ucp_ep_h dropped_ep;
+    double reset_since, reset_last;
+    unsigned resets;
+    unsigned long long pid_start; /* its process's start time (/proc), once checked */
+    /* On another node, where its process cannot be seen: since its connection was lost, it is
+     * wired again, and a flush of the new endpoint (which waits for the peer's UCX to accept
+     * the connection) says it lives; a second loss first, or none within COHORT_TIMEOUT (10 s
+     * unset), fails it. */
+    uint8_t suspect;
+    double suspect_since;
     cohort_list_t all_link;
 };
 
@@ -80,18 +93,39 @@ int cohort_peer_lookup_nap(cohort_context_t *ctx, double max_s);
 void cohort_peer_sent(cohort_peer_t *peer);
 /* Advance lookups in flight; wire and flush the peers whose address arrived. */
 int cohort_peer_progress(cohort_context_t *ctx);
+/* Fail the suspects (cohort_peer_lost) not heard back from in time. @return how many. */
+int cohort_peer_suspects_check(cohort_context_t *ctx);
 /* The peer is gone, seen here: fail what waits on it, revoke the communicators that contain
  * it and tell their members. */
 void cohort_peer_fail(cohort_peer_t *peer, cohort_status_t status, const char *why);
 /* The same, on another member's word: its communicators are revoked here only. */
 void cohort_peer_fail_reported(cohort_peer_t *peer, const char *why);
+/* Whether the peer's process is alive, where this rank can tell: on this node, its pid known,
+ * the same process as when first checked, not a zombie. 0 when it cannot tell. */
+int cohort_peer_alive(cohort_peer_t *peer);
+/* UCX lost the connection to @a peer (@a ucs: an endpoint error, a send failed for it). LEFT
+ * when it finalized (its mark in a segment); a live process on this node keeps its place: the
+ * endpoint is dropped and made again when next needed, unless such losses have gone on longer
+ * than COHORT_TIMEOUT (10 s when unset); else FAILED (cohort_peer_fail). Not from inside a
+ * UCX callback's own endpoint close: the endpoint is closed at the next progress pass. */
+void cohort_peer_lost(cohort_peer_t *peer, ucs_status_t ucs);
+/* The peer finalized (its goodbye came, or its mark in a shared segment, @a how): LEFT, and
+ * the receives posted from it fail; no communicator is revoked. */
+void cohort_peer_left(cohort_peer_t *peer, const char *how);
 
 /* Endpoint errors UCX reported, applied (cohort_peer_fail) once what had already arrived is
  * taken in: a peer that finalized says goodbye and then closes, and its goodbye (or its last
  * message) may come in after the close on another connection. @return how many. */
 int cohort_peer_apply_resets(cohort_context_t *ctx);
 
-/* Close the endpoints of peers that failed (outside UCX's callbacks). @return how many. */
+/* COHORT_FAULT=ep_drop: close a wired peer's endpoint by force now, as UCX does when it loses
+ * the connection, and leave the peer to be wired again (outside UCX's callbacks). */
+void cohort_peer_drop(cohort_peer_t *peer);
+/* Close, by force, the endpoint a live peer's lost connection left (cohort_peer_lost), if
+ * any; outside UCX's callbacks. */
+void cohort_peer_close_dropped(cohort_peer_t *peer);
+/* Close the endpoints of peers that failed, and those dropped (outside UCX's callbacks).
+ * @return how many. */
 int cohort_peer_close_failed(cohort_context_t *ctx);
 /* Finalize: goodbye to every wired peer, then close all endpoints at once (bounded). */
 void cohort_endpoint_close_all(cohort_context_t *ctx);

@@ -5,6 +5,7 @@
  * Apart from wiring (endpoint.c): closing only ends what wiring made, and its bounded waits
  * are finalize's.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/endpoint.h"
@@ -69,27 +70,55 @@ static void cohort_peer_closed(void *ucx_req, ucs_status_t ucs, void *user_data)
     ucp_request_free(ucx_req);
 }
 
+/* Close @a ep by force; a request it returns frees itself in the callback, and finalize waits
+ * for it (closing). */
+static void cohort_ep_close_force(cohort_context_t *ctx, ucp_ep_h ep)
+{
+    ucp_request_param_t param;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    param.cb.send = cohort_peer_closed;
+    param.user_data = ctx;
+    ctx->closing += UCS_PTR_IS_PTR(ucp_ep_close_nbx(ep, &param));
+}
+
+void cohort_peer_close_dropped(cohort_peer_t *peer)
+{
+    if (peer->dropped_ep != NULL) {
+        cohort_ep_close_force(peer->ctx, peer->dropped_ep);
+        peer->dropped_ep = NULL;
+    }
+}
+
+void cohort_peer_drop(cohort_peer_t *peer)
+{
+    assert(peer->state == COHORT_PEER_WIRED && peer->dropped_ep == NULL);
+    peer->dropped_ep = peer->ep;
+    peer->ep = NULL;
+    peer->state = COHORT_PEER_NONE;
+    cohort_peer_close_dropped(peer);
+}
+
 int cohort_peer_close_failed(cohort_context_t *ctx)
 {
     int n = 0;
 
     while (!cohort_list_empty(&ctx->to_close)) {
         cohort_peer_t *peer = cohort_container_of(ctx->to_close.next, cohort_peer_t, close_link);
-        ucp_request_param_t param;
 
         cohort_list_del(&peer->close_link);
         cohort_list_init(&peer->close_link);
+        if (peer->dropped_ep != NULL) {
+            cohort_peer_close_dropped(peer);
+            n++;
+        }
         if (peer->ep == NULL || peer->state != COHORT_PEER_FAILED) {
             continue;
         }
-        memset(&param, 0, sizeof(param));
-        param.op_attr_mask =
-            UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-        param.cb.send = cohort_peer_closed;
-        param.user_data = ctx;
-        /* A request it returns frees itself in the callback; finalize waits for it (closing). */
-        ctx->closing += UCS_PTR_IS_PTR(ucp_ep_close_nbx(peer->ep, &param));
+        cohort_ep_close_force(ctx, peer->ep);
         peer->ep = NULL;
         n++;
     }
@@ -187,7 +216,12 @@ void cohort_endpoint_close_all(cohort_context_t *ctx)
     void **reqs;
     int n = 0, busy = 0, fetching;
 
-    /* Failed endpoints not closed yet are closed below with the rest. */
+    /* Failed endpoints not closed yet are closed below with the rest; those a live peer's lost
+     * connection left go now (not on the peer's ep any more). */
+    cohort_list_for_each(pos, tmp, &ctx->peer_list)
+    {
+        cohort_peer_close_dropped(cohort_container_of(pos, cohort_peer_t, all_link));
+    }
     cohort_list_init(&ctx->to_close);
     cohort_endpoint_wire_listeners(ctx);
     cohort_list_for_each(pos, tmp, &ctx->peer_list)

@@ -106,7 +106,13 @@ static void cohort_ctl_sent(void *ucx_req, ucs_status_t ucs, void *user_data)
     peer->inflight--;
     cohort_list_del(&m->link);
     ucp_request_free(ucx_req);
-    if (ucs == UCS_ERR_CANCELED && !peer->ctx->finalizing && peer->state == COHORT_PEER_NONE) {
+    if (ucs != UCS_OK && ucs != UCS_ERR_CANCELED && peer->state == COHORT_PEER_WIRED &&
+        cohort_ucs_status(ucs) == COHORT_ERR_PEER_FAILED && !peer->ctx->finalizing) {
+        /* The connection went under it: a live peer on this node keeps its place
+         * (cohort_peer_lost), and is told over a new endpoint as below. */
+        cohort_peer_lost(peer, ucs);
+    }
+    if (ucs != UCS_OK && !peer->ctx->finalizing && peer->state == COHORT_PEER_NONE) {
         /* Its endpoint was closed under it (UCX cancelled the send): the peer still has to
          * be told, over a new endpoint, wired from progress rather than inside UCX's
          * callback. */

@@ -28,6 +28,9 @@ int cohort_progress(cohort_context_t *ctx)
     if (!cohort_list_empty(&ctx->looking_up)) {
         n += cohort_peer_progress(ctx);
     }
+    if (ctx->suspects > 0) {
+        n += cohort_peer_suspects_check(ctx);
+    }
     if (!cohort_list_empty(&ctx->preparing)) {
         n += cohort_comm_progress(ctx);
     }
@@ -96,7 +99,7 @@ void cohort_progress_idle(cohort_context_t *ctx, double idle_s, double max_s)
         /* Another thread's call may come in and progress while this one sleeps (guard.h). */
         held = cohort_guard_suspend(ctx);
         nap_s = idle_s * COHORT_YIELD_NAP_SHARE;
-        nap_s = nap_s < COHORT_YIELD_NAP_MIN_S ? COHORT_YIELD_NAP_MIN_S
+        nap_s = nap_s < COHORT_YIELD_NAP_MIN_S   ? COHORT_YIELD_NAP_MIN_S
                 : nap_s > COHORT_YIELD_NAP_MAX_S ? COHORT_YIELD_NAP_MAX_S
                                                  : nap_s;
         if (max_s > 0 && nap_s > max_s) {

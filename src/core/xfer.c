@@ -88,6 +88,7 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
     cohort_request_t *req = x->req;
     cohort_peer_t *peer = x->ucx_peer;
     cohort_status_t status;
+    int lost;
 
     x->ucx_req = NULL;
     ucp_request_free(ucx_req);
@@ -114,6 +115,13 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
         /* freed by its sender: UCX let go of its buffer, read or dropped by the receiver */
         status = COHORT_ERR_CANCELED;
     }
+    /* UCX may fail the send before it fails the endpoint (or never, over shared memory). A
+     * live peer on this node lost only its connection (cohort_peer_lost): the transfer failed
+     * in the transport, and the peer is no failure. */
+    lost = peer != NULL && status == COHORT_ERR_PEER_FAILED && peer->state == COHORT_PEER_WIRED;
+    if (lost && cohort_peer_alive(peer)) {
+        status = COHORT_ERR_UCX;
+    }
     req->inflight--;
     if (ucs == UCS_OK && cohort_proto_sent(x)) {
         /* The descriptor went out; the receiver's ACK finishes the send. */
@@ -123,9 +131,8 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
         return;
     }
     cohort_xfer_finish(x, status);
-    if (peer != NULL && status == COHORT_ERR_PEER_FAILED && peer->state == COHORT_PEER_WIRED) {
-        /* UCX may fail the send before it fails the endpoint (or never, over shared memory). */
-        cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, ucs_status_string(ucs));
+    if (lost && peer->state == COHORT_PEER_WIRED) {
+        cohort_peer_lost(peer, ucs);
     } else if (!x->is_send && status == COHORT_ERR_PEER_FAILED && req->comm != NULL &&
                x->peer >= 0) {
         /* A fetch failed on UCX's endpoint for its sender, which may be this rank's only word
@@ -171,6 +178,10 @@ void cohort_xfer_route(cohort_xfer_t *x)
     if (peer == NULL) {
         cohort_xfer_finish(x, COHORT_ERR_NO_MEMORY);
         return;
+    }
+    if (peer->state == COHORT_PEER_WIRED && peer->rank != ctx->rank &&
+        cohort_fault(ctx, COHORT_FAULT_EP_DROP)) {
+        cohort_peer_drop(peer); /* this send wires it again, below */
     }
     cohort_peer_want(peer);
     switch (peer->state) {

@@ -46,7 +46,7 @@ void cohort_proto_msg_send(cohort_xfer_t *x, cohort_peer_t *peer, const void *da
     } else if (UCS_PTR_IS_ERR(r) &&
                cohort_ucs_status(UCS_PTR_STATUS(r)) == COHORT_ERR_PEER_FAILED &&
                peer->state == COHORT_PEER_WIRED) {
-        cohort_peer_fail(peer, COHORT_ERR_PEER_FAILED, ucs_status_string(UCS_PTR_STATUS(r)));
+        cohort_peer_lost(peer, UCS_PTR_STATUS(r)); /* a live peer on this node is no failure */
     }
 }
 

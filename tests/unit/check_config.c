@@ -49,10 +49,12 @@ START_TEST(test_values)
                    "COHORT_LOG=debug",           "COHORT_PLUGIN_PATH=/a:/b",
                    "COHORT_ALGO_ALLREDUCE=ring", "COHORT_ALGO_REDUCE_SCATTER=ring",
                    "COHORT_CUDA_IPC_CACHE=0",    "COHORT_CUDA_PIPELINE_MIN=1M",
-                   "COHORT_CUDA_IPC_MIN=64K",    NULL};
+                   "COHORT_CUDA_IPC_MIN=64K",    "COHORT_SHM_DEFER=3",
+                   NULL};
 
     ck_assert_int_eq(parse(env), COHORT_OK);
     ck_assert_str_eq(cfg.pmix_plugin, "fence");
+    ck_assert_int_eq(cfg.shm_defer, 3);
     ck_assert_int_eq(cfg.progress, COHORT_PROGRESS_BLOCK);
     ck_assert(cfg.timeout_s == 2.5);
     ck_assert(cfg.keepalive_s == 0.5);
@@ -142,6 +144,8 @@ START_TEST(test_bad_values_named)
         {"COHORT_FAULT=disk:1", "COHORT_FAULT"},
         {"COHORT_CUDA=on", "COHORT_CUDA"},
         {"COHORT_CUDA_IPC=1", "COHORT_CUDA_IPC"},
+        {"COHORT_SHM_DEFER=-1", "COHORT_SHM_DEFER"},
+        {"COHORT_SHM_DEFER=2x", "COHORT_SHM_DEFER"},
         {"COHORT_CUDA_IPC_CACHE=-1", "COHORT_CUDA_IPC_CACHE"},
         {"COHORT_CUDA_IPC_CACHE=8x", "COHORT_CUDA_IPC_CACHE"},
         {"COHORT_CUDA_IPC_CACHE=", "COHORT_CUDA_IPC_CACHE"},

@@ -380,6 +380,18 @@ void cohort_shm_agreed(cohort_comm_t *comm)
     }
 }
 
+void cohort_shm_early_drop(cohort_comm_t *comm)
+{
+    shm_group_t *g = comm->node_shm;
+
+    /* Known once group rank 0's pid is (shm_name): nobody attaches to a failed group's
+     * segment, so even a member that never reached it may take the name away. */
+    if (g != NULL && g->state != SEG_READY && g->name[0] != '\0') {
+        g->named = 1;
+        shm_name_drop(g);
+    }
+}
+
 void cohort_shm_early(cohort_comm_t *comm)
 {
     shm_group_t *g = comm->node_shm;

@@ -72,6 +72,10 @@ void cohort_shm_agreed(cohort_comm_t *comm);
  * "no" with it. The setup call then finds its work done, or does the rest as without
  * deferral. */
 void cohort_shm_early(cohort_comm_t *comm);
+/* A deferred call ended with its group failed (a member died, it was revoked): the segment's
+ * name goes now, from whichever member knows it, not when the group is freed, so that a dead
+ * member leaves nothing in /dev/shm while the others still hold the group. */
+void cohort_shm_early_drop(cohort_comm_t *comm);
 /* Bytes cohort_shm_call_start lays out after the state (64-byte aligned xfers included). */
 size_t cohort_shm_call_extra(int n);
 /* At the call's start: take the number it got at post (cohort_coll_base_t's seg_call); lays

@@ -6,6 +6,7 @@
 /* run: 4 FIRST_CASE=race */
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=3 */
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=0 */
+/* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=3 */
 /* run: 4 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=2 FIRST_CASE=defer */
 /* run: 4 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=2 COHORT_FAULT=shm_late:1@3 FIRST_CASE=defer */
 /* run: 3 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=1 COHORT_FAULT=shm_late:1@0 FIRST_CASE=defer */
@@ -33,7 +34,10 @@
  * the segment: rank 3 dies before it attaches (the name exists, the others attached and wait
  * for it), rank 0 before it makes it (the others poll for the name). The others get
  * COHORT_ERR_PEER_FAILED (found by watching the members their setup waits on: some hold no
- * endpoint to the dead rank) and no name of the group is left in /dev/shm.
+ * endpoint to the dead rank) and no name of the group is left in /dev/shm. Under
+ * COHORT_SHM_DEFER=1 the allreduce runs on messages while rank 0 makes the segment beside it and
+ * the others attach: the dead rank never does, and the name must go when the call fails, not
+ * wait for the group's free.
  *
  * FIRST_CASE=defer (COHORT_SHM_DEFER=K): a group of every rank runs K + 3 small allreduces,
  * blocking, then a second group the same number posted together and waited in reverse order.

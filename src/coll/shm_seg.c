@@ -21,6 +21,13 @@
  * sent it down the message path never attaches: its agreement's first message, to group rank
  * r + 1, lands in a receive posted at the setup's start, and that member joins the agreement by
  * messages, which reaches the next one the same way; a failed setup agrees so too.
+ *
+ * Under COHORT_SHM_DEFER=K the group's first K calls that would take the segment run on
+ * messages (every member counts the same calls, so they agree with no message), and the making
+ * and attaching happen beside them, from their progress (cohort_shm_early), once the group's
+ * settings are agreed; the segment's first call (the setup) then finds that done and only waits
+ * for the members not attached yet. Off by default: it wires endpoints the segment does not need
+ * (docs/bench-setup.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>

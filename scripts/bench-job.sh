@@ -49,7 +49,7 @@ one() { # $WITH: cohort | mpi; "$@": mpirun options; prints the seconds the laun
         prog=("$TOP/tools/job/job_mpi" "$GROUPS_FILE")
     fi
     t0=$(date +%s.%N)
-    if ! out=$(timeout 120 mpirun -np "$W" --oversubscribe "$@" "${prog[@]}" 2>&1); then
+    if ! out=$(timeout -k 10 120 mpirun -np "$W" --oversubscribe "$@" "${prog[@]}" 2>&1); then
         echo "bench-job.sh: the $WITH job failed at W=$W:" >&2
         echo "$out" >&2
         exit 1

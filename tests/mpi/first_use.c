@@ -7,6 +7,7 @@
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=3 */
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=0 */
 /* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=3 */
+/* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=0 */
 /* run: 4 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=2 FIRST_CASE=defer */
 /* run: 4 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=2 COHORT_FAULT=shm_late:1@3 FIRST_CASE=defer */
 /* run: 3 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=1 COHORT_FAULT=shm_late:1@0 FIRST_CASE=defer */

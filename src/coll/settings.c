@@ -16,7 +16,8 @@
 #include "coll/coll.h"
 
 static const char *const cohort_settings_names[COHORT_SETTINGS_FIELDS] = {
-    "COHORT_CHECK",        "COHORT_CMA or COHORT_SHM_DEFER", "COHORT_CUDA", "COHORT_CUDA_IPC",
+    "COHORT_CHECK",        "COHORT_CMA or COHORT_SHM_DEFER",
+    "COHORT_CUDA",         "COHORT_CUDA_IPC",
     "COHORT_CUDA_IPC_MIN", "COHORT_ALGO_*"};
 
 static uint64_t cohort_settings_fnv(uint64_t h, const char *s)

@@ -261,8 +261,8 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
     g->named = 1;
     if (ftruncate(fd, (off_t)g->bytes) != 0 ||
         (g->seg = mmap(NULL, g->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-        cohort_error(ctx, "%s: shared segment %s of %zu bytes: %s", comm->label, g->name,
-                     g->bytes, strerror(errno));
+        cohort_error(ctx, "%s: shared segment %s of %zu bytes: %s", comm->label, g->name, g->bytes,
+                     strerror(errno));
         g->seg = NULL;
         close(fd);
         shm_name_drop(g);
@@ -570,12 +570,12 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
         if (status != COHORT_OK) {
             return shm_setup_failed(req, c, g, status);
         }
-        /* Made beside a deferred call already, or refused there (logged then). */
-        c->ok = me != 0 ? (g->early > 0 ? 1 : g->early < 0 ? 2 : 0)
-                : g->early > 0 ? 1
-                : g->early < 0 ? 2
-                : shm_create(req, g) ? 1
-                                     : 2;
+        /* Made or reached beside a deferred call already, or refused there (logged then). */
+        if (g->early != 0) {
+            c->ok = g->early > 0 ? 1 : 2;
+        } else {
+            c->ok = me != 0 ? 0 : shm_create(req, g) ? 1 : 2;
+        }
         c->sround = 1;
     }
     status = shm_settle_trip(req, c);

@@ -288,9 +288,9 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
     } else if (strcmp(name, "COHORT_ORPHAN_LIMIT") == 0) {
         return cohort_config_bytes(name, value, &cfg->orphan_bytes, err, errlen);
     } else if (strcmp(name, "COHORT_FAULT") == 0) {
-        static const char *const points[] = {"none", "group_create", "send",    "msg_keep",
-                                             "cma",  "shm",          "stall",   "write_gap",
-                                             "post", "pid",          "shm_pid", "shm_late", NULL};
+        static const char *const points[] = {
+            "none",      "group_create", "send", "msg_keep", "cma",      "shm", "stall",
+            "write_gap", "post",         "pid",  "shm_pid",  "shm_late", NULL};
         const char *colon = strchr(value, ':'), *at = strchr(value, '@');
         char point[32];
         long n = 0, rank = -1;

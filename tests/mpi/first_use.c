@@ -333,8 +333,8 @@ static void defer_case(cohort_context_t *ctx)
     }
     for (int i = 0; i < calls; i++) {
         if (r[i] != defer_want(h, i)) {
-            fprintf(stderr, "rank %d: posted together, call %d: sum %d, expected %d\n", me, i,
-                    r[i], defer_want(h, i));
+            fprintf(stderr, "rank %d: posted together, call %d: sum %d, expected %d\n", me, i, r[i],
+                    defer_want(h, i));
             exit(1);
         }
     }

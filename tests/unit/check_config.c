@@ -42,14 +42,22 @@ END_TEST
 
 START_TEST(test_values)
 {
-    char *env[] = {"COHORT_PMIX_PLUGIN=fence",   "COHORT_PROGRESS=block",
-                   "COHORT_TIMEOUT=2.5",         "COHORT_KEEPALIVE_S=0.5",
-                   "COHORT_WATCH_S=0",           "COHORT_CMA=on",
-                   "COHORT_CMA_MIN=4096",        "COHORT_CHECK=1",
-                   "COHORT_LOG=debug",           "COHORT_PLUGIN_PATH=/a:/b",
-                   "COHORT_ALGO_ALLREDUCE=ring", "COHORT_ALGO_REDUCE_SCATTER=ring",
-                   "COHORT_CUDA_IPC_CACHE=0",    "COHORT_CUDA_PIPELINE_MIN=1M",
-                   "COHORT_CUDA_IPC_MIN=64K",    "COHORT_SHM_DEFER=3",
+    char *env[] = {"COHORT_PMIX_PLUGIN=fence",
+                   "COHORT_PROGRESS=block",
+                   "COHORT_TIMEOUT=2.5",
+                   "COHORT_KEEPALIVE_S=0.5",
+                   "COHORT_WATCH_S=0",
+                   "COHORT_CMA=on",
+                   "COHORT_CMA_MIN=4096",
+                   "COHORT_CHECK=1",
+                   "COHORT_LOG=debug",
+                   "COHORT_PLUGIN_PATH=/a:/b",
+                   "COHORT_ALGO_ALLREDUCE=ring",
+                   "COHORT_ALGO_REDUCE_SCATTER=ring",
+                   "COHORT_CUDA_IPC_CACHE=0",
+                   "COHORT_CUDA_PIPELINE_MIN=1M",
+                   "COHORT_CUDA_IPC_MIN=64K",
+                   "COHORT_SHM_DEFER=3",
                    NULL};
 
     ck_assert_int_eq(parse(env), COHORT_OK);

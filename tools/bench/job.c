@@ -23,8 +23,9 @@ int cohort_bench_job(int argc, char **argv)
         } else if (strcmp(argv[i], "--world") == 0 && i + 1 < argc) {
             world = strtol(argv[++i], NULL, 10);
         } else {
-            fprintf(stderr, "cohort_bench job: unknown option or missing value: '%s'\n"
-                            "usage: cohort_bench job --world W --layout SPEC\n",
+            fprintf(stderr,
+                    "cohort_bench job: unknown option or missing value: '%s'\n"
+                    "usage: cohort_bench job --world W --layout SPEC\n",
                     argv[i]);
             return 2;
         }
@@ -46,8 +47,8 @@ int cohort_bench_job(int argc, char **argv)
     }
     for (int r = 0; r < (int)world; r++) {
         for (int k = 0; k < cohort_layout_spec_kind_count(spec); k++) {
-            int n = cohort_tools_rank_group(spec, cohort_layout_spec_kind_name(spec, k), r,
-                                            members);
+            int n =
+                cohort_tools_rank_group(spec, cohort_layout_spec_kind_name(spec, k), r, members);
             if (n <= 0) {
                 continue;
             }

@@ -78,9 +78,10 @@ out:
     cohort_finalize(ctx);
     t[4] = job_now();
     if (times && rc == 0 && rank == 0) {
-        fprintf(stderr, "job_cohort: rank 0: init %.1f ms, layout %.3f ms, first allreduces %.1f ms, "
-                "finalize %.1f ms\n", (t[1] - t[0]) * 1e3, (t[2] - t[1]) * 1e3,
-                (t[3] - t[2]) * 1e3, (t[4] - t[3]) * 1e3);
+        fprintf(stderr,
+                "job_cohort: rank 0: init %.1f ms, layout %.3f ms, first allreduces %.1f ms, "
+                "finalize %.1f ms\n",
+                (t[1] - t[0]) * 1e3, (t[2] - t[1]) * 1e3, (t[3] - t[2]) * 1e3, (t[4] - t[3]) * 1e3);
     }
     return rc;
 }

@@ -53,7 +53,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     cohort_coll_base_t *b;
     cohort_status_t status;
     size_t size;
-    int vote, agree, seg, settle, stage_late;
+    int vote, agree, seg, settle, stage_late, defer = 0;
 
     if (req_p == NULL) {
         cohort_error(g->ctx, "cohort_i%s: req is NULL", cohort_coll_names[a.coll]);
@@ -78,6 +78,18 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
           g->size <= COHORT_SHM_MAX_N;
     if (seg && cohort_shm_group_make(g) != COHORT_OK) {
         return cohort_coll_post_failed(g, COHORT_ERR_NO_MEMORY);
+    }
+    /* COHORT_SHM_DEFER: one of the group's first calls on the segment runs on messages while
+     * the segment is set up beside it. Whether it does is counted alike on every member (the
+     * same calls take the segment everywhere), so no member waits in the segment for a call
+     * another runs on messages. */
+    if (seg && g->ctx->cfg.shm_defer > 0) {
+        fallback = cohort_coll_pick_messages(g, &a);
+        if (fallback != NULL && cohort_shm_defer(g)) {
+            algo = fallback;
+            seg = 0;
+            defer = 1;
+        }
     }
     /* Under COHORT_CHECK, or with a vote, the agreement's state follows the algorithm's (the
      * larger of the two a vote chooses between), aligned. */
@@ -135,9 +147,11 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
      * not wired (direct's pids are fetched without an endpoint, cohort_coll_pids_know). */
     if (!seg) {
         cohort_coll_announce(g, &a, algo);
-    } else if (b->seg_call == 1) {
+    }
+    if ((seg && b->seg_call == 1) || defer) {
         cohort_shm_prefetch(g);
     }
+    b->seg_defer = defer;
     b->settle = settle;
     b->fallback = fallback;
     b->algo_bytes = size;

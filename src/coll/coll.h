@@ -174,6 +174,10 @@ typedef struct {
      * algorithm part has room for (the larger of the two's, as for a vote). */
     const struct cohort_coll_algo *fallback;
     int seg_refused;
+    /* It would have run on the segment, but it is one of the group's first COHORT_SHM_DEFER
+     * such calls: it runs on messages, and its progress sets the segment up beside it
+     * (cohort_shm_early). */
+    int seg_defer;
     size_t algo_bytes;
     cohort_status_t mem_status; /* the first failure of a cohort_coll_mem_* call */
     /* The schedule (schedule.c): its tasks, the one running, whether that one is posted. */

@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include "coll/coll.h"
+#include "coll/shm_seg.h"
 #include "core/comm.h"
 #include "mem/gpu.h"
 
@@ -34,6 +35,11 @@ static void cohort_coll_ops_release(cohort_request_t *req)
     }
     if (algo != NULL && algo->cleanup != NULL) {
         algo->cleanup(req);
+    }
+    /* A deferred call that ends with its group failed: the segment set up beside it is never
+     * used, and its name goes now. */
+    if (b->seg_defer && req->comm != NULL && req->comm->error != COHORT_OK) {
+        cohort_shm_early_drop(req->comm);
     }
     cohort_coll_stage_release(req);
 }

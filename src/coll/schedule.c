@@ -10,6 +10,7 @@
  * order.
  */
 #include "coll/coll.h"
+#include "coll/shm_seg.h"
 #include "mem/gpu.h"
 
 static cohort_status_t task_none(cohort_request_t *req)
@@ -45,6 +46,9 @@ static cohort_status_t agree_progress(cohort_request_t *req)
     cohort_coll_base_t *b = cohort_coll_base(req);
     cohort_status_t status = cohort_coll_check_progress(req, b->check);
 
+    if (status == COHORT_OK && b->check->settings) {
+        cohort_shm_agreed(req->comm); /* a deferred call may set the segment up now */
+    }
     if (status == COHORT_OK && b->vote_algo != NULL) {
         if (b->check->acc.lo[COHORT_CHECK_DEVICE] > 0) {
             b->algo = b->vote_algo;
@@ -64,7 +68,12 @@ static cohort_status_t algo_post(cohort_request_t *req)
 static cohort_status_t algo_progress(cohort_request_t *req)
 {
     cohort_coll_base_t *b = cohort_coll_base(req);
-    cohort_status_t status = b->algo->progress(req);
+    cohort_status_t status;
+
+    if (b->seg_defer) {
+        cohort_shm_early(req->comm); /* the segment's setup, beside this call's messages */
+    }
+    status = b->algo->progress(req);
 
     if (status == COHORT_ERR_UNSUPPORTED && b->seg_refused && b->fallback != NULL) {
         status = cohort_coll_fall_back(req);

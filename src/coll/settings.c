@@ -16,7 +16,8 @@
 #include "coll/coll.h"
 
 static const char *const cohort_settings_names[COHORT_SETTINGS_FIELDS] = {
-    "COHORT_CHECK",        "COHORT_CMA", "COHORT_CUDA", "COHORT_CUDA_IPC",
+    "COHORT_CHECK",        "COHORT_CMA or COHORT_SHM_DEFER",
+    "COHORT_CUDA",         "COHORT_CUDA_IPC",
     "COHORT_CUDA_IPC_MIN", "COHORT_ALGO_*"};
 
 static uint64_t cohort_settings_fnv(uint64_t h, const char *s)
@@ -62,6 +63,8 @@ void cohort_coll_settings(const cohort_context_t *ctx, int same_node,
     vals[1] = (int64_t)cfg->cma;
     if (same_node) {
         vals[1] |= (int64_t)(ctx->cma_direct != 0) << 4 | (int64_t)(ctx->fd_share != 0) << 5;
+        /* COHORT_SHM_DEFER rides with them: it says which calls take the segment. */
+        vals[1] |= (int64_t)cfg->shm_defer << 8;
     }
     vals[2] = cfg->cuda_off;
     vals[3] = cfg->cuda_ipc;
@@ -87,8 +90,9 @@ void cohort_coll_settings_describe(const cohort_context_t *ctx, int f, char *buf
         snprintf(buf, len, "%d", cfg->check);
         break;
     case 1:
-        snprintf(buf, len, "%s (single copy %s, shared segments %s)", cma[cfg->cma],
-                 ctx->cma_direct ? "usable" : "not usable", ctx->fd_share ? "usable" : "not usable");
+        snprintf(buf, len, "%s (single copy %s, shared segments %s, COHORT_SHM_DEFER=%d)",
+                 cma[cfg->cma], ctx->cma_direct ? "usable" : "not usable",
+                 ctx->fd_share ? "usable" : "not usable", cfg->shm_defer);
         break;
     case 2:
         snprintf(buf, len, "%s", cfg->cuda_off ? "off" : "auto");

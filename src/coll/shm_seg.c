@@ -21,6 +21,13 @@
  * sent it down the message path never attaches: its agreement's first message, to group rank
  * r + 1, lands in a receive posted at the setup's start, and that member joins the agreement by
  * messages, which reaches the next one the same way; a failed setup agrees so too.
+ *
+ * Under COHORT_SHM_DEFER=K the group's first K calls that would take the segment run on
+ * messages (every member counts the same calls, so they agree with no message), and the making
+ * and attaching happen beside them, from their progress (cohort_shm_early), once the group's
+ * settings are agreed; the segment's first call (the setup) then finds that done and only waits
+ * for the members not attached yet. Off by default: it wires endpoints the segment does not need
+ * (docs/bench-setup.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -84,6 +91,11 @@ typedef struct {
     char name[64];     /* known once group rank 0's pid is */
     uint64_t calls;    /* calls numbered on the group */
     uint64_t finished; /* the last call that ended here */
+    uint32_t deferred; /* calls that ran on messages instead (COHORT_SHM_DEFER) */
+    int agreed;        /* the group's settings are agreed here: deferred calls may set it up */
+    int early;         /* set up beside a deferred call: 1 made or attached here, -1 refused
+                        * (logged; the setup call says "no"), 0 neither yet */
+    int late;          /* COHORT_FAULT=shm_late: no setup beside deferred calls here */
 } shm_group_t;
 
 /* A member's "no" during setup: a step of its own, below the agreement's (-1 - round, round <
@@ -255,17 +267,18 @@ static void shm_settings_put(cohort_request_t *req, shm_group_t *g)
     }
 }
 
-/* Group rank 0: make it, exclusively, and publish its identity. @return whether it worked. */
-static int shm_create(cohort_request_t *req, shm_group_t *g)
+/* Group rank 0: make it, exclusively, and publish its identity, with this rank's settings
+ * (NULL: none ride it). @return whether it worked. */
+static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t *g,
+                         const int64_t *settings)
 {
-    cohort_comm_t *comm = req->comm;
     int fd;
 
     g->bytes = shm_seg_bytes(comm->size);
     shm_name(comm, g, (int32_t)getpid());
     fd = shm_open(g->name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
-        cohort_error(req->ctx, "%s: shared segment %s: %s%s", comm->label, g->name, strerror(errno),
+        cohort_error(ctx, "%s: shared segment %s: %s%s", comm->label, g->name, strerror(errno),
                      errno == EEXIST ? " (left by a process that died, or another cohort context "
                                        "of this process made the same group)"
                                      : "");
@@ -274,8 +287,8 @@ static int shm_create(cohort_request_t *req, shm_group_t *g)
     g->named = 1;
     if (ftruncate(fd, (off_t)g->bytes) != 0 ||
         (g->seg = mmap(NULL, g->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-        cohort_error(req->ctx, "%s: shared segment %s of %zu bytes: %s", comm->label, g->name,
-                     g->bytes, strerror(errno));
+        cohort_error(ctx, "%s: shared segment %s of %zu bytes: %s", comm->label, g->name, g->bytes,
+                     strerror(errno));
         g->seg = NULL;
         close(fd);
         shm_name_drop(g);
@@ -285,19 +298,27 @@ static int shm_create(cohort_request_t *req, shm_group_t *g)
     g->seg->magic = COHORT_SHM_MAGIC;
     g->seg->n = comm->size;
     /* The fault names another live process: the attachers must refuse the segment. */
-    g->seg->pid = (int32_t)(cohort_fault(req->ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
+    g->seg->pid = (int32_t)(cohort_fault(ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
     g->seg->gid = comm->id;
     g->seg->members = shm_members_hash(comm);
-    shm_settings_put(req, g);
+    if (settings != NULL) {
+        memcpy(g->seg->settings[comm->rank], settings, sizeof(g->seg->settings[0]));
+    }
     g->seg->attached[0] = 1;
     __atomic_store_n(&g->seg->ready, 1, __ATOMIC_RELEASE);
     return 1;
 }
 
-/* The others: 1 once mapped and checked, 0 while not there yet (polled), -1 refused (logged). */
-static int shm_attach(cohort_request_t *req, shm_group_t *g, int32_t pid0)
+static int shm_create(cohort_request_t *req, shm_group_t *g)
 {
-    cohort_comm_t *comm = req->comm;
+    return shm_create_as(req->ctx, req->comm, g, shm_settings(req));
+}
+
+/* The others: 1 once mapped and checked, 0 while not there yet (polled), -1 refused (logged,
+ * for the call named @a what). */
+static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t *g, int32_t pid0,
+                         const char *what_call)
+{
     const char *why = NULL;
     char what[128];
     struct stat st;
@@ -306,7 +327,7 @@ static int shm_attach(cohort_request_t *req, shm_group_t *g, int32_t pid0)
     if (g->seg == NULL) {
         g->bytes = shm_seg_bytes(comm->size);
         shm_name(comm, g, pid0);
-        if (cohort_fault(req->ctx, COHORT_FAULT_SHM)) {
+        if (cohort_fault(ctx, COHORT_FAULT_SHM)) {
             why = "COHORT_FAULT";
             goto refused;
         }
@@ -353,11 +374,90 @@ static int shm_attach(cohort_request_t *req, shm_group_t *g, int32_t pid0)
     munmap(g->seg, g->bytes);
     g->seg = NULL;
 refused:
-    cohort_error(req->ctx,
+    cohort_error(ctx,
                  "%s %s: cannot reach group rank 0's shared segment %s (%s); this call runs "
                  "on messages on every member, and so do the group's later calls",
-                 comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], g->name, why);
+                 comm->label, what_call, g->name, why);
     return -1;
+}
+
+/* This rank mapped and checked it: it says so in the header; the last attacher takes the
+ * name away (nobody needs it any more). */
+static void shm_attached(cohort_comm_t *comm, shm_group_t *g)
+{
+    g->named = 1; /* until the last attacher unlinks it, or this setup ends */
+    __atomic_store_n(&g->seg->attached[comm->rank], 1, __ATOMIC_RELEASE);
+    if (__atomic_add_fetch(&g->seg->nattached, 1, __ATOMIC_ACQ_REL) == (uint32_t)comm->size - 1) {
+        shm_name_drop(g);
+    }
+}
+
+int cohort_shm_defer(cohort_comm_t *comm)
+{
+    shm_group_t *g = comm->node_shm;
+
+    /* Only before the segment's first call: calls is counted alike on every member. */
+    if (g->calls != 0 || g->deferred >= (uint32_t)comm->ctx->cfg.shm_defer) {
+        return 0;
+    }
+    g->deferred++;
+    return 1;
+}
+
+void cohort_shm_agreed(cohort_comm_t *comm)
+{
+    /* A group whose first collective took no segment has no record yet: one is made for the
+     * flag (a few words; its segment is made only by a call). */
+    if (comm->node_local > 0 && cohort_shm_group_make(comm) == COHORT_OK) {
+        ((shm_group_t *)comm->node_shm)->agreed = 1;
+    }
+}
+
+void cohort_shm_early_drop(cohort_comm_t *comm)
+{
+    shm_group_t *g = comm->node_shm;
+
+    /* Known once group rank 0's pid is (shm_name): nobody attaches to a failed group's
+     * segment, so even a member that never reached it may take the name away. */
+    if (g != NULL && g->state != SEG_READY && g->name[0] != '\0') {
+        g->named = 1;
+        shm_name_drop(g);
+    }
+}
+
+void cohort_shm_early(cohort_comm_t *comm)
+{
+    shm_group_t *g = comm->node_shm;
+    cohort_peer_t *peer0;
+    int got;
+
+    /* Not before the settings are agreed: a member whose COHORT_SHM_DEFER differs runs the
+     * setup in its first call, and must find nobody in the segment ahead of it. */
+    if (g == NULL || !g->agreed || g->early != 0 || g->calls != 0 || comm->node_off) {
+        return;
+    }
+    /* The fault: this rank leaves it to the setup call, where it is late for the others. */
+    if (g->late || cohort_fault(comm->ctx, COHORT_FAULT_SHM_LATE)) {
+        g->late = 1;
+        return;
+    }
+    if (comm->rank == 0) {
+        g->early = shm_create_as(comm->ctx, comm, g, NULL) ? 1 : -1;
+        return;
+    }
+    peer0 = cohort_peer_get(comm->ctx, cohort_comm_world_rank(comm, 0));
+    if (peer0 == NULL) {
+        return;
+    }
+    cohort_peer_know(peer0);
+    if (peer0->pid == 0) {
+        return; /* its card is on the way, or it failed: the setup call tells */
+    }
+    got = shm_attach_as(comm->ctx, comm, g, peer0->pid, "a deferred call");
+    if (got > 0) {
+        shm_attached(comm, g);
+    }
+    g->early = got;
 }
 
 /* The setup's end here: the "no" receives still waiting are taken back (nobody sends them
@@ -496,7 +596,12 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
         if (status != COHORT_OK) {
             return shm_setup_failed(req, c, g, status);
         }
-        c->ok = me != 0 ? 0 : shm_create(req, g) ? 1 : 2;
+        /* Made or reached beside a deferred call already, or refused there (logged then). */
+        if (g->early != 0) {
+            c->ok = g->early > 0 ? 1 : 2;
+        } else {
+            c->ok = me != 0 ? 0 : shm_create(req, g) ? 1 : 2;
+        }
         c->sround = 1;
     }
     status = shm_settle_trip(req, c);
@@ -515,7 +620,8 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
                 status = peer0->state == COHORT_PEER_FAILED ? peer0->error : COHORT_ERR_PEER_FAILED;
             } else if (peer0->pid != 0) {
                 /* Tried even after another member's "no": its own verdict is logged here. */
-                got = shm_attach(req, g, peer0->pid);
+                got = shm_attach_as(req->ctx, req->comm, g, peer0->pid,
+                                    cohort_coll_names[b->args.coll]);
                 /* Only group rank 0's "no" ends the wait for the name: another's leaves it
                  * there until every member answered (shm_setup_failed), so that this rank
                  * finds it and answers too. */
@@ -532,12 +638,8 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
         }
         c->ok = got > 0 ? 1 : 2;
         if (got > 0) {
-            g->named = 1; /* until the last attacher unlinks it, or this setup ends */
             shm_settings_put(req, g);
-            __atomic_store_n(&g->seg->attached[me], 1, __ATOMIC_RELEASE);
-            if (__atomic_add_fetch(&g->seg->nattached, 1, __ATOMIC_ACQ_REL) == (uint32_t)n - 1) {
-                shm_name_drop(g);
-            }
+            shm_attached(req->comm, g);
         }
     }
     if (c->sround == 1) {
@@ -596,6 +698,13 @@ cohort_status_t cohort_shm_call_begin(cohort_request_t *req, cohort_shm_call_t *
 
     if (c->begun) {
         return COHORT_OK;
+    }
+    /* Calls before it were deferred (COHORT_SHM_DEFER): the group's first one carried the
+     * settings by messages, and nobody touches the segment before they are agreed here, so
+     * that a member whose COHORT_SHM_DEFER differs (it set the segment up in its first call,
+     * with the settings in the header) is answered by messages alike (check.c). */
+    if (c->setup && g->deferred > 0 && !g->agreed && c->sround == 0) {
+        return cohort_shm_wait(req);
     }
     if (c->setup && (g->state == SEG_SETTING_UP || c->sround == 4)) {
         status = shm_setup(req, c, g);

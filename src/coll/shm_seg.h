@@ -59,6 +59,25 @@ uint64_t cohort_shm_call_number(cohort_comm_t *comm);
 /* At post of the group's first call on it: start fetching group rank 0's card (its pid names
  * the segment), without an endpoint. */
 void cohort_shm_prefetch(cohort_comm_t *comm);
+/* COHORT_SHM_DEFER=K: at post of a call that would run on the segment (the group's record
+ * made), whether it is one of the group's first K such calls, which run on messages instead;
+ * counted. Every member counts the same calls (they take the segment alike), so every member
+ * answers alike for the same call, with no message. */
+int cohort_shm_defer(cohort_comm_t *comm);
+/* The group's must-match settings were agreed on this rank (its first collective's agreement
+ * passed): a deferred call may set the segment up from now on, since every member then runs
+ * with the same COHORT_SHM_DEFER. */
+void cohort_shm_agreed(cohort_comm_t *comm);
+/* From a deferred call's progress: the segment's setup beside it, never waiting. Group rank 0
+ * makes the segment, the others attach once group rank 0's pid is known and the name is
+ * there; a refusal is logged and kept, and the setup call (the first on the segment) says
+ * "no" with it. The setup call then finds its work done, or does the rest as without
+ * deferral. */
+void cohort_shm_early(cohort_comm_t *comm);
+/* A deferred call ended with its group failed (a member died, it was revoked): the segment's
+ * name goes now, from whichever member knows it, not when the group is freed, so that a dead
+ * member leaves nothing in /dev/shm while the others still hold the group. */
+void cohort_shm_early_drop(cohort_comm_t *comm);
 /* Bytes cohort_shm_call_start lays out after the state (64-byte aligned xfers included). */
 size_t cohort_shm_call_extra(int n);
 /* At the call's start: take the number it got at post (cohort_coll_base_t's seg_call); lays

@@ -52,14 +52,16 @@ static const cohort_setting_t cohort_settings[] = {
      "messages kept for groups not created yet; past it they are dropped and counted"},
     {"COHORT_FAULT",
      "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma | shm | stall | write_gap "
-     "| post | pid | shm_pid | ep_drop",
+     "| post | pid | shm_pid | ep_drop | shm_late",
      "",
      "testing: the n-th pass through the point fails as if memory ran out (stall: a same-node "
      "collective's n-th write into another member waits 2 s first; write_gap: it is announced, "
      "then made 3 s later; post: the n-th collective's post fails; pid: the n-th direct "
      "collective's or single-copy send's descriptor names another process; shm_pid: likewise "
      "the n-th shared segment's setup descriptor; ep_drop: the n-th send to a wired peer "
-     "first closes its endpoint by force, as UCX does when it loses a connection)"},
+     "first closes its endpoint by force, as UCX does when it loses a connection; shm_late: at "
+     "the n-th pass, the group's calls deferred by COHORT_SHM_DEFER stop setting its segment up "
+     "here, its setup call does it)"},
     {"COHORT_CUDA", "auto | off", "auto",
      "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
      "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
@@ -72,6 +74,10 @@ static const cohort_setting_t cohort_settings[] = {
     {"COHORT_CUDA_IPC_MIN", "bytes (K, M, G allowed)", "1048576",
      "COHORT_CUDA_IPC=auto: the smallest collective (bytes per member: count times the dtype's "
      "size) that votes on CUDA IPC; set it alike on every rank"},
+    {"COHORT_SHM_DEFER", "calls, 0 = none", "0",
+     "a group's first N collectives that would run on its shared segment run on messages "
+     "instead, while the segment is set up beside them; the segment takes the next one. Set "
+     "it alike on every rank (the first collective checks)"},
     {"COHORT_CUDA_IPC_CACHE", "mappings, 0 = none", "64",
      "how many of the other members' device allocations stay mapped (CUDA IPC) between calls "
      "when no call uses them; 0: mapped and unmapped in every call"},
@@ -120,6 +126,23 @@ static int cohort_config_pick(const char *name, const char *value, const char *c
         snprintf(err, errlen, "%s=%s: expected %s", name, value, expected);
     }
     return idx;
+}
+
+/* A count from 0 to 2^20 (COHORT_CUDA_IPC_CACHE, COHORT_SHM_DEFER). */
+static cohort_status_t cohort_config_count(const char *name, const char *value, int *out, char *err,
+                                           size_t errlen)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(value, &end, 10);
+    if (errno != 0 || end == value || *end != '\0' || v < 0 || v > 1 << 20) {
+        snprintf(err, errlen, "%s=%s: expected a count from 0 to %d", name, value, 1 << 20);
+        return COHORT_ERR_INVALID_ARG;
+    }
+    *out = (int)v;
+    return COHORT_OK;
 }
 
 static cohort_status_t cohort_config_seconds(const char *name, const char *value, const char *zero,
@@ -231,16 +254,10 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->cuda_ipc = idx;
+    } else if (strcmp(name, "COHORT_SHM_DEFER") == 0) {
+        return cohort_config_count(name, value, &cfg->shm_defer, err, errlen);
     } else if (strcmp(name, "COHORT_CUDA_IPC_CACHE") == 0) {
-        long v;
-        errno = 0;
-        v = strtol(value, &end, 10);
-        if (errno != 0 || end == value || *end != '\0' || v < 0 || v > 1 << 20) {
-            snprintf(err, errlen, "COHORT_CUDA_IPC_CACHE=%s: expected a count from 0 to %d", value,
-                     1 << 20);
-            return COHORT_ERR_INVALID_ARG;
-        }
-        cfg->cuda_ipc_cache = (int)v;
+        return cohort_config_count(name, value, &cfg->cuda_ipc_cache, err, errlen);
     } else if (strcmp(name, "COHORT_LOG") == 0) {
         if ((idx = cohort_config_pick(name, value, levels, "error, warn, info or debug", err,
                                       errlen)) < 0) {
@@ -274,8 +291,8 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
         return cohort_config_bytes(name, value, &cfg->orphan_bytes, err, errlen);
     } else if (strcmp(name, "COHORT_FAULT") == 0) {
         static const char *const points[] = {
-            "none",      "group_create", "send", "msg_keep", "cma",     "shm", "stall",
-            "write_gap", "post",         "pid",  "shm_pid",  "ep_drop", NULL};
+            "none",      "group_create", "send", "msg_keep", "cma",     "shm",      "stall",
+            "write_gap", "post",         "pid",  "shm_pid",  "ep_drop", "shm_late", NULL};
         const char *colon = strchr(value, ':'), *at = strchr(value, '@');
         char point[32];
         long n = 0, rank = -1;
@@ -297,7 +314,7 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             snprintf(err, errlen,
                      "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (1 <= n <= %d, 0 <= rank <= "
                      "%d), point one of group_create, send, msg_keep, cma, shm, stall, write_gap, "
-                     "post, pid, shm_pid, ep_drop",
+                     "post, pid, shm_pid, ep_drop, shm_late",
                      value, INT_MAX, INT_MAX);
             return COHORT_ERR_INVALID_ARG;
         }

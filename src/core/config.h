@@ -29,6 +29,9 @@ typedef enum {
                                 * its parent */
     COHORT_FAULT_EP_DROP,      /* a send to a wired peer: its endpoint closed by force first, as
                                 * UCX does when it loses a connection (the peer sees a reset) */
+    COHORT_FAULT_SHM_LATE,     /* a deferred call's setup of the segment (COHORT_SHM_DEFER) is
+                                * skipped here: this rank makes or reaches it only in the setup
+                                * call, as a slow member would */
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 
@@ -63,6 +66,7 @@ typedef struct {
     int cuda_off;        /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
     int cuda_ipc;        /* COHORT_CUDA_IPC: cohort_cuda_ipc_mode_t */
     int cuda_ipc_cache;  /* COHORT_CUDA_IPC_CACHE: unused peers' mappings kept */
+    int shm_defer;       /* COHORT_SHM_DEFER: a group's first segment calls run on messages */
     size_t cuda_ipc_min; /* COHORT_CUDA_IPC_MIN: bytes per member from which auto votes */
     size_t cuda_pipeline_min; /* COHORT_CUDA_PIPELINE_MIN: device calls staged per transfer */
     cohort_cma_mode_t cma;    /* COHORT_CMA */

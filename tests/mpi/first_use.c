@@ -6,6 +6,11 @@
 /* run: 4 FIRST_CASE=race */
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=3 */
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=0 */
+/* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=3 */
+/* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=0 */
+/* run: 4 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=2 FIRST_CASE=defer */
+/* run: 4 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=2 COHORT_FAULT=shm_late:1@3 FIRST_CASE=defer */
+/* run: 3 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=1 COHORT_FAULT=shm_late:1@0 FIRST_CASE=defer */
 /* clang-format on */
 /*
  * A group's first collective costs no endpoint beyond what its messages need (issue 37).
@@ -30,7 +35,21 @@
  * the segment: rank 3 dies before it attaches (the name exists, the others attached and wait
  * for it), rank 0 before it makes it (the others poll for the name). The others get
  * COHORT_ERR_PEER_FAILED (found by watching the members their setup waits on: some hold no
- * endpoint to the dead rank) and no name of the group is left in /dev/shm.
+ * endpoint to the dead rank) and no name of the group is left in /dev/shm. Under
+ * COHORT_SHM_DEFER=1 the allreduce runs on messages while rank 0 makes the segment beside it and
+ * the others attach: the dead rank never does, and the name must go when the call fails, not
+ * wait for the group's free.
+ *
+ * FIRST_CASE=defer (COHORT_SHM_DEFER=K): a group of every rank runs K + 3 small allreduces,
+ * blocking, then a second group the same number posted together and waited in reverse order.
+ * The first K run on messages (cohort_group_info names a message algorithm, messages were
+ * sent, the segment is not ready), call K + 1 on the segment, which is then ready, and from
+ * call K + 2 on nothing is sent; every sum is right. Every member must count the same calls as
+ * deferred: one that took the segment for a call another runs on messages waits there for a
+ * contribution that never comes (a TIMEOUT under COHORT_TIMEOUT). COHORT_FAULT=shm_late:1@R:
+ * world rank R does not set the segment up beside its deferred calls (a member slow to attach,
+ * or for rank 0 slow to make it): the others have it early, R only in the setup call, and the
+ * calls still pair alike.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -253,6 +272,76 @@ static void death_case(cohort_context_t *ctx)
     printf("rank %d: rank passed\n", me);
 }
 
+/* The sum of (world rank + 1) * (i + 1) over @a g's members. */
+static int32_t defer_want(cohort_group_t *g, int i)
+{
+    int32_t want = 0;
+
+    for (int k = 0; k < cohort_group_size(g); k++) {
+        want += (cohort_group_world_rank(g, k) + 1) * (i + 1);
+    }
+    return want;
+}
+
+static void defer_case(cohort_context_t *ctx)
+{
+    int n = cohort_world_size(ctx), me = cohort_world_rank(ctx), members[64];
+    int k = atoi(getenv("COHORT_SHM_DEFER")), calls = k + 3;
+    cohort_request_t *q[64];
+    int32_t v[64], r[64];
+    cohort_group_t *g, *h;
+
+    CHECK(n <= 64 && calls <= 64);
+    for (int i = 0; i < n; i++) {
+        members[i] = i;
+    }
+    CHECK_OK(cohort_group_create(ctx, "defer", members, n, &g));
+    for (int i = 0; i < calls; i++) {
+        cohort_group_info_t info;
+        cohort_stats_t st0, st1;
+        int32_t x = (me + 1) * (i + 1), sum = 0;
+        CHECK_OK(cohort_stats(ctx, &st0));
+        CHECK_OK(cohort_allreduce(g, &x, &sum, 1, COHORT_INT32, COHORT_SUM));
+        CHECK_OK(cohort_stats(ctx, &st1));
+        CHECK_OK(cohort_group_info(g, &info));
+        if (sum != defer_want(g, i)) {
+            fprintf(stderr, "rank %d: call %d: sum %d, expected %d\n", me, i, sum,
+                    defer_want(g, i));
+            exit(1);
+        }
+        if (i < k) {
+            /* deferred: on messages, beside the segment's setup */
+            CHECK(strcmp(info.last_algorithm, "shm") != 0);
+            CHECK(info.segment != COHORT_SEGMENT_READY);
+            CHECK(st1.messages_sent > st0.messages_sent);
+        } else {
+            CHECK(strcmp(info.last_algorithm, "shm") == 0);
+            CHECK(info.segment == COHORT_SEGMENT_READY);
+            CHECK(i == k || st1.messages_sent == st0.messages_sent);
+        }
+    }
+    CHECK_OK(cohort_group_free(g));
+    /* Posted together: the setup call waits beside the deferred calls still in flight. */
+    CHECK_OK(cohort_group_create(ctx, "defer-nb", members, n, &h));
+    for (int i = 0; i < calls; i++) {
+        v[i] = (me + 1) * (i + 1);
+        CHECK_OK(cohort_iallreduce(h, &v[i], &r[i], 1, COHORT_INT32, COHORT_SUM, &q[i]));
+    }
+    for (int i = calls - 1; i >= 0; i--) {
+        CHECK_OK(cohort_wait(q[i]));
+        cohort_request_free(q[i]);
+    }
+    for (int i = 0; i < calls; i++) {
+        if (r[i] != defer_want(h, i)) {
+            fprintf(stderr, "rank %d: posted together, call %d: sum %d, expected %d\n", me, i, r[i],
+                    defer_want(h, i));
+            exit(1);
+        }
+    }
+    CHECK_OK(cohort_group_free(h));
+    printf("rank %d: %d calls, the first %d on messages, then the segment\n", me, calls, k);
+}
+
 int main(void)
 {
     const char *which = getenv("FIRST_CASE");
@@ -267,6 +356,8 @@ int main(void)
         layout_case(ctx);
     } else if (strcmp(which, "race") == 0) {
         race_case(ctx);
+    } else if (strcmp(which, "defer") == 0) {
+        defer_case(ctx);
     } else if (strcmp(which, "death") == 0) {
         death_case(ctx);
         return 0;

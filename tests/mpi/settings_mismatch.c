@@ -3,11 +3,12 @@
 /*
  * A must-match setting that differs on one rank (issue 20, "one error rule"): the last rank
  * runs with COHORT_CMA=off, COHORT_ALGO_ALLREDUCE=ring, COHORT_CHECK=1, COHORT_CUDA_IPC=off,
- * COHORT_CUDA_IPC_MIN=4096 or COHORT_CUDA=off, the others with the defaults. The group's first
- * collective (world and a created group alike) is COHORT_ERR_MISMATCH on every member, with a
- * log line naming the setting; no member's output is written; every later collective on that
- * group is MISMATCH too, since it would take different paths again. Before, each member took
- * its own path: COHORT_CMA=off against single copy, or a COHORT_CHECK round only one rank
+ * COHORT_CUDA_IPC_MIN=4096, COHORT_CUDA=off or COHORT_SHM_DEFER=1 (its first small call on
+ * messages while the others set the segment up in theirs), the others with the defaults. The
+ * group's first collective (world and a created group alike) is COHORT_ERR_MISMATCH on every
+ * member, with a log line naming the setting; no member's output is written; every later collective
+ * on that group is MISMATCH too, since it would take different paths again. Before, each member
+ * took its own path: COHORT_CMA=off against single copy, or a COHORT_CHECK round only one rank
  * joins, left the others waiting (a TIMEOUT under the 20 s COHORT_TIMEOUT set here, a hang
  * without it). Then the same setting on every rank: the same calls succeed with the right
  * sum (no difference seen where there is none).
@@ -30,6 +31,7 @@ static const case_t cases[] = {
     {"COHORT_CUDA_IPC", "off", 1 << 18},
     {"COHORT_CUDA_IPC_MIN", "4096", 1 << 18},
     {"COHORT_CUDA", "off", 1 << 18},
+    {"COHORT_SHM_DEFER", "1", 16},
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

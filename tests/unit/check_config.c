@@ -42,17 +42,27 @@ END_TEST
 
 START_TEST(test_values)
 {
-    char *env[] = {"COHORT_PMIX_PLUGIN=fence",   "COHORT_PROGRESS=block",
-                   "COHORT_TIMEOUT=2.5",         "COHORT_KEEPALIVE_S=0.5",
-                   "COHORT_WATCH_S=0",           "COHORT_CMA=on",
-                   "COHORT_CMA_MIN=4096",        "COHORT_CHECK=1",
-                   "COHORT_LOG=debug",           "COHORT_PLUGIN_PATH=/a:/b",
-                   "COHORT_ALGO_ALLREDUCE=ring", "COHORT_ALGO_REDUCE_SCATTER=ring",
-                   "COHORT_CUDA_IPC_CACHE=0",    "COHORT_CUDA_PIPELINE_MIN=1M",
-                   "COHORT_CUDA_IPC_MIN=64K",    NULL};
+    char *env[] = {"COHORT_PMIX_PLUGIN=fence",
+                   "COHORT_PROGRESS=block",
+                   "COHORT_TIMEOUT=2.5",
+                   "COHORT_KEEPALIVE_S=0.5",
+                   "COHORT_WATCH_S=0",
+                   "COHORT_CMA=on",
+                   "COHORT_CMA_MIN=4096",
+                   "COHORT_CHECK=1",
+                   "COHORT_LOG=debug",
+                   "COHORT_PLUGIN_PATH=/a:/b",
+                   "COHORT_ALGO_ALLREDUCE=ring",
+                   "COHORT_ALGO_REDUCE_SCATTER=ring",
+                   "COHORT_CUDA_IPC_CACHE=0",
+                   "COHORT_CUDA_PIPELINE_MIN=1M",
+                   "COHORT_CUDA_IPC_MIN=64K",
+                   "COHORT_SHM_DEFER=3",
+                   NULL};
 
     ck_assert_int_eq(parse(env), COHORT_OK);
     ck_assert_str_eq(cfg.pmix_plugin, "fence");
+    ck_assert_int_eq(cfg.shm_defer, 3);
     ck_assert_int_eq(cfg.progress, COHORT_PROGRESS_BLOCK);
     ck_assert(cfg.timeout_s == 2.5);
     ck_assert(cfg.keepalive_s == 0.5);
@@ -142,6 +152,8 @@ START_TEST(test_bad_values_named)
         {"COHORT_FAULT=disk:1", "COHORT_FAULT"},
         {"COHORT_CUDA=on", "COHORT_CUDA"},
         {"COHORT_CUDA_IPC=1", "COHORT_CUDA_IPC"},
+        {"COHORT_SHM_DEFER=-1", "COHORT_SHM_DEFER"},
+        {"COHORT_SHM_DEFER=2x", "COHORT_SHM_DEFER"},
         {"COHORT_CUDA_IPC_CACHE=-1", "COHORT_CUDA_IPC_CACHE"},
         {"COHORT_CUDA_IPC_CACHE=8x", "COHORT_CUDA_IPC_CACHE"},
         {"COHORT_CUDA_IPC_CACHE=", "COHORT_CUDA_IPC_CACHE"},

@@ -10,6 +10,7 @@
  * Modes that communicate call cohort_init themselves (and MPI_Init when built with MPI). */
 int cohort_bench_coll(int argc, char **argv);  /* collectives: size sweep, A/B/B/A vs MPI */
 int cohort_bench_setup(int argc, char **argv); /* layout setup: create + first allreduce */
+int cohort_bench_job(int argc, char **argv);   /* a layout's groups, for tools/job/job_mpi */
 int cohort_bench_model(int argc, char **argv); /* scale model: no launch, pure arithmetic */
 int cohort_bench_micro(int argc, char **argv); /* p2p latency/bandwidth; group creation cost */
 

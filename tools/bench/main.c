@@ -4,6 +4,7 @@
  *   algorithms                                                          the algorithm table
  *   p2p | groups [--count N]                                            micro benchmarks
  *   setup --layout SPEC                                                 group setup cost
+ *   job --world W --layout SPEC                                         a layout's groups, listed
  *   --model --world N --layout SPEC                                     scale model (no launch)
  */
 #include <stdio.h>
@@ -32,6 +33,8 @@ static void usage(FILE *f)
                "        groups [--count N]       (member-only creation of N groups per rank)\n"
                "        setup --layout SPEC      (time to create a layout's groups and run a\n"
                "                                  first allreduce in each; under mpirun)\n"
+               "        job --world W --layout SPEC   (every rank's groups, one line each:\n"
+               "                                  'rank kind n member...'; for tools/job/job_mpi)\n"
                "        --model --world N --layout SPEC   (scale model; no launcher needed)\n");
 }
 
@@ -101,6 +104,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "setup") == 0) {
         return cohort_bench_setup(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "job") == 0) {
+        return cohort_bench_job(argc - 1, argv + 1);
     }
     for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++) {
         if (strcmp(argv[1], colls[i]) == 0) {

@@ -61,8 +61,11 @@ static cohort_status_t ag_task_post(cohort_request_t *req, cohort_task_t *t)
 
 static cohort_status_t ag_task_progress(cohort_request_t *req, cohort_task_t *t)
 {
-    return cohort_ring_pipe_progress(req, &((cohort_ring_ag_t *)t->state)->shape.pipe,
-                                     &ag_pipe_ops, t);
+    cohort_ring_pipe_t *pipe = &((cohort_ring_ag_t *)t->state)->shape.pipe;
+    cohort_status_t status = cohort_ring_pipe_progress(req, pipe, &ag_pipe_ops, t);
+
+    t->mark = cohort_ring_pipe_mark(pipe);
+    return status;
 }
 
 const cohort_task_row_t cohort_task_ring_allgather = {

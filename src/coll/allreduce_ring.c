@@ -6,10 +6,16 @@
  *
  * Built from two tasks (task.h), the same code as the reduce_scatter and allgather ring rows
  * (pattern/ring_pipeline.h): the reduce-scatter keeps its partial sums at their blocks' places in
- * rbuf, and the allgather starts once it is done. Both are pipelined: each block is cut into
- * segments, and the (n - 1) x nseg (step, segment) units of each flow through a window of
- * receives (the "window" parameter), so a rank reduces one segment while the next ones are on
- * the wire. Their messages take steps 0 .. (n-1)nseg - 1 and then (n-1)nseg .. 2(n-1)nseg - 1.
+ * rbuf, and the allgather runs alongside it (task.h), continuing its pipeline: a segment of this
+ * rank's block goes out as soon as the reduce-scatter has finished it. Both are pipelined: each
+ * block is cut into segments, and the (n - 1) x nseg (step, segment) units of each flow through
+ * one window of receives (the "window" parameter), so a rank reduces one segment while the next
+ * ones are on the wire. Their messages take steps 0 .. (n-1)nseg - 1 and then (n-1)nseg ..
+ * 2(n-1)nseg - 1.
+ *
+ * Why the allgather may write rbuf while the reduce-scatter still runs: a block's final value
+ * reaches this rank only after the send that reads its partial sum (or input) here was
+ * received, since every rank after this one in the block's chain waits for it.
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
@@ -51,9 +57,8 @@ static cohort_status_t ring_start(cohort_request_t *req)
         return COHORT_OK; /* no task: done */
     }
     s->rs.shape = shape;
-    /* The allgather may start once the reduce-scatter's last sums are made and sent, before
-     * those sends are over: a block's final value reaches this rank only after the send that
-     * reads its partial sum here was received (its owner, the right neighbour, waits for it). */
+    /* The reduce-scatter is done once its last sums are made and sent, before those sends are
+     * over: the allgather, which takes its slots on, waits for them at its end. */
     s->rs.shape.hand_over = 1;
     s->rs.in = cohort_coll_input(a);
     s->rs.out = a->rbuf;
@@ -61,7 +66,10 @@ static cohort_status_t ring_start(cohort_request_t *req)
     s->ag.shape = shape;
     s->ag.buf = a->rbuf;
     cohort_task_seq_add(&s->p.seq, &cohort_task_ring_reduce_scatter, &s->rs);
-    cohort_task_seq_add(&s->p.seq, &cohort_task_ring_allgather, &s->ag);
+    /* Alongside: the allgather sends a segment of this rank's block as soon as the
+     * reduce-scatter has finished it, and posts its receives as the window frees, not once the
+     * whole reduce-scatter is over (the two continue one pipeline, pattern/ring_pipeline.h). */
+    cohort_task_seq_add_alongside(&s->p.seq, &cohort_task_ring_allgather, &s->ag);
     return cohort_task_seq_start(req, &s->p.seq);
 }
 

@@ -8,208 +8,219 @@
  * rounds; the core's "block" i is then the two consecutive blocks 2i, 2i+1 for i < r, else the
  * single block i + r, so windows stay contiguous. At the end the odd rank sends the even one
  * its block.
+ *
+ * The halving is a task (pattern/halving.h: cohort_task_halving_reduce_scatter), which
+ * allreduce_rabenseifner runs too, on its own cut of the vector and in segments. This row runs
+ * it on n blocks of count, each exchange one message, its partial sums in scratch; then a
+ * second task of its own hands each even rank its block.
  */
 #include <stdlib.h>
 #include "coll/coll_reduce.h"
+#include "coll/pattern/halving.h"
 #include "mem/scratch.h"
 #include "core/comm.h"
 
-typedef enum {
-    RH_FOLD,
-    RH_FOLD_WAIT,
-    RH_ROUND, /* mask p/2 .. 1 */
-    RH_ROUND_WAIT,
-    RH_UNFOLD,
-    RH_UNFOLD_WAIT,
-    RH_DONE
-} rh_phase_t;
+/* ---- The task: the halving itself ---- */
+
+static cohort_status_t rh_task_post(cohort_request_t *req, cohort_task_t *t)
+{
+    cohort_halving_rs_t *h = t->state;
+    const cohort_halving_cut_t *c = &h->cut;
+    size_t esize = cohort_coll_base(req)->args.esize, tmp_elems, acc_elems, first, second;
+
+    cohort_halving_cut_init(req, &h->cut);
+    t->nsteps = (c->nrounds + 1) * h->xchg.max_segs;
+    h->cur = h->in;
+    /* An extra not in a pair has no fold: its round 0 is as if it had happened. */
+    h->round = req->comm->rank >= 2 * c->r ? 1 : 0;
+    if (c->newrank < 0) {
+        return COHORT_OK; /* an even extra only sends its input */
+    }
+    /* The whole vector for a fold partner, else the larger half of the first round. */
+    first = cohort_halving_off(c, c->p / 2);
+    second = cohort_halving_off(c, c->p) - first;
+    tmp_elems = req->comm->rank < 2 * c->r ? c->total : first > second ? first : second;
+    acc_elems = h->acc == NULL ? c->total : 0;
+    /* One allocation for both: see reduce_knomial.c. */
+    h->scratch = cohort_coll_mem_scratch(req, (acc_elems + tmp_elems) * esize + 1);
+    if (h->scratch == NULL) {
+        return COHORT_ERR_NO_MEMORY;
+    }
+    if (h->acc == NULL) {
+        h->acc = h->scratch;
+    }
+    h->tmp = h->scratch + acc_elems * esize;
+    return COHORT_OK;
+}
+
+/* Round 0: the fold. Round k = 1 .. nrounds (mask p >> k): the halving. Then this rank's core
+ * block is final: divided once, here (AVG), before anything copies it out. */
+static cohort_status_t rh_task_progress(cohort_request_t *req, cohort_task_t *t)
+{
+    cohort_halving_rs_t *h = t->state;
+    const cohort_halving_cut_t *c = &h->cut;
+    cohort_pair_xchg_t *xg = &h->xchg;
+    size_t esize = cohort_coll_base(req)->args.esize;
+    int me = req->comm->rank, nr = c->newrank;
+    cohort_status_t status;
+
+    while (h->round <= c->nrounds) {
+        if (!xg->waiting) {
+            if (h->round == 0 && nr < 0) {
+                status = cohort_pair_xchg_post(req, t, xg, 0, me + 1, h->in, c->total, NULL,
+                                               c->total);
+            } else if (h->round == 0) {
+                xg->combine = 1;
+                xg->peer_is_lower = 1;
+                xg->dst = h->acc;
+                xg->mine = h->cur;
+                status = cohort_pair_xchg_post(req, t, xg, 0, me - 1, NULL, c->total, h->tmp,
+                                               c->total);
+            } else {
+                int mask = c->p >> h->round, lo = nr & ~(2 * mask - 1);
+                int keep_lo = nr & mask ? lo + mask : lo, send_lo = nr & mask ? lo : lo + mask;
+                size_t keep_off = cohort_halving_off(c, keep_lo);
+                size_t send_off = cohort_halving_off(c, send_lo);
+
+                xg->combine = 1;
+                xg->peer_is_lower = (nr ^ mask) < nr;
+                xg->dst = cohort_coll_at(h->acc, keep_off, esize);
+                xg->mine = cohort_coll_at(h->cur, keep_off, esize);
+                status = cohort_pair_xchg_post(
+                    req, t, xg, h->round, cohort_coll_fold_rank(c->r, nr ^ mask),
+                    cohort_coll_at(h->cur, send_off, esize),
+                    cohort_halving_off(c, send_lo + mask) - send_off, h->tmp,
+                    cohort_halving_off(c, keep_lo + mask) - keep_off);
+            }
+            if (status != COHORT_OK) {
+                return status;
+            }
+        }
+        status = cohort_pair_xchg_progress(req, xg);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        if (nr < 0) {
+            h->round = c->nrounds + 1; /* its input has left: done */
+            return COHORT_OK;
+        }
+        h->cur = h->acc;
+        if (++h->round > c->nrounds) {
+            size_t off = cohort_halving_off(c, nr);
+
+            cohort_coll_mem_finish(req, cohort_coll_at(h->acc, off, esize),
+                                   cohort_halving_off(c, nr + 1) - off, req->comm->size);
+        }
+    }
+    return COHORT_OK;
+}
+
+static void rh_task_finalize(cohort_request_t *req, cohort_task_t *t)
+{
+    cohort_halving_rs_t *h = t->state;
+
+    cohort_coll_mem_release(req, h->scratch);
+    h->scratch = h->tmp = NULL;
+}
+
+const cohort_task_row_t cohort_task_halving_reduce_scatter = {
+    .name = "recursive-halving reduce-scatter",
+    .post = rh_task_post,
+    .progress = rh_task_progress,
+    .finalize = rh_task_finalize,
+};
+
+/* ---- The row: the task on n blocks of count, then each rank's block to rbuf ---- */
+
+/* The hand-out after the halving: the odd rank of a folded pair sends the even one its block
+ * (the first of its core block), and every core rank copies its own to rbuf. */
+typedef struct {
+    const cohort_halving_rs_t *rs;
+    cohort_pair_xchg_t xchg;
+} rh_out_t;
 
 typedef struct {
-    cohort_coll_base_t base;
-    rh_phase_t phase;
-    int p, r, newrank; /* as in recursive doubling allreduce */
-    int nrounds;
-    int mask;
-    int round;
-    size_t keep_off, keep_len;
-    const void *cur; /* partial sums over the whole vector: the input until the first
-                      * combination, then acc */
-    char *acc;       /* n * count: partial sums (only the kept window is meaningful) */
-    char *tmp;       /* n * count: incoming data (in acc's allocation) */
-    cohort_xfer_t x[2];
+    cohort_task_parent_t p; /* the call's base, and the two tasks */
+    cohort_halving_rs_t rs;
+    rh_out_t out;
+    cohort_xfer_t x[2]; /* lent to both: one send, one receive */
 } rh_state_t;
+
+static cohort_status_t rh_out_post(cohort_request_t *req, cohort_task_t *t)
+{
+    rh_out_t *o = t->state;
+    const cohort_halving_rs_t *rs = o->rs;
+    const cohort_coll_args_t *a = &cohort_coll_base(req)->args;
+    int me = req->comm->rank;
+
+    t->nsteps = 1;
+    if (rs->cut.newrank < 0) {
+        return cohort_pair_xchg_post(req, t, &o->xchg, 0, me + 1, NULL, a->count, a->rbuf,
+                                     a->count);
+    }
+    if (me < 2 * rs->cut.r) {
+        return cohort_pair_xchg_post(req, t, &o->xchg, 0, me - 1,
+                                     cohort_coll_at(rs->acc, (size_t)(me - 1) * a->count, a->esize),
+                                     a->count, NULL, a->count);
+    }
+    return COHORT_OK;
+}
+
+static cohort_status_t rh_out_progress(cohort_request_t *req, cohort_task_t *t)
+{
+    rh_out_t *o = t->state;
+    const cohort_coll_args_t *a = &cohort_coll_base(req)->args;
+    cohort_status_t status;
+
+    if (o->xchg.waiting) {
+        status = cohort_pair_xchg_progress(req, &o->xchg);
+        if (status != COHORT_OK) {
+            return status;
+        }
+    }
+    if (o->rs->cut.newrank >= 0) {
+        /* After every send: under COHORT_IN_PLACE rbuf's start was input until now. */
+        cohort_coll_mem_copy(req, a->rbuf,
+                             cohort_coll_at(o->rs->acc, (size_t)req->comm->rank * a->count,
+                                            a->esize),
+                             a->count * a->esize);
+    }
+    return COHORT_OK;
+}
+
+static const cohort_task_row_t rh_out_task = {
+    .name = "recursive-halving hand-out",
+    .post = rh_out_post,
+    .progress = rh_out_progress,
+};
 
 static size_t rh_state_size(const cohort_coll_args_t *args, int gsize)
 {
     return sizeof(rh_state_t);
 }
 
-/* First element of core block @a i; core block p is the end of the vector. */
-static size_t rh_off(const rh_state_t *s, int i)
-{
-    return (size_t)(i < s->r ? 2 * i : i + s->r) * s->base.args.count;
-}
-
 static cohort_status_t rh_start(cohort_request_t *req)
 {
     rh_state_t *s = req->state;
-    const cohort_comm_t *g = req->comm;
-    const cohort_coll_args_t *a = &s->base.args;
-    int n = g->size, me = g->rank;
-    size_t total = (size_t)n * a->count * a->esize;
+    const cohort_coll_args_t *a = &s->p.base.args;
+    cohort_pair_xchg_t one = {.x = s->x, .max_segs = 1, .min_seg_elems = 1};
 
-    s->base.xfers = s->x;
-    s->base.nxfers = 2;
-    if (a->count == 0 || n == 1) {
+    s->p.base.xfers = s->x;
+    s->p.base.nxfers = 2;
+    if (a->count == 0 || req->comm->size == 1) {
         cohort_coll_copy_input(req, a, a->count);
-        s->phase = RH_DONE;
-        return COHORT_OK;
+        return COHORT_OK; /* no task: done */
     }
-    cohort_coll_fold(n, me, &s->p, &s->nrounds, &s->r, &s->newrank);
-    s->cur = cohort_coll_input(a);
-    if (s->newrank >= 0) {
-        /* One allocation for both: see reduce_knomial.c. */
-        s->acc = cohort_coll_mem_scratch(req, 2 * total);
-        if (s->acc == NULL) {
-            return COHORT_ERR_NO_MEMORY;
-        }
-        s->tmp = s->acc + total;
-    }
-    s->mask = s->p / 2;
-    s->round = 1;
-    s->phase = RH_FOLD;
-    return COHORT_OK;
-}
-
-static cohort_status_t rh_progress(cohort_request_t *req)
-{
-    rh_state_t *s = req->state;
-    const cohort_comm_t *g = req->comm;
-    const cohort_coll_args_t *a = &s->base.args;
-    size_t esize = a->esize, block = a->count * esize, total = (size_t)g->size * block;
-    int me = g->rank, nr = s->newrank, last_step = s->nrounds + 1;
-    cohort_status_t status;
-
-    for (;;) {
-        switch (s->phase) {
-        case RH_FOLD:
-            if (me >= 2 * s->r) {
-                s->phase = RH_ROUND;
-                break;
-            }
-            if (nr < 0) {
-                status = cohort_coll_send(req, &s->x[0], me + 1, 0, s->cur, total);
-            } else {
-                status = cohort_coll_recv(req, &s->x[1], me - 1, 0, s->tmp, total);
-            }
-            if (status != COHORT_OK) {
-                return status;
-            }
-            s->phase = RH_FOLD_WAIT;
-            /* fall through */
-        case RH_FOLD_WAIT:
-            status = cohort_coll_xfers_wait(s->x, 2);
-            if (status != COHORT_OK) {
-                return status;
-            }
-            if (nr < 0) {
-                /* The input (perhaps rbuf itself) has left: rbuf may now take the result. */
-                s->phase = RH_UNFOLD;
-                break;
-            }
-            cohort_coll_mem_reduce(req, s->acc, s->tmp, s->cur, (size_t)g->size * a->count);
-            s->cur = s->acc;
-            s->phase = RH_ROUND;
-            break;
-        case RH_ROUND: {
-            int peer = cohort_coll_fold_rank(s->r, nr ^ s->mask), lo = nr & ~(2 * s->mask - 1);
-            int keep_lo = nr & s->mask ? lo + s->mask : lo;
-            int send_lo = nr & s->mask ? lo : lo + s->mask;
-            size_t send_off = rh_off(s, send_lo);
-
-            if (s->mask == 0) {
-                s->phase = RH_UNFOLD;
-                break;
-            }
-            s->keep_off = rh_off(s, keep_lo);
-            s->keep_len = rh_off(s, keep_lo + s->mask) - s->keep_off;
-            status = cohort_coll_recv(req, &s->x[1], peer, s->round, s->tmp, s->keep_len * esize);
-            if (status != COHORT_OK) {
-                return status;
-            }
-            status = cohort_coll_send(req, &s->x[0], peer, s->round,
-                                      cohort_coll_at(s->cur, send_off, esize),
-                                      (rh_off(s, send_lo + s->mask) - send_off) * esize);
-            if (status != COHORT_OK) {
-                return status;
-            }
-            s->phase = RH_ROUND_WAIT;
-        }
-            /* fall through */
-        case RH_ROUND_WAIT: {
-            char *dst = cohort_coll_at(s->acc, s->keep_off, esize);
-            const char *mine = cohort_coll_at(s->cur, s->keep_off, esize);
-
-            status = cohort_coll_xfers_wait(s->x, 2);
-            if (status != COHORT_OK) {
-                return status;
-            }
-            if ((nr ^ s->mask) < nr) {
-                cohort_coll_mem_reduce(req, dst, s->tmp, mine, s->keep_len);
-            } else {
-                cohort_coll_mem_reduce(req, dst, mine, s->tmp, s->keep_len);
-            }
-            s->cur = s->acc;
-            s->mask /= 2;
-            s->round++;
-            s->phase = RH_ROUND;
-            break;
-        }
-        case RH_UNFOLD:
-            if (nr >= 0) {
-                /* acc holds this core rank's final blocks: the partner's first, if folded. */
-                char *own = s->acc + (size_t)me * block;
-                size_t nblocks = me < 2 * s->r ? 2 : 1;
-
-                cohort_coll_mem_finish(req, own + block - nblocks * block, nblocks * a->count,
-                                       g->size);
-                if (me < 2 * s->r) {
-                    status = cohort_coll_send(req, &s->x[0], me - 1, last_step, own - block, block);
-                    if (status != COHORT_OK) {
-                        return status;
-                    }
-                }
-            } else {
-                status = cohort_coll_recv(req, &s->x[1], me + 1, last_step, a->rbuf, block);
-                if (status != COHORT_OK) {
-                    return status;
-                }
-            }
-            s->phase = RH_UNFOLD_WAIT;
-            /* fall through */
-        case RH_UNFOLD_WAIT:
-            status = cohort_coll_xfers_wait(s->x, 2);
-            if (status != COHORT_OK) {
-                return status;
-            }
-            if (nr >= 0) {
-                /* After every send: under COHORT_IN_PLACE rbuf's start was input until now. */
-                cohort_coll_mem_copy(req, a->rbuf, s->acc + (size_t)me * block, block);
-            }
-            s->phase = RH_DONE;
-            break;
-        case RH_DONE:
-            return COHORT_OK;
-        }
-    }
-}
-
-static void rh_cleanup(cohort_request_t *req)
-{
-    rh_state_t *s = req->state;
-
-    cohort_coll_mem_release(req, s->acc);
-    s->acc = s->tmp = NULL;
+    s->rs.cut.how = COHORT_HALVING_CUT_RANKS;
+    s->rs.cut.total = (size_t)req->comm->size * a->count;
+    s->rs.in = cohort_coll_input(a);
+    s->rs.acc = NULL; /* rbuf holds one block: the partial sums go to scratch */
+    s->rs.xchg = one;
+    s->out.rs = &s->rs;
+    s->out.xchg = one;
+    cohort_task_seq_add(&s->p.seq, &cohort_task_halving_reduce_scatter, &s->rs);
+    cohort_task_seq_add(&s->p.seq, &rh_out_task, &s->out);
+    return cohort_task_seq_start(req, &s->p.seq);
 }
 
 static int rh_peers(const cohort_coll_args_t *a, int n, int me, int *out, int max)
@@ -223,8 +234,8 @@ const cohort_coll_algo_t cohort_reduce_scatter_recursive_halving = {
     .coll = COHORT_COLL_REDUCE_SCATTER,
     .state_size = rh_state_size,
     .start = rh_start,
-    .progress = rh_progress,
-    .cleanup = rh_cleanup,
+    .progress = cohort_task_parent_progress,
+    .cleanup = cohort_task_parent_cleanup,
     .peers = rh_peers,
     .device_ok = 1,
 };

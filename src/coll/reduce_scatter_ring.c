@@ -135,6 +135,7 @@ static cohort_status_t rs_task_progress(cohort_request_t *req, cohort_task_t *t)
     cohort_ring_rs_t *s = t->state;
     cohort_status_t status = cohort_ring_pipe_progress(req, &s->shape.pipe, &rs_pipe_ops, t);
 
+    t->mark = cohort_ring_pipe_mark(&s->shape.pipe);
     if (status == COHORT_OK && s->acc_at == COHORT_RING_ACC_SCRATCH) {
         /* Every send has read its input: the output may now take the result. */
         cohort_coll_mem_copy(req, s->out, s->acc,

@@ -6,13 +6,18 @@
 
 void cohort_task_seq_add(cohort_task_seq_t *seq, const cohort_task_row_t *row, void *state)
 {
-    cohort_task_t *t = &seq->t[seq->n++];
+    cohort_task_t *t = &seq->t[seq->n];
 
-    t->row = row;
-    t->state = state;
-    t->step0 = 0;
-    t->nsteps = 0;
-    t->posted = 0;
+    *t = (cohort_task_t){.row = row, .state = state};
+    t->before = seq->n > 0 ? &seq->t[seq->n - 1] : NULL;
+    seq->n++;
+}
+
+void cohort_task_seq_add_alongside(cohort_task_seq_t *seq, const cohort_task_row_t *row,
+                                   void *state)
+{
+    cohort_task_seq_add(seq, row, state);
+    seq->t[seq->n - 1].alongside = 1;
 }
 
 cohort_status_t cohort_task_seq_start(cohort_request_t *req, cohort_task_seq_t *seq)
@@ -24,16 +29,22 @@ cohort_status_t cohort_task_seq_start(cohort_request_t *req, cohort_task_seq_t *
     return seq->t[0].row->post(req, &seq->t[0]);
 }
 
-cohort_status_t cohort_task_seq_progress(cohort_request_t *req, cohort_task_seq_t *seq)
+/* One pass over the tasks from the first not done: each posted one progressed in turn, the
+ * next posted when it may start (the one before done, or it runs alongside). */
+static cohort_status_t seq_pass(cohort_request_t *req, cohort_task_seq_t *seq)
 {
     cohort_status_t status;
 
-    while (seq->cur < seq->n) {
-        cohort_task_t *t = &seq->t[seq->cur];
+    for (int k = seq->cur; k < seq->n; k++) {
+        cohort_task_t *t = &seq->t[k];
+
         if (!t->posted) {
-            if (seq->cur > 0) {
-                /* The task before is done: its steps are behind this one's on every member. */
-                t->step0 = seq->t[seq->cur - 1].step0 + seq->t[seq->cur - 1].nsteps;
+            if (k > seq->cur && !t->alongside) {
+                break; /* the one before is not done yet */
+            }
+            if (t->before != NULL) {
+                /* Its steps come after the task before's, on every member alike. */
+                t->step0 = t->before->step0 + t->before->nsteps;
             }
             t->posted = 1;
             status = t->row->post(req, t);
@@ -41,11 +52,33 @@ cohort_status_t cohort_task_seq_progress(cohort_request_t *req, cohort_task_seq_
                 return status;
             }
         }
-        status = t->row->progress(req, t);
+        if (!t->done) {
+            status = t->row->progress(req, t);
+            if (status == COHORT_OK) {
+                t->done = 1;
+            } else if (status != COHORT_INPROGRESS) {
+                return status;
+            }
+        }
+    }
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_task_seq_progress(cohort_request_t *req, cohort_task_seq_t *seq)
+{
+    cohort_status_t status;
+
+    while (seq->cur < seq->n) {
+        status = seq_pass(req, seq);
         if (status != COHORT_OK) {
             return status;
         }
-        seq->cur++;
+        if (!seq->t[seq->cur].done) {
+            return COHORT_INPROGRESS;
+        }
+        while (seq->cur < seq->n && seq->t[seq->cur].done) {
+            seq->cur++;
+        }
     }
     return COHORT_OK;
 }

@@ -13,7 +13,11 @@
  * A sequence (cohort_task_seq_t) runs its tasks one after another: a task is posted only once
  * the one before it is done (its results final; transfers it leaves in flight, as a ring task
  * may, are in slots the next one takes over and waits for), so a later task may read what an
- * earlier one wrote. Each task numbers its messages' steps from 0; on the wire they are shifted
+ * earlier one wrote. A finer dependency: a task added "alongside" is posted right after the one
+ * before it and runs with it, both progressed in turn, the earlier first; it reads the earlier
+ * one's progress mark (t->before->mark, how many of its units are final, kept by that task) and
+ * waits for what it needs by it. The ring allreduce's allgather so sends the first segment of
+ * this rank's block as soon as the reduce-scatter has finished that segment. Each task numbers its messages' steps from 0; on the wire they are shifted
  * past every step of the tasks before it (the task says at post how many it uses), so the
  * messages of two tasks of one call never match each other, and a member that runs ahead into
  * the next task is told apart from a late message of the one before.
@@ -42,7 +46,10 @@ struct cohort_task {
     void *state; /* its own region of the call's state, parameters written by the parent */
     int step0;   /* its step 0 on the wire: past every step of the tasks before it */
     int nsteps;  /* the steps it uses, from its post */
-    int posted;
+    int posted, done;
+    int alongside;                /* posted with the task before, not after it */
+    const cohort_task_t *before;  /* the task before it in the sequence, NULL for the first */
+    size_t mark; /* how far it is, in its own units, for a task alongside it to read */
 };
 
 #define COHORT_TASK_SEQ_MAX 4
@@ -54,6 +61,10 @@ typedef struct {
 
 /* Append a task that runs @a row on @a state once the tasks before it are done. */
 void cohort_task_seq_add(cohort_task_seq_t *seq, const cohort_task_row_t *row, void *state);
+/* Append a task that runs alongside the one before it (see above): it must wait, by that
+ * task's mark, for whatever it reads of that task's results. */
+void cohort_task_seq_add_alongside(cohort_task_seq_t *seq, const cohort_task_row_t *row,
+                                   void *state);
 /* Post the first task (the parent's start: what it allocates fails the start, as the parent's
  * own allocation would); COHORT_OK when there is none. */
 cohort_status_t cohort_task_seq_start(cohort_request_t *req, cohort_task_seq_t *seq);

@@ -27,6 +27,12 @@ typedef struct {
      * flight: the task after this one takes the same slots, posts a send only into an idle one,
      * and waits for all of them at its end. Saves a wait on the neighbour between two tasks. */
     int hand_over;
+    /* Alongside the ring task before it on the same slots (task.h: cohort_task_seq_add_alongside,
+     * the allreduce's allgather after its reduce-scatter): unit u is unit base + u of one
+     * pipeline, the units below base the task before's, done (processed, and their sends
+     * posted) while *before_mark passed them. Otherwise base 0 and before_mark NULL. */
+    size_t base;
+    const size_t *before_mark;
 } cohort_ring_pipe_t;
 
 /* What a task does with unit u; @a self is the task's state. */
@@ -47,6 +53,8 @@ int cohort_ring_pipe_sent(const cohort_ring_pipe_t *p, size_t u);
  * the first error. */
 cohort_status_t cohort_ring_pipe_progress(cohort_request_t *req, cohort_ring_pipe_t *p,
                                           const cohort_ring_pipe_ops_t *ops, void *self);
+/* A ring task's mark (task.h) for a task alongside it: the units done, processed and sent on. */
+size_t cohort_ring_pipe_mark(const cohort_ring_pipe_t *p);
 
 /* The n blocks both ring tasks work on: @a total elements cut by cohort_coll_block_off/len (a
  * reduce-scatter's equal blocks are total = n x count). Each segment is at most @a seg_bytes
@@ -65,7 +73,8 @@ typedef struct {
     cohort_ring_pipe_t pipe;
 } cohort_ring_shape_t;
 
-/* A ring task's post: cut the blocks into segments and set the pipeline and t->nsteps. */
+/* A ring task's post: cut the blocks into segments and set the pipeline and t->nsteps; a task
+ * alongside the one before it (a ring task on the same slots) continues that one's pipeline. */
 void cohort_ring_shape_start(cohort_request_t *req, cohort_ring_shape_t *sh, cohort_task_t *t);
 /* Unit @a u's range of elements, in block (rank + own - step - back) mod n: the block's first
  * element, the segment's offset inside the block, and its length (0 past a short block's end,

@@ -34,7 +34,7 @@ static void cohort_coll_announce(cohort_comm_t *g, const cohort_coll_args_t *a,
 
 /* A local failure once the call was valid (no request, staging out of memory, a CUDA error, the
  * caller's stream not marked): the other members post this call and wait for this rank, and
- * this rank's next call would take their number for another. The number is spent and the
+ * this rank's next call would take their number for another. The number is used up and the
  * group revoked, the others told (REVOKED there and for later calls here); @return @a status,
  * this call's own. */
 static cohort_status_t cohort_coll_post_failed(cohort_comm_t *g, cohort_status_t status)
@@ -137,7 +137,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     b->algo = algo;
     g->last_algo = algo->name;
     /* Every member numbers its collectives on a group alike, so (seq, step) names one
-     * message exactly; the number is spent even by a collective that fails to start, which
+     * message exactly; the number is used up even by a collective that fails to start, which
      * therefore revokes the group. */
     b->seq = g->coll_seq++;
     b->seg_call = seg ? cohort_shm_call_number(g) : 0;

@@ -127,8 +127,8 @@ typedef struct {
     void *host_r;    /* the staged receive buffer, which the algorithm sees as rbuf */
     void *user_rbuf; /* the caller's device rbuf, written from host_r at completion */
     size_t rout;     /* bytes to write there; 0 once the copy is enqueued */
-    uint64_t in;     /* the copies to the host: their mark until seen over (polled, stage.c) */
-    uint64_t out;    /* the copy's ticket until it is seen over (polled, stage.c) */
+    uint64_t in;     /* the copies to the host: their mark until seen finished (polled, stage.c) */
+    uint64_t out;    /* the copy's ticket until it is seen finished (polled, stage.c) */
 } cohort_coll_stage_t;
 
 /* One task of a collective's schedule (schedule.c): posted once, then progressed until it

@@ -1,6 +1,6 @@
 /*
  * A collective's arguments: whether they make a call at all (each refusal says which argument
- * and why, before any number is spent), and their fingerprint, the same on every member that
+ * and why, before any call number is used up), and their fingerprint, the same on every member that
  * called the same collective alike.
  */
 #include <stdint.h>

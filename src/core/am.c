@@ -45,7 +45,7 @@ static void cohort_msg_free(cohort_context_t *ctx, cohort_msg_t *m)
 /* @a m will never be read here: a single-copy sender waiting on it hears so. */
 static void cohort_msg_unread(cohort_context_t *ctx, const cohort_msg_t *m)
 {
-    if ((m->hdr.flags & COHORT_HDR_CMA) && ctx->am_offer != NULL) {
+    if ((m->hdr.flags & COHORT_HDR_SINGLE_COPY) && ctx->am_offer != NULL) {
         ctx->am_offer->unread(ctx, &m->hdr, m->desc == NULL ? m->data : NULL, m->len);
     }
 }
@@ -122,7 +122,7 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
         cohort_xfer_mismatch(x);
         return;
     }
-    if (m->hdr.flags & COHORT_HDR_CMA) {
+    if (m->hdr.flags & COHORT_HDR_SINGLE_COPY) {
         if (m->desc != NULL) {
             m->desc = NULL; /* a descriptor is 32 bytes: never rendezvous from cohort */
             ucp_am_data_release(ctx->worker, desc);

@@ -52,8 +52,9 @@ int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr)
     const uint8_t *p = buf;
 
     if (buf == NULL || len != COHORT_AM_HDR_BYTES || p[0] != COHORT_AM_MAGIC ||
-        p[1] < COHORT_MSG_P2P || p[1] > COHORT_MSG_CANCEL || (p[2] & ~COHORT_HDR_CMA) != 0 ||
-        p[3] != 0 || (p[2] != 0 && p[1] != COHORT_MSG_P2P && p[1] != COHORT_MSG_COLL)) {
+        p[1] < COHORT_MSG_P2P || p[1] > COHORT_MSG_CANCEL ||
+        (p[2] & ~COHORT_HDR_SINGLE_COPY) != 0 || p[3] != 0 ||
+        (p[2] != 0 && p[1] != COHORT_MSG_P2P && p[1] != COHORT_MSG_COLL)) {
         return -1;
     }
     hdr->kind = p[1];

@@ -15,9 +15,9 @@ typedef enum {
     COHORT_MSG_BYE = 3,     /* the sender finalizes: gid 0, src its world rank, nothing after */
     COHORT_MSG_REVOKE = 4,  /* gid is revoked: tag the failed world rank (-1: none), fp the
                                status, seq the group rank that started the notification tree */
-    COHORT_MSG_CMA_ACK = 5, /* single copy: gid the sender's token, fp a status (0: read),
+    COHORT_MSG_SINGLE_COPY_ACK = 5, /* single copy: gid the sender's token, fp a status (0: read),
                                seq the receiver's token when it asks for the data instead */
-    COHORT_MSG_CMA_DATA = 6, /* single copy refused: the data, gid the receiver's token */
+    COHORT_MSG_SINGLE_COPY_DATA = 6, /* single copy refused: the data, gid the receiver's token */
     COHORT_MSG_CANCEL = 7    /* a point-to-point send was freed before it finished: gid, seq,
                                 src, tag and wsrc are the cancelled message's; fp 1 when that
                                 message went out (the receiver drops it, stops reading it, or
@@ -26,7 +26,8 @@ typedef enum {
 } cohort_msg_kind_t;
 
 /* Header flags. */
-#define COHORT_HDR_CMA 0x1u /* the payload is a cohort_sc_desc_t, not the data (proto/single_copy.h) */
+/* the payload is a cohort_sc_desc_t, not the data (proto/single_copy.h) */
+#define COHORT_HDR_SINGLE_COPY 0x1u
 
 typedef struct {
     uint64_t gid;  /* group id, the same on every member */

@@ -37,7 +37,8 @@ typedef struct {
 } cohort_am_kind_t;
 
 /* A matched message whose payload is a descriptor of the sender's memory, not its data
- * (COHORT_HDR_CMA), and one dropped unread: the protocol that offered it (cohort_am_offer_set). */
+ * (COHORT_HDR_SINGLE_COPY), and one dropped unread: the protocol that offered it
+ * (cohort_am_offer_set). */
 typedef struct {
     void (*read)(cohort_context_t *ctx, cohort_xfer_t *x, const cohort_msg_t *m);
     void (*unread)(cohort_context_t *ctx, const cohort_am_hdr_t *h, const void *data, size_t len);
@@ -86,7 +87,7 @@ struct cohort_context {
      * the world: a rank knows its own groups' peers only. */
     cohort_map_t peers;
     const cohort_am_kind_t *am_kinds[COHORT_AM_KINDS]; /* cohort_msg_kind_t -> its handler */
-    const cohort_am_offer_t *am_offer;                 /* COHORT_HDR_CMA payloads */
+    const cohort_am_offer_t *am_offer;                 /* COHORT_HDR_SINGLE_COPY payloads */
     const cohort_peer_observer_t *peer_obs[COHORT_PEER_OBSERVERS];
     int npeer_obs;
     cohort_list_t peer_list;  /* every cohort_peer_t */

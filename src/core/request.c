@@ -46,14 +46,14 @@ cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request
     cohort_context_t *ctx = comm->ctx;
     cohort_req_block_t *b;
     cohort_request_t *req;
-    void *big = NULL;
-    size_t big_cap = 0;
+    void *block = NULL;
+    size_t block_cap = 0;
 
     if (!cohort_list_empty(&ctx->req_free)) {
         req = cohort_container_of(ctx->req_free.next, cohort_request_t, free_link);
         cohort_list_del(&req->free_link);
-        big = req->big;
-        big_cap = req->big_cap;
+        block = req->state_block;
+        block_cap = req->state_block_cap;
         b = (cohort_req_block_t *)req;
     } else {
         b = malloc(sizeof(*b));
@@ -63,14 +63,14 @@ cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request
         }
         req = &b->req;
     }
-    if (extra > COHORT_REQ_INLINE && extra > big_cap) {
-        free(big);
-        big = malloc(extra);
-        big_cap = big != NULL ? extra : 0;
-        if (big == NULL) {
+    if (extra > COHORT_REQ_INLINE && extra > block_cap) {
+        free(block);
+        block = malloc(extra);
+        block_cap = block != NULL ? extra : 0;
+        if (block == NULL) {
             cohort_error(ctx, "out of memory allocating %zu bytes of request state", extra);
-            req->big = NULL;
-            req->big_cap = 0;
+            req->state_block = NULL;
+            req->state_block_cap = 0;
             req->magic = COHORT_REQ_FREED;
             cohort_list_push(&ctx->req_free, &req->free_link);
             return NULL;
@@ -83,9 +83,9 @@ cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request
     req->comm = comm;
     req->ops = ops;
     req->status = COHORT_INPROGRESS;
-    req->big = big;
-    req->big_cap = big_cap;
-    req->state = extra > COHORT_REQ_INLINE ? big : (extra > 0 ? b->inline_state : NULL);
+    req->state_block = block;
+    req->state_block_cap = block_cap;
+    req->state = extra > COHORT_REQ_INLINE ? block : (extra > 0 ? b->inline_state : NULL);
     if (extra > 0) {
         memset(req->state, 0, extra);
     }
@@ -237,7 +237,8 @@ void cohort_request_release(cohort_request_t *req)
     if (req->inflight == 0 && req->readers == 0) {
         cohort_request_recycle(req);
     }
-    /* else: the last UCX completion recycles it (cohort_xfer_ucx_done). */
+    /* else: the last UCX completion (cohort_xfer_ucx_complete) or the last single-copy reader
+     * (proto/single_copy.c) recycles it. */
 }
 
 cohort_status_t cohort_request_wait_internal(cohort_request_t *req)
@@ -416,7 +417,7 @@ static int cohort_request_ucx_in_block(const cohort_request_t *req, const cohort
     const void *p = cohort_proto_payload(x, &n);
 
     return cohort_within(p, n, req, sizeof(cohort_req_block_t)) ||
-           cohort_within(p, n, req->big, req->big_cap);
+           cohort_within(p, n, req->state_block, req->state_block_cap);
 }
 
 /* Whether every UCX operation still pointing into @a req works on its block alone. */
@@ -524,7 +525,7 @@ void cohort_request_free_internal(cohort_request_t *req)
 
     if (req->detached) {
         req->magic = 0;
-        free(req->big);
+        free(req->state_block);
         free(req);
         return;
     }
@@ -635,7 +636,7 @@ void cohort_request_pool_cleanup(cohort_context_t *ctx)
         }
         cohort_list_del(&req->ctx_link);
         if (req->user_freed) {
-            free(req->big);
+            free(req->state_block);
             free(req);
             continue;
         }
@@ -655,7 +656,7 @@ void cohort_request_pool_cleanup(cohort_context_t *ctx)
     {
         cohort_request_t *req = cohort_container_of(pos, cohort_request_t, free_link);
         cohort_list_del(&req->free_link);
-        free(req->big);
+        free(req->state_block);
         free(req);
     }
 }

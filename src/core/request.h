@@ -94,9 +94,9 @@ struct cohort_request {
     cohort_list_t comm_link;  /* in comm->requests */
     cohort_list_t ctx_link;   /* in ctx->requests */
     cohort_list_t free_link;  /* in ctx->req_free */
-    void *state;              /* the layer's state: inline, or the block's big buffer */
-    size_t big_cap;           /* capacity of big (kept across reuses of the block) */
-    void *big;
+    void *state;              /* the layer's state: inline, or in state_block */
+    size_t state_block_cap;   /* state_block's size (kept across reuses of the request) */
+    void *state_block;        /* state too large to be inline, allocated apart */
     cohort_xfer_t xfer; /* point-to-point */
 };
 

@@ -57,7 +57,7 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
     x->status = status;
     if (x->is_send && x->kind == COHORT_MSG_P2P && status != COHORT_OK &&
         status != COHORT_ERR_CANCELED && req->comm != NULL) {
-        /* Its number is spent: the receiver would hold every later message from us. A
+        /* Its sequence number is used up: the receiver would hold every later message from us. A
          * cancelled one's receiver was told (cancel.c), and its numbers stay in step. */
         cohort_comm_revoke(req->comm, status, "a point-to-point send failed");
     }

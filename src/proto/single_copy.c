@@ -55,7 +55,7 @@ size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, si
     x->ps.sc.state = COHORT_SC_SENT;
     x->ps.sc.reader = peer->rank;
     x->req->readers++;
-    x->hdr[2] |= COHORT_HDR_CMA;
+    x->hdr[2] |= COHORT_HDR_SINGLE_COPY;
     return len;
 }
 
@@ -80,7 +80,7 @@ static cohort_sc_ack_t *cohort_sc_answer_to(cohort_context_t *ctx, int world_ran
         return NULL;
     }
     a->world_rank = world_rank;
-    a->hdr.kind = COHORT_MSG_CMA_ACK;
+    a->hdr.kind = COHORT_MSG_SINGLE_COPY_ACK;
     a->hdr.gid = token;
     a->hdr.fp = (uint32_t)status;
     a->hdr.seq = rtoken;
@@ -105,7 +105,7 @@ static void cohort_sc_dropped(cohort_context_t *ctx, const cohort_am_hdr_t *h, c
 {
     cohort_sc_desc_t d;
 
-    if (!(h->flags & COHORT_HDR_CMA) || data == NULL ||
+    if (!(h->flags & COHORT_HDR_SINGLE_COPY) || data == NULL ||
         (len != sizeof(d) && len != sizeof(cohort_sc_ipc_desc_t))) {
         return;
     }
@@ -240,7 +240,7 @@ static int cohort_sc_pid_ok(cohort_context_t *ctx, cohort_xfer_t *x, int may_ask
                  (unsigned long long)d.len, world, (int)d.pid, world, (int)peer->pid);
     cohort_xfer_mismatch(x);
     /* As for a length that does not fit: the sender finishes (a collective's through the
-     * revocation); both numbers are spent, nobody waits on a step not taken. */
+     * revocation); both numbers are used up, nobody waits on a step not taken. */
     cohort_sc_answer_to(ctx, world, d.token, COHORT_OK, 0);
     return -1;
 }
@@ -353,7 +353,7 @@ static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
         /* The data follows to the receive it matched, named by the receiver's token. */
         cohort_sc_unsent(x);
         x->ps.sc.state = COHORT_SC_RESEND;
-        x->hdr[1] = COHORT_MSG_CMA_DATA;
+        x->hdr[1] = COHORT_MSG_SINGLE_COPY_DATA;
         x->hdr[2] = 0;
         for (int i = 0; i < 8; i++) {
             x->hdr[8 + i] = (uint8_t)((uint64_t)h->seq >> (8 * i));
@@ -451,7 +451,7 @@ int cohort_sc_cancel(cohort_xfer_t *x, cohort_status_t status)
     if (!x->ps.sc.cancel) {
         x->ps.sc.cancel = 1;
         x->status = status;
-        /* Its number is spent, and the revocation is what tells the reader to drop it; a
+        /* Its sequence number is used up, and the revocation is what tells the reader to drop it; a
          * point-to-point send freed by its user told its reader itself (core/cancel.c), and
          * the group stays in order. */
         if (x->req->comm != NULL && status != COHORT_ERR_CANCELED) {
@@ -681,8 +681,8 @@ static const cohort_am_offer_t cohort_sc_offer_ops = {
 void cohort_sc_init(cohort_context_t *ctx)
 {
     cohort_list_init(&ctx->cma_reading);
-    cohort_am_kind_set(ctx, COHORT_MSG_CMA_ACK, &cohort_sc_ack_kind);
-    cohort_am_kind_set(ctx, COHORT_MSG_CMA_DATA, &cohort_sc_data_kind);
+    cohort_am_kind_set(ctx, COHORT_MSG_SINGLE_COPY_ACK, &cohort_sc_ack_kind);
+    cohort_am_kind_set(ctx, COHORT_MSG_SINGLE_COPY_DATA, &cohort_sc_data_kind);
     cohort_am_offer_set(ctx, &cohort_sc_offer_ops);
 }
 

@@ -10,8 +10,8 @@
  * more than one piece inside UCX's callback or a post) and answers with an ACK carrying the
  * token, which finishes the send. Where it cannot (the kernel refuses: EPERM, ENOSYS; device memory
  * it cannot map), the receiver answers "send it" instead and the data follows through UCX to the
- * matched receive (CMA_DATA), and the sender stops offering that peer the same again. A peer
- * that dies fails what waits on it, as any transfer.
+ * matched receive (SINGLE_COPY_DATA), and the sender stops offering that peer the same again. A
+ * peer that dies fails what waits on it, as any transfer.
  *
  * Lifetime. From the moment its descriptor goes out the sender's buffer may be read by the
  * receiver at any time (when it matches the descriptor), so the send is not over, cancelled

@@ -79,11 +79,11 @@ START_TEST(test_rejects_bad_headers)
     buf[3] = 1;
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
     buf[3] = 0;
-    buf[2] = COHORT_HDR_CMA; /* on a revoke */
+    buf[2] = COHORT_HDR_SINGLE_COPY; /* on a revoke */
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
     buf[1] = COHORT_MSG_P2P;
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), 0);
-    ck_assert_uint_eq(out.flags, COHORT_HDR_CMA);
+    ck_assert_uint_eq(out.flags, COHORT_HDR_SINGLE_COPY);
     buf[2] = 0x80;
     ck_assert_int_eq(cohort_am_hdr_decode(buf, COHORT_AM_HDR_BYTES, &out), -1);
     buf[2] = 0;

@@ -48,6 +48,7 @@ void cohort_pmix_info_timeout(pmix_info_t *info, const cohort_pmix_ctx_t *p)
 }
 
 static void cohort_pmix_local_peers(cohort_pmix_ctx_t *p);
+static void cohort_pmix_lookups_orphan(cohort_pmix_ctx_t *p);
 
 cohort_status_t cohort_pmix_connect(const cohort_pmix_opts_t *opts, cohort_pmix_ctx_t **pctx,
                                     cohort_pmix_job_t *job)
@@ -128,9 +129,7 @@ cohort_status_t cohort_pmix_disconnect(cohort_pmix_ctx_t *p)
     if (!p->singleton) {
         PMIx_Finalize(NULL, 0);
     }
-    if (p->wake_fd >= 0) {
-        close(p->wake_fd); /* after PMIx_Finalize: no answer can come to write it now */
-    }
+    cohort_pmix_lookups_orphan(p);
     free(p->local);
     free(p);
     return COHORT_OK;
@@ -176,7 +175,9 @@ double cohort_pmix_now(void)
  * done from its thread, so the caller's UCX worker keeps answering its peers' wireup meanwhile
  * (a rank asleep in a blocking PMIx_Get would stall every peer wiring to it). */
 struct cohort_pmix_lookup {
-    cohort_pmix_ctx_t *p;
+    cohort_pmix_ctx_t *p; /* NULL once orphaned: its context was disconnected while PMIx held it */
+    struct cohort_pmix_lookup *prev, *next; /* in p->asked while PMIx holds it */
+    int held;                               /* PMIx holds it: issued, its answer not come */
     pmix_proc_t peer;
     pmix_info_t info;
     int done; /* set by the PMIx thread, last */
@@ -191,10 +192,66 @@ struct cohort_pmix_lookup {
     int tries;
 };
 
+/* Guards every context's list of lookups PMIx holds, and their p: a lookup can outlive its
+ * context. When the core finalizes with a lookup in flight (a peer still being looked up) the
+ * answer may still come afterwards: PMIx_Finalize does not always take back what it was asked,
+ * and a process that inits again (a new context) gets the old request's answer on the new
+ * connection. The sanitizer pass caught that answer writing into the freed context
+ * (tests/mpi/count_mismatch, which makes one context after another). Such a lookup is
+ * orphaned at disconnect and freed by its answer, if one ever comes. Static: it must outlive
+ * every context. Never held across a call into PMIx, which may answer inside the call. */
+static pthread_mutex_t cohort_pmix_lookup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cohort_pmix_lookup_unlink(cohort_pmix_lookup_t *op)
+{
+    if (!op->held) {
+        return;
+    }
+    if (op->prev != NULL) {
+        op->prev->next = op->next;
+    } else if (op->p != NULL) {
+        op->p->asked = op->next;
+    }
+    if (op->next != NULL) {
+        op->next->prev = op->prev;
+    }
+    op->prev = op->next = NULL;
+    op->held = 0;
+}
+
+/* At disconnect: what PMIx still holds is orphaned (its answer frees it, if one comes), and
+ * the wake fd closed. An answer being delivered now finishes first, so neither p nor its fd is
+ * touched once the lock is let go. */
+static void cohort_pmix_lookups_orphan(cohort_pmix_ctx_t *p)
+{
+    pthread_mutex_lock(&cohort_pmix_lookup_lock);
+    for (cohort_pmix_lookup_t *op = p->asked, *next; op != NULL; op = next) {
+        next = op->next;
+        op->prev = op->next = NULL;
+        op->held = 0;
+        op->p = NULL;
+    }
+    p->asked = NULL;
+    if (p->wake_fd >= 0) {
+        close(p->wake_fd);
+        p->wake_fd = -1;
+    }
+    pthread_mutex_unlock(&cohort_pmix_lookup_lock);
+}
+
 static void cohort_pmix_lookup_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
 {
     cohort_pmix_lookup_t *op = cbdata;
 
+    pthread_mutex_lock(&cohort_pmix_lookup_lock);
+    if (op->p == NULL) {
+        /* orphaned: nobody will test it */
+        pthread_mutex_unlock(&cohort_pmix_lookup_lock);
+        PMIX_INFO_DESTRUCT(&op->info);
+        free(op);
+        return;
+    }
+    cohort_pmix_lookup_unlink(op);
     op->rc = status;
     if (status == PMIX_SUCCESS) {
         if (kv == NULL || kv->type != PMIX_BYTE_OBJECT || kv->data.bo.size == 0) {
@@ -219,6 +276,7 @@ static void cohort_pmix_lookup_cb(pmix_status_t status, pmix_value_t *kv, void *
         (void)!write(op->p->wake_fd, &one, sizeof(one));
     }
     __atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&cohort_pmix_lookup_lock);
 }
 
 /* The longest one Get may wait at the server. Under load (a 2-core machine running 8 ranks
@@ -232,8 +290,10 @@ static void cohort_pmix_lookup_cb(pmix_status_t status, pmix_value_t *kv, void *
 
 static pmix_status_t cohort_pmix_lookup_issue(cohort_pmix_lookup_t *op)
 {
-    double left = op->p->opts.timeout_s - (cohort_pmix_now() - op->start);
+    cohort_pmix_ctx_t *p = op->p;
+    double left = p->opts.timeout_s - (cohort_pmix_now() - op->start);
     int secs = left < COHORT_PMIX_TRY_S ? (int)(left + 0.999) : COHORT_PMIX_TRY_S;
+    pmix_status_t rc;
 
     if (secs < 1) {
         secs = 1;
@@ -243,7 +303,23 @@ static pmix_status_t cohort_pmix_lookup_issue(cohort_pmix_lookup_t *op)
     op->done = 0;
     PMIX_INFO_DESTRUCT(&op->info);
     PMIX_INFO_LOAD(&op->info, PMIX_TIMEOUT, &secs, PMIX_INT);
-    return PMIx_Get_nb(&op->peer, op->p->key, &op->info, 1, cohort_pmix_lookup_cb, op);
+    /* Listed before PMIx has it: its answer may come before PMIx_Get_nb returns. */
+    pthread_mutex_lock(&cohort_pmix_lookup_lock);
+    op->held = 1;
+    op->prev = NULL;
+    op->next = p->asked;
+    if (p->asked != NULL) {
+        p->asked->prev = op;
+    }
+    p->asked = op;
+    pthread_mutex_unlock(&cohort_pmix_lookup_lock);
+    rc = PMIx_Get_nb(&op->peer, p->key, &op->info, 1, cohort_pmix_lookup_cb, op);
+    if (rc != PMIX_SUCCESS) {
+        pthread_mutex_lock(&cohort_pmix_lookup_lock);
+        cohort_pmix_lookup_unlink(op); /* PMIx never took it: no answer will come */
+        pthread_mutex_unlock(&cohort_pmix_lookup_lock);
+    }
+    return rc;
 }
 
 cohort_status_t cohort_pmix_lookup_start(cohort_pmix_ctx_t *p, int rank,

@@ -15,6 +15,8 @@ struct cohort_pmix_ctx {
     int nlocal;   /* -1 until read */
     void *own;    /* the plugin's own state, if it has any */
     int wake_fd;  /* eventfd written when a lookup is answered (plugin.h, wake_fd); -1: none */
+    struct cohort_pmix_lookup *asked; /* lookups PMIx holds (issued, not answered): a list under
+                                       * common.c's lookup lock */
 };
 
 #define COHORT_PMIX_ADDR_KEY "cohort.ucx.addr"

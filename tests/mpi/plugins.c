@@ -1,7 +1,7 @@
 /* run: 4 COHORT_PMIX_PLUGIN=dmodex */
 /* run: 4 COHORT_PMIX_PLUGIN=fence */
 /* run: 5 COHORT_PMIX_PLUGIN=global */
-/* run: 3 COHORT_PMIX_PLUGIN=group */
+/* run: 3 COHORT_PMIX_PLUGIN=group COHORT_TIMEOUT=20 */
 /*
  * Every exchange plugin carries the same traffic on the world and on subgroups. The group
  * plugin needs a server that constructs PMIx groups: where the server answers NOT-SUPPORTED

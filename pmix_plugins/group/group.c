@@ -144,9 +144,9 @@ static void cohort_pmix_group_info(cohort_pmix_ctx_t *p, pmix_info_t info[2])
     PMIX_INFO_LOAD(&info[1], PMIX_GROUP_ASSIGN_CONTEXT_ID, &yes, PMIX_BOOL);
 }
 
-static void cohort_pmix_group_cb(pmix_status_t status, pmix_info_t *info, size_t ninfo,
-                                 void *cbdata, pmix_release_cbfunc_t release_fn,
-                                 void *release_cbdata);
+static pmix_status_t cohort_pmix_group_construct_nb(cohort_pmix_ctx_t *p, const char *name,
+                                                    uint64_t gid, const int *ranks, int nranks,
+                                                    cohort_pmix_prepare_t **op_p);
 
 /* One probe construct of a group of this process alone, nonblocking and bounded by
  * opts.timeout_s: a blocking PMIx_Group_construct is bounded by the server alone, and Open MPI
@@ -159,20 +159,10 @@ static pmix_status_t cohort_pmix_group_probe_one(cohort_pmix_ctx_t *p, const cha
     int me = (int)p->me.rank;
     cohort_pmix_prepare_t *op;
     double deadline = cohort_pmix_now() + p->opts.timeout_s;
-    bool yes = true;
-    pmix_status_t rc;
+    pmix_status_t rc = cohort_pmix_group_construct_nb(p, name, 0, &me, 1, &op);
 
-    if (cohort_pmix_prepare_new(p, &me, 1, 0, &op) != COHORT_OK) {
-        return PMIX_ERR_NOMEM;
-    }
-    PMIX_INFO_CONSTRUCT(&op->info[1]);
-    PMIX_INFO_LOAD(&op->info[1], PMIX_GROUP_ASSIGN_CONTEXT_ID, &yes, PMIX_BOOL);
-    op->ninfo = 2;
-    snprintf(op->what, sizeof(op->what), "PMIx_Group_construct(%s)", name);
-    rc = PMIx_Group_construct_nb(name, op->procs, op->nprocs, op->info, op->ninfo,
-                                 cohort_pmix_group_cb, op);
-    if (rc != PMIX_SUCCESS) {
-        cohort_pmix_prepare_answer(op, rc);
+    if (op == NULL) {
+        return rc;
     }
     while (__atomic_load_n(&op->state, __ATOMIC_ACQUIRE) != COHORT_PREP_ANSWERED) {
         if (cohort_pmix_now() > deadline) {
@@ -309,31 +299,52 @@ static void cohort_pmix_group_cb(pmix_status_t status, pmix_info_t *info, size_t
     cohort_pmix_prepare_answer(op, status); /* last: the core may free op from here on */
 }
 
-static cohort_status_t cohort_pmix_group_prepare_start(cohort_pmix_ctx_t *p, uint64_t gid,
-                                                       const int *ranks, int nranks,
-                                                       cohort_pmix_prepare_t **op_p)
+/* Start PMIx_Group_construct_nb of @a name (group @a gid; 0 for a probe) over @a ranks, asking
+ * for a context id, answered into a first-use step (cohort_pmix_group_cb). @return its status; *op_p is NULL only when no
+ * step could be made (PMIX_ERR_NOMEM). A construct PMIx refused at once is answered already. */
+static pmix_status_t cohort_pmix_group_construct_nb(cohort_pmix_ctx_t *p, const char *name,
+                                                    uint64_t gid, const int *ranks, int nranks,
+                                                    cohort_pmix_prepare_t **op_p)
 {
     cohort_pmix_prepare_t *op;
-    cohort_status_t status = cohort_pmix_prepare_new(p, ranks, nranks, 0, &op);
-    char name[64];
     bool yes = true;
     pmix_status_t rc;
 
-    if (status != COHORT_OK) {
-        return status;
+    *op_p = NULL;
+    if (cohort_pmix_prepare_new(p, ranks, nranks, 0, &op) != COHORT_OK) {
+        return PMIX_ERR_NOMEM;
     }
     op->gid = gid;
     PMIX_INFO_CONSTRUCT(&op->info[1]);
     PMIX_INFO_LOAD(&op->info[1], PMIX_GROUP_ASSIGN_CONTEXT_ID, &yes, PMIX_BOOL);
     op->ninfo = 2;
-    cohort_pmix_group_name(p, gid, name, sizeof(name));
     snprintf(op->what, sizeof(op->what), "PMIx_Group_construct(%s)", name);
-    cohort_pmix_log(p, 3, "%s over %d members", op->what, ranks == NULL ? -1 : nranks);
     rc = PMIx_Group_construct_nb(name, op->procs, op->nprocs, op->info, op->ninfo,
                                  cohort_pmix_group_cb, op);
     if (rc != PMIX_SUCCESS) {
-        cohort_pmix_prepare_answer(op, rc); /* the test logs it */
-        return cohort_pmix_prepare_test(op);
+        cohort_pmix_prepare_answer(op, rc);
+    }
+    *op_p = op;
+    return rc;
+}
+
+static cohort_status_t cohort_pmix_group_prepare_start(cohort_pmix_ctx_t *p, uint64_t gid,
+                                                       const int *ranks, int nranks,
+                                                       cohort_pmix_prepare_t **op_p)
+{
+    cohort_pmix_prepare_t *op;
+    char name[64];
+    pmix_status_t rc;
+
+    cohort_pmix_group_name(p, gid, name, sizeof(name));
+    cohort_pmix_log(p, 3, "PMIx_Group_construct(%s) over %d members", name,
+                    ranks == NULL ? -1 : nranks);
+    rc = cohort_pmix_group_construct_nb(p, name, gid, ranks, nranks, &op);
+    if (op == NULL) {
+        return cohort_pmix_status(rc);
+    }
+    if (rc != PMIX_SUCCESS) {
+        return cohort_pmix_prepare_test(op); /* answered already: the test logs it */
     }
     *op_p = op;
     return COHORT_OK;

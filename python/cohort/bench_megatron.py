@@ -23,29 +23,19 @@ every group the rank belongs to (Megatron's getters), wiring included. --repeats
 method, alternating; the table gives median [min - max] and each method's init against gloo
 classic's (medians).
 
-Options: --layout tp=2,pp=2,ep=2 (tp, pp, ep, cp), --worlds 8,16, --methods (comma list of
-gloo-classic, cohort-classic, cohort-member), --repeats 3, --timeout S (per job),
---launcher as for `setup` ({n} the rank count), --python PATH.
+Options: --layout tp=2,pp=2,ep=2 (tp, pp, ep, cp, etp, as cohort.megatron parses it), --worlds
+8,16, --methods (comma list of gloo-classic, cohort-classic, cohort-member), --repeats 3,
+--timeout S (per job), --launcher as for `setup` ({n} the rank count), --python PATH.
 """
 import json
 import os
 import sys
 import time
 
+from cohort.bench_torch import _spread
+
 ROW = "cohort.bench: "
 METHODS = ("gloo-classic", "cohort-classic", "cohort-member")
-
-
-def _layout(spec):
-    """'tp=2,pp=2,ep=2' -> {'tp': 2, 'pp': 2, 'ep': 2, 'cp': 1}; a clear error otherwise."""
-    out = {"tp": 1, "pp": 1, "ep": 1, "cp": 1}
-    for part in spec.split(","):
-        key, _, val = part.partition("=")
-        if key not in out or not val.isdigit() or int(val) < 1:
-            raise SystemExit("cohort.bench megatron: bad layout item %r (tp, pp, ep, cp = N)"
-                             % part)
-        out[key] = int(val)
-    return out
 
 
 def _own_groups(ps):
@@ -78,7 +68,7 @@ def _rank(args):
     import torch
     import torch.distributed as dist
     from cohort.bench import _StoreSync
-    from cohort.megatron import member_only
+    from cohort.megatron import member_only, parse
     torch.set_num_threads(1)
     # A job that hangs says where, before the driver's bound kills it.
     faulthandler.dump_traceback_later(max(30, int(args.timeout * 0.8)), exit=False)
@@ -93,7 +83,7 @@ def _rank(args):
         dist.init_process_group("gloo")
     from megatron.core import parallel_state as ps
     me, size = dist.get_rank(), dist.get_world_size()
-    lay = _layout(args.layout)
+    lay = parse(args.layout, size)
     sync = _StoreSync(me, size)
     if how == "member":
         ps.create_group = member_only(ps.create_group)
@@ -107,10 +97,11 @@ def _rank(args):
     sync()
     c0 = time.process_time()
     t0 = time.perf_counter()
-    ps.initialize_model_parallel(tensor_model_parallel_size=lay["tp"],
-                                 pipeline_model_parallel_size=lay["pp"],
-                                 expert_model_parallel_size=lay["ep"],
-                                 context_parallel_size=lay["cp"],
+    ps.initialize_model_parallel(tensor_model_parallel_size=lay.tp,
+                                 pipeline_model_parallel_size=lay.pp,
+                                 expert_model_parallel_size=lay.ep,
+                                 expert_tensor_parallel_size=lay.etp,
+                                 context_parallel_size=lay.cp,
                                  create_gloo_process_groups=False)
     t1 = time.perf_counter()
     c1 = time.process_time()
@@ -140,13 +131,11 @@ def _rank(args):
 
 
 def _median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    return _spread(xs, str)[1]
 
 
 def _ms(xs):
-    return "%.1f [%.1f - %.1f]" % (_median(xs) * 1e3, min(xs) * 1e3, max(xs) * 1e3)
+    return _spread(xs, lambda x: "%.1f" % (x * 1e3))[0]
 
 
 def _driver(args, launch):
@@ -156,6 +145,12 @@ def _driver(args, launch):
             raise SystemExit("cohort.bench megatron: unknown method %r (%s)" % (m, ", ".join(
                 METHODS)))
     worlds = [int(w) for w in args.worlds.split(",")]
+    from cohort.megatron import parse
+    for w in worlds:
+        try:
+            parse(args.layout, w)  # a bad layout is said here, before any job starts
+        except ValueError as e:
+            raise SystemExit("cohort.bench megatron: --layout %s at W=%d: %s" % (args.layout, w, e))
     print("cohort.bench megatron: layout %s, worlds %s, methods %s, %d runs each (python %s)"
           % (args.layout, worlds, methods, args.repeats, args.python), flush=True)
     failed = False

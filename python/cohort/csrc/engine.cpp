@@ -44,8 +44,9 @@ int local_ranks()
 {
     for (const char *name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
         const char *v = getenv(name);
-        if (v != nullptr && atoi(v) > 0) {
-            return atoi(v);
+        int n = v != nullptr ? atoi(v) : 0;
+        if (n > 0) {
+            return n;
         }
     }
     return 0;

@@ -1,10 +1,14 @@
 /*
  * Loading the CUDA module (cohort_cuda.so, src/reduce/cuda/) and the engine's calls into it.
  * The module is looked up like the exchange plugins, the first time a call asks where a buffer
- * lives: programs that never pass a device buffer on a machine without CUDA pay one dlopen
- * attempt per context, and init never touches CUDA.
+ * lives once the process has the CUDA runtime or driver loaded, or when a caller needs a device
+ * (a stream, cohort_cuda_info, the node's driver for CUDA IPC's vote). Init never touches
+ * CUDA, and a process that has not loaded CUDA never loads it for cohort.
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <config.h> /* the build's (top of the tree), not core/config.h */
@@ -101,11 +105,60 @@ int cohort_gpu_driver(cohort_context_t *ctx)
     return ctx->gpu.driver;
 }
 
+/* What the loader holds: how many objects it loaded so far, and whether one is the CUDA runtime
+ * or driver. The count comes with the first object; the names are read only when it grew. */
+typedef struct {
+    unsigned long long seen, adds;
+    int first, cuda;
+} cohort_gpu_scan_t;
+
+static int cohort_gpu_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    cohort_gpu_scan_t *s = arg;
+    const char *base;
+
+    if (s->first) {
+        s->first = 0;
+        if (size < offsetof(struct dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) {
+            s->cuda = 1; /* a loader that does not count: look for the module, as before */
+            return 1;
+        }
+        s->adds = info->dlpi_adds;
+        if (s->adds == s->seen) {
+            return 1;
+        }
+    }
+    base = strrchr(info->dlpi_name, '/');
+    base = base != NULL ? base + 1 : info->dlpi_name;
+    if (strncmp(base, "libcuda.so", 10) == 0 || strncmp(base, "libcudart.so", 12) == 0) {
+        s->cuda = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether CUDA is in this process. Device and managed memory are made through the CUDA driver,
+ * which a program reaches through the runtime (or directly): where neither is loaded, no buffer
+ * is device memory, and loading the module to ask would cost every process of a host-only job
+ * about 2 ms at its first collective (dlopen of the runtime, a failed driver query: measured
+ * with cohort_bench setup at 2 ranks). A library loaded later is seen at the next call. */
+static int cohort_gpu_in_process(cohort_gpu_t *gpu)
+{
+    cohort_gpu_scan_t s = {.seen = gpu->dl_adds, .first = 1};
+
+    dl_iterate_phdr(cohort_gpu_scan_one, &s);
+    gpu->dl_adds = s.adds;
+    return s.cuda;
+}
+
 cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr)
 {
     const cohort_gpu_module_t *mod;
 
     if (ctx->gpu.state == COHORT_GPU_NONE || ptr == NULL || ptr == COHORT_IN_PLACE) {
+        return COHORT_MEM_HOST;
+    }
+    if (ctx->gpu.state == COHORT_GPU_UNTRIED && !cohort_gpu_in_process(&ctx->gpu)) {
         return COHORT_MEM_HOST;
     }
     mod = cohort_gpu_get(ctx);

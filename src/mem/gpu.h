@@ -37,6 +37,9 @@ typedef struct {
     int ndevices;
     int driver;                    /* a CUDA driver is installed (devices shown here or not) */
     char why[192];                 /* NONE: why (module not built / not found / no device) */
+    /* UNTRIED with no CUDA library in the process yet: the loader's count of objects loaded
+     * when that was last seen (cohort_gpu_mem_type looks again only once it grew). */
+    unsigned long long dl_adds;
     cohort_scratch_cache_t pinned; /* page-locked staging buffers */
     cohort_ipc_cache_t ipc;        /* peers' allocations mapped through CUDA IPC */
     int ipc_warned;                /* mappings that failed (the first one is a warning) */
@@ -53,7 +56,8 @@ const cohort_gpu_module_t *cohort_gpu_get(cohort_context_t *ctx);
  * whether or not this process is shown a device: the same answer on every rank of a node. */
 int cohort_gpu_driver(cohort_context_t *ctx);
 /* Where @a ptr lives: COHORT_MEM_CUDA for device and managed memory. Cheap when there is no
- * device (one test after the first call). */
+ * device (one test after the first call), and while the process has no CUDA library loaded
+ * (no buffer can be device memory then): the module is not loaded for it. */
 cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr);
 /* Copies in any direction, reductions on device memory; logged on failure (COHORT_ERR_CUDA). */
 cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *src, size_t bytes);

@@ -26,6 +26,10 @@
  * partners (r + 2^k) and the ring's next member. COHORT_WATCH_S=0: under load a receive waiting
  * over a second wires its source to watch it, which is not what this counts.
  *
+ * This program never loads CUDA, so no buffer of it can be device memory: the first calls must
+ * not load CUDA either (the CUDA module and runtime, about 2 ms a rank at W=2): nothing named
+ * libcudart or libcuda is mapped after them.
+ *
  * FIRST_CASE=race: two groups with the same members and tag, created back to back (different
  * ids), run their first allreduces posted together and waited in reverse order, three times:
  * their segments' setups race and must not mix. Afterwards nothing of theirs is in /dev/shm.
@@ -123,6 +127,21 @@ static float first_sum(cohort_group_t *g)
     return sum;
 }
 
+/* Whether a CUDA runtime or driver is mapped into this process. */
+static int cuda_mapped(void)
+{
+    char line[512];
+    FILE *f = fopen("/proc/self/maps", "r");
+    int found = 0;
+
+    CHECK(f != NULL);
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        found = strstr(line, "/libcudart.so") != NULL || strstr(line, "/libcuda.so") != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
 static void layout_case(cohort_context_t *ctx)
 {
     const char *spec_s = "tp=2,pp=2,ep=2,etp=1", *algo = getenv("COHORT_ALGO_ALLREDUCE");
@@ -163,6 +182,11 @@ static void layout_case(cohort_context_t *ctx)
     }
     for (int i = 0; i < ng; i++) {
         first_sum(gs[i]);
+    }
+    if (cuda_mapped()) {
+        fprintf(stderr, "rank %d: a CUDA library is mapped after the first calls of a program "
+                        "that never loaded CUDA\n", me);
+        exit(1);
     }
     nwired = cohort_wired_peers(ctx, wired, 64);
     for (int i = 0; i < nwired && i < 64; i++) {

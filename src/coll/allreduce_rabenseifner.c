@@ -48,14 +48,10 @@ static cohort_status_t rab_start(cohort_request_t *req)
         .min_seg_elems = cohort_coll_seg_elems(cohort_coll_knob(req, 0), a->esize),
     };
 
-    s->p.base.xfers = s->x;
-    s->p.base.nxfers = 2 * RAB_SEGS;
-    if (a->count == 0 || req->comm->size == 1) {
-        cohort_coll_copy_input(req, a, a->count);
+    if (!cohort_halving_row_begin(req, s->x, 2 * RAB_SEGS, COHORT_HALVING_CUT_CORE, a->count,
+                                  &s->rs.cut)) {
         return COHORT_OK; /* no task: done */
     }
-    s->rs.cut.how = COHORT_HALVING_CUT_CORE;
-    s->rs.cut.total = a->count;
     s->rs.in = cohort_coll_input(a);
     s->rs.acc = a->rbuf;
     s->rs.xchg = xchg;

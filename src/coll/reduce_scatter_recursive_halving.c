@@ -31,8 +31,7 @@ static cohort_status_t rh_task_post(cohort_request_t *req, cohort_task_t *t)
     cohort_halving_cut_init(req, &h->cut);
     t->nsteps = (c->nrounds + 1) * h->xchg.max_segs;
     h->cur = h->in;
-    /* An extra not in a pair has no fold: its round 0 is as if it had happened. */
-    h->round = req->comm->rank >= 2 * c->r ? 1 : 0;
+    h->round = 0; /* the fold: a rank in no pair has no part in it */
     if (c->newrank < 0) {
         return COHORT_OK; /* an even extra only sends its input */
     }
@@ -53,66 +52,59 @@ static cohort_status_t rh_task_post(cohort_request_t *req, cohort_task_t *t)
     return COHORT_OK;
 }
 
-/* Round 0: the fold. Round k = 1 .. nrounds (mask p >> k): the halving. Then this rank's core
- * block is final: divided once, here (AVG), before anything copies it out. */
-static cohort_status_t rh_task_progress(cohort_request_t *req, cohort_task_t *t)
+/* Round 0: the fold. Round k = 1 .. nrounds (mask p >> k): the halving, where this rank keeps
+ * one half of its window and sends the other to the partner that keeps it. */
+static cohort_status_t rh_round_post(cohort_request_t *req, cohort_task_t *t, int round)
 {
     cohort_halving_rs_t *h = t->state;
     const cohort_halving_cut_t *c = &h->cut;
     cohort_pair_xchg_t *xg = &h->xchg;
-    size_t esize = cohort_coll_base(req)->args.esize;
-    int me = req->comm->rank, nr = c->newrank;
-    cohort_status_t status;
+    size_t esize = cohort_coll_base(req)->args.esize, keep_off, send_off;
+    int nr = c->newrank, mask = c->p >> round, lo = nr & ~(2 * mask - 1);
+    int keep_lo = nr & mask ? lo + mask : lo, send_lo = nr & mask ? lo : lo + mask;
 
-    while (h->round <= c->nrounds) {
-        if (!xg->waiting) {
-            if (h->round == 0 && nr < 0) {
-                status = cohort_pair_xchg_post(req, t, xg, 0, me + 1, h->in, c->total, NULL,
-                                               c->total);
-            } else if (h->round == 0) {
-                xg->combine = 1;
-                xg->peer_is_lower = 1;
-                xg->dst = h->acc;
-                xg->mine = h->cur;
-                status = cohort_pair_xchg_post(req, t, xg, 0, me - 1, NULL, c->total, h->tmp,
-                                               c->total);
-            } else {
-                int mask = c->p >> h->round, lo = nr & ~(2 * mask - 1);
-                int keep_lo = nr & mask ? lo + mask : lo, send_lo = nr & mask ? lo : lo + mask;
-                size_t keep_off = cohort_halving_off(c, keep_lo);
-                size_t send_off = cohort_halving_off(c, send_lo);
-
-                xg->combine = 1;
-                xg->peer_is_lower = (nr ^ mask) < nr;
-                xg->dst = cohort_coll_at(h->acc, keep_off, esize);
-                xg->mine = cohort_coll_at(h->cur, keep_off, esize);
-                status = cohort_pair_xchg_post(
-                    req, t, xg, h->round, cohort_coll_fold_rank(c->r, nr ^ mask),
-                    cohort_coll_at(h->cur, send_off, esize),
-                    cohort_halving_off(c, send_lo + mask) - send_off, h->tmp,
-                    cohort_halving_off(c, keep_lo + mask) - keep_off);
-            }
-            if (status != COHORT_OK) {
-                return status;
-            }
-        }
-        status = cohort_pair_xchg_progress(req, xg);
-        if (status != COHORT_OK) {
-            return status;
-        }
-        if (nr < 0) {
-            h->round = c->nrounds + 1; /* its input has left: done */
-            return COHORT_OK;
-        }
-        h->cur = h->acc;
-        if (++h->round > c->nrounds) {
-            size_t off = cohort_halving_off(c, nr);
-
-            cohort_coll_mem_finish(req, cohort_coll_at(h->acc, off, esize),
-                                   cohort_halving_off(c, nr + 1) - off, req->comm->size);
-        }
+    if (round == 0) {
+        return cohort_halving_fold_post(req, t, xg, c, h->in, h->acc, h->tmp);
     }
-    return COHORT_OK;
+    keep_off = cohort_halving_off(c, keep_lo);
+    send_off = cohort_halving_off(c, send_lo);
+    xg->combine = 1;
+    xg->peer_is_lower = (nr ^ mask) < nr;
+    xg->dst = cohort_coll_at(h->acc, keep_off, esize);
+    xg->mine = cohort_coll_at(h->cur, keep_off, esize);
+    return cohort_pair_xchg_post(req, t, xg, round, cohort_coll_fold_rank(c->r, nr ^ mask),
+                                 cohort_coll_at(h->cur, send_off, esize),
+                                 cohort_halving_off(c, send_lo + mask) - send_off, h->tmp,
+                                 cohort_halving_off(c, keep_lo + mask) - keep_off);
+}
+
+/* After a round: an even extra is done once its input has left; otherwise the partial sums are
+ * in acc, and after the last round this rank's core block is final: divided once, here (AVG),
+ * before anything copies it out. */
+static int rh_round_next(cohort_request_t *req, cohort_task_t *t, int round)
+{
+    cohort_halving_rs_t *h = t->state;
+    const cohort_halving_cut_t *c = &h->cut;
+    size_t esize = cohort_coll_base(req)->args.esize, off;
+
+    if (c->newrank < 0) {
+        return c->nrounds + 1;
+    }
+    h->cur = h->acc;
+    if (round == c->nrounds) {
+        off = cohort_halving_off(c, c->newrank);
+        cohort_coll_mem_finish(req, cohort_coll_at(h->acc, off, esize),
+                               cohort_halving_off(c, c->newrank + 1) - off, req->comm->size);
+    }
+    return round + 1;
+}
+
+static cohort_status_t rh_task_progress(cohort_request_t *req, cohort_task_t *t)
+{
+    cohort_halving_rs_t *h = t->state;
+
+    return cohort_rounds_progress(req, t, &h->xchg, &h->round, h->cut.nrounds, rh_round_post,
+                                  rh_round_next);
 }
 
 static void rh_task_finalize(cohort_request_t *req, cohort_task_t *t)
@@ -180,10 +172,9 @@ static cohort_status_t rh_out_progress(cohort_request_t *req, cohort_task_t *t)
     }
     if (o->rs->cut.newrank >= 0) {
         /* After every send: under COHORT_IN_PLACE rbuf's start was input until now. */
-        cohort_coll_mem_copy(req, a->rbuf,
-                             cohort_coll_at(o->rs->acc, (size_t)req->comm->rank * a->count,
-                                            a->esize),
-                             a->count * a->esize);
+        cohort_coll_mem_copy(
+            req, a->rbuf, cohort_coll_at(o->rs->acc, (size_t)req->comm->rank * a->count, a->esize),
+            a->count * a->esize);
     }
     return COHORT_OK;
 }
@@ -205,14 +196,10 @@ static cohort_status_t rh_start(cohort_request_t *req)
     const cohort_coll_args_t *a = &s->p.base.args;
     cohort_pair_xchg_t one = {.x = s->x, .max_segs = 1, .min_seg_elems = 1};
 
-    s->p.base.xfers = s->x;
-    s->p.base.nxfers = 2;
-    if (a->count == 0 || req->comm->size == 1) {
-        cohort_coll_copy_input(req, a, a->count);
+    if (!cohort_halving_row_begin(req, s->x, 2, COHORT_HALVING_CUT_RANKS,
+                                  (size_t)req->comm->size * a->count, &s->rs.cut)) {
         return COHORT_OK; /* no task: done */
     }
-    s->rs.cut.how = COHORT_HALVING_CUT_RANKS;
-    s->rs.cut.total = (size_t)req->comm->size * a->count;
     s->rs.in = cohort_coll_input(a);
     s->rs.acc = NULL; /* rbuf holds one block: the partial sums go to scratch */
     s->rs.xchg = one;

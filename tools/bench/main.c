@@ -6,20 +6,13 @@
  *   setup --layout SPEC                                                 group setup cost
  *   job --world W --layout SPEC                                         a layout's groups, listed
  *   --model --world N --layout SPEC                                     scale model (no launch)
+ * Each job is a folder: sweep/ (the collectives), micro/ (p2p, groups), setup/, model/, job/;
+ * what they share is here beside this file (bench.h). The listings below need no job.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "bench.h"
-
-double bench_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void usage(FILE *f)
 {
@@ -99,8 +92,11 @@ int main(int argc, char **argv)
             "COHORT_ALGO_ALLGATHER=n=2:0-4k+1:shm,total:1m-inf:ring\n");
         return 0;
     }
-    if (strcmp(argv[1], "p2p") == 0 || strcmp(argv[1], "groups") == 0) {
-        return cohort_bench_micro(argc - 1, argv + 1);
+    if (strcmp(argv[1], "p2p") == 0) {
+        return cohort_bench_p2p(argc - 1, argv + 1);
+    }
+    if (strcmp(argv[1], "groups") == 0) {
+        return cohort_bench_groups(argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "setup") == 0) {
         return cohort_bench_setup(argc - 1, argv + 1);

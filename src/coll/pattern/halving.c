@@ -1,11 +1,29 @@
 /*
  * What recursive halving and doubling share (halving.h): the fold and the cut, the exchange
- * with a partner in segments, and the recursive-doubling allgather task. The halving
- * reduce-scatter task is in reduce_scatter_recursive_halving.c, beside its row.
+ * with a partner in segments, the loop over a task's rounds, the fold and the hand-back as
+ * rounds, and the recursive-doubling allgather task. The halving reduce-scatter task is in
+ * reduce_scatter_recursive_halving.c, the whole-vector allreduce task in
+ * allreduce_recursive_doubling.c, each beside its row.
  */
 #include "coll/coll_reduce.h"
 #include "coll/pattern/halving.h"
 #include "core/comm.h"
+
+int cohort_halving_row_begin(cohort_request_t *req, cohort_xfer_t *x, int nxfers,
+                             cohort_halving_how_t how, size_t total, cohort_halving_cut_t *cut)
+{
+    cohort_coll_base_t *b = cohort_coll_base(req);
+
+    b->xfers = x;
+    b->nxfers = nxfers;
+    if (b->args.count == 0 || req->comm->size == 1) {
+        cohort_coll_copy_input(req, &b->args, b->args.count);
+        return 0;
+    }
+    cut->how = how;
+    cut->total = total;
+    return 1;
+}
 
 void cohort_halving_cut_init(const cohort_request_t *req, cohort_halving_cut_t *c)
 {
@@ -22,8 +40,8 @@ size_t cohort_halving_off(const cohort_halving_cut_t *c, int i)
 }
 
 cohort_status_t cohort_pair_xchg_post(cohort_request_t *req, const cohort_task_t *t,
-                                      cohort_pair_xchg_t *xg, int round, int peer,
-                                      const void *sbuf, size_t slen, void *rbuf, size_t rlen)
+                                      cohort_pair_xchg_t *xg, int round, int peer, const void *sbuf,
+                                      size_t slen, void *rbuf, size_t rlen)
 {
     size_t esize = cohort_coll_base(req)->args.esize, most = slen > rlen ? slen : rlen;
     int step0 = round * xg->max_segs;
@@ -49,9 +67,9 @@ cohort_status_t cohort_pair_xchg_post(cohort_request_t *req, const cohort_task_t
     }
     for (int j = 0; j < xg->nsend; j++) {
         size_t off = cohort_coll_seg_off(slen, xg->seg_elems, (size_t)j);
-        status = cohort_task_send(req, t, &xg->x[j], peer, step0 + j,
-                                  cohort_coll_at(sbuf, off, esize),
-                                  cohort_coll_seg_len(slen, xg->seg_elems, (size_t)j) * esize);
+        status =
+            cohort_task_send(req, t, &xg->x[j], peer, step0 + j, cohort_coll_at(sbuf, off, esize),
+                             cohort_coll_seg_len(slen, xg->seg_elems, (size_t)j) * esize);
         if (status != COHORT_OK) {
             return status;
         }
@@ -60,10 +78,32 @@ cohort_status_t cohort_pair_xchg_post(cohort_request_t *req, const cohort_task_t
     return COHORT_OK;
 }
 
+/* COHORT_OK once every send of the exchange is over, COHORT_INPROGRESS, or a send's error. */
+static cohort_status_t xchg_sends_over(const cohort_pair_xchg_t *xg)
+{
+    for (int j = 0; j < xg->nsend; j++) {
+        if (!xg->x[j].done) {
+            return COHORT_INPROGRESS;
+        }
+        if (xg->x[j].status != COHORT_OK) {
+            return xg->x[j].status;
+        }
+    }
+    return COHORT_OK;
+}
+
 cohort_status_t cohort_pair_xchg_progress(cohort_request_t *req, cohort_pair_xchg_t *xg)
 {
     size_t esize = cohort_coll_base(req)->args.esize;
+    cohort_status_t status;
 
+    /* A send may still read its buffer until it is over: nothing is written into it before. */
+    if (xg->sends_first && xg->nproc < xg->nrecv) {
+        status = xchg_sends_over(xg);
+        if (status != COHORT_OK) {
+            return status;
+        }
+    }
     while (xg->nproc < xg->nrecv) {
         cohort_xfer_t *x = &xg->x[xg->max_segs + xg->nproc];
 
@@ -88,16 +128,73 @@ cohort_status_t cohort_pair_xchg_progress(cohort_request_t *req, cohort_pair_xch
         }
         xg->nproc++;
     }
-    for (int j = 0; j < xg->nsend; j++) {
-        if (!xg->x[j].done) {
-            return COHORT_INPROGRESS;
-        }
-        if (xg->x[j].status != COHORT_OK) {
-            return xg->x[j].status;
-        }
+    status = xchg_sends_over(xg);
+    if (status != COHORT_OK) {
+        return status;
     }
     xg->waiting = 0;
     return COHORT_OK;
+}
+
+cohort_status_t cohort_rounds_progress(cohort_request_t *req, cohort_task_t *t,
+                                       cohort_pair_xchg_t *xg, int *round, int last,
+                                       cohort_round_post_fn post, cohort_round_next_fn next)
+{
+    cohort_status_t status;
+
+    while (*round <= last) {
+        if (!xg->waiting) {
+            status = post(req, t, *round);
+            if (status != COHORT_OK) {
+                return status;
+            }
+            if (!xg->waiting) {
+                (*round)++; /* no part in this round */
+                continue;
+            }
+        }
+        status = cohort_pair_xchg_progress(req, xg);
+        if (status != COHORT_OK) {
+            return status;
+        }
+        *round = next != NULL ? next(req, t, *round) : *round + 1;
+    }
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_halving_fold_post(cohort_request_t *req, cohort_task_t *t,
+                                         cohort_pair_xchg_t *xg, const cohort_halving_cut_t *c,
+                                         const void *in, char *acc, char *tmp)
+{
+    int me = req->comm->rank;
+
+    if (me >= 2 * c->r) {
+        return COHORT_OK;
+    }
+    if (c->newrank < 0) {
+        return cohort_pair_xchg_post(req, t, xg, 0, me + 1, in, c->total, NULL, c->total);
+    }
+    xg->combine = 1;
+    xg->peer_is_lower = 1;
+    xg->dst = acc;
+    xg->mine = in;
+    return cohort_pair_xchg_post(req, t, xg, 0, me - 1, NULL, c->total, tmp, c->total);
+}
+
+cohort_status_t cohort_halving_unfold_post(cohort_request_t *req, cohort_task_t *t,
+                                           cohort_pair_xchg_t *xg, const cohort_halving_cut_t *c,
+                                           int round, void *buf)
+{
+    int me = req->comm->rank;
+
+    if (me >= 2 * c->r) {
+        return COHORT_OK;
+    }
+    xg->combine = 0;
+    if (c->newrank < 0) {
+        return cohort_pair_xchg_post(req, t, xg, round, me + 1, NULL, c->total, buf, c->total);
+    }
+    return cohort_pair_xchg_post(req, t, xg, round, me - 1, buf, c->total, NULL, c->total);
 }
 
 /* ---- The recursive-doubling allgather task ---- */
@@ -115,50 +212,33 @@ static cohort_status_t rd_task_post(cohort_request_t *req, cohort_task_t *t)
 }
 
 /* Round k < nrounds (mask 2^k): this rank's window of mask core blocks to its partner, the
- * partner's window from it, in place. Round nrounds: the unfold. */
-static cohort_status_t rd_task_progress(cohort_request_t *req, cohort_task_t *t)
+ * partner's window from it, in place. Round nrounds: the hand-back. */
+static cohort_status_t rd_round_post(cohort_request_t *req, cohort_task_t *t, int round)
 {
     cohort_doubling_ag_t *d = t->state;
     const cohort_halving_cut_t *c = &d->cut;
     size_t esize = cohort_coll_base(req)->args.esize;
-    int me = req->comm->rank, nr = c->newrank;
-    cohort_status_t status;
+    int nr = c->newrank, mask = 1 << round, peer_nr = nr ^ mask;
+    int mine_lo = nr & ~(mask - 1), theirs_lo = peer_nr & ~(mask - 1);
+    size_t mine_off, theirs_off;
 
-    while (d->round <= c->nrounds) {
-        if (!d->xchg.waiting) {
-            if (d->round < c->nrounds) {
-                int mask = 1 << d->round, peer_nr = nr ^ mask;
-                int mine_lo = nr & ~(mask - 1), theirs_lo = peer_nr & ~(mask - 1);
-                size_t mine_off = cohort_halving_off(c, mine_lo);
-                size_t theirs_off = cohort_halving_off(c, theirs_lo);
-
-                status = cohort_pair_xchg_post(
-                    req, t, &d->xchg, d->round, cohort_coll_fold_rank(c->r, peer_nr),
-                    cohort_coll_at(d->buf, mine_off, esize),
-                    cohort_halving_off(c, mine_lo + mask) - mine_off,
-                    cohort_coll_at(d->buf, theirs_off, esize),
-                    cohort_halving_off(c, theirs_lo + mask) - theirs_off);
-            } else if (me >= 2 * c->r) {
-                d->round++; /* not in a folded pair: nothing to hand back */
-                continue;
-            } else if (nr < 0) {
-                status = cohort_pair_xchg_post(req, t, &d->xchg, d->round, me + 1, NULL, c->total,
-                                               d->buf, c->total);
-            } else {
-                status = cohort_pair_xchg_post(req, t, &d->xchg, d->round, me - 1, d->buf,
-                                               c->total, NULL, c->total);
-            }
-            if (status != COHORT_OK) {
-                return status;
-            }
-        }
-        status = cohort_pair_xchg_progress(req, &d->xchg);
-        if (status != COHORT_OK) {
-            return status;
-        }
-        d->round++;
+    if (round == c->nrounds) {
+        return cohort_halving_unfold_post(req, t, &d->xchg, c, round, d->buf);
     }
-    return COHORT_OK;
+    mine_off = cohort_halving_off(c, mine_lo);
+    theirs_off = cohort_halving_off(c, theirs_lo);
+    return cohort_pair_xchg_post(req, t, &d->xchg, round, cohort_coll_fold_rank(c->r, peer_nr),
+                                 cohort_coll_at(d->buf, mine_off, esize),
+                                 cohort_halving_off(c, mine_lo + mask) - mine_off,
+                                 cohort_coll_at(d->buf, theirs_off, esize),
+                                 cohort_halving_off(c, theirs_lo + mask) - theirs_off);
+}
+
+static cohort_status_t rd_task_progress(cohort_request_t *req, cohort_task_t *t)
+{
+    cohort_doubling_ag_t *d = t->state;
+
+    return cohort_rounds_progress(req, t, &d->xchg, &d->round, d->cut.nrounds, rd_round_post, NULL);
 }
 
 const cohort_task_row_t cohort_task_doubling_allgather = {

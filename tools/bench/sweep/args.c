@@ -1,8 +1,8 @@
 /*
  * cohort_bench <collective>, its arguments: the usage text, the options and the tables of
- * collectives, types and operations they name (coll_bench.h).
+ * collectives, types and operations they name (sweep.h).
  */
-#include "coll_bench.h"
+#include "sweep.h"
 
 const bench_coll_t bench_colls[] = {
     [BENCH_BARRIER] = {"barrier", 0, 0, 0},
@@ -28,10 +28,10 @@ const bench_dtype_t bench_dtypes[] = {
 };
 
 const char *const bench_ops[] = {[COHORT_SUM] = "sum",
-                                        [COHORT_PROD] = "prod",
-                                        [COHORT_MIN] = "min",
-                                        [COHORT_MAX] = "max",
-                                        [COHORT_AVG] = "avg"};
+                                 [COHORT_PROD] = "prod",
+                                 [COHORT_MIN] = "min",
+                                 [COHORT_MAX] = "max",
+                                 [COHORT_AVG] = "avg"};
 
 static void bench_usage(FILE *f, const char *coll)
 {
@@ -80,77 +80,6 @@ static void bench_usage(FILE *f, const char *coll)
             coll);
 }
 
-/* "16M", "64K", "1G", "4096", "2KiB", "8MB": binary multiples. */
-static int bench_parse_size(const char *s, size_t *out)
-{
-    unsigned long long v, mult = 1;
-    char *end;
-
-    if (s[0] < '0' || s[0] > '9') {
-        return -1;
-    }
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0) {
-        return -1;
-    }
-    switch (*end) {
-    case 'k':
-    case 'K':
-        mult = 1ULL << 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        mult = 1ULL << 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        mult = 1ULL << 30;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (mult > 1 && *end == 'i') {
-        end++;
-    }
-    if (*end == 'B' || *end == 'b') {
-        end++;
-    }
-    if (*end != '\0' || v > BENCH_MAX_BYTES / mult) {
-        return -1;
-    }
-    *out = (size_t)(v * mult);
-    return 0;
-}
-
-static int bench_parse_long(const char *s, long min, long *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* Only one rank speaks before MPI and cohort know who is who: the launcher says. */
-static int bench_is_first_rank(void)
-{
-    const char *r = getenv("PMIX_RANK");
-
-    if (r == NULL) {
-        r = getenv("OMPI_COMM_WORLD_RANK");
-    }
-    return r == NULL || strcmp(r, "0") == 0;
-}
-
 enum {
     OPT_MIN,
     OPT_MAX,
@@ -175,8 +104,6 @@ static const char *const bench_opts[][2] = {
     [OPT_JSON] = {"", "--json"},
 };
 
-#define BENCH_NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
 /* One option's value into b; @return NULL, or what is wrong with the value. */
 static const char *bench_parse_value(bench_t *b, int opt, const char *val)
 {
@@ -186,29 +113,31 @@ static const char *bench_parse_value(bench_t *b, int opt, const char *val)
     switch (opt) {
     case OPT_MIN:
     case OPT_MAX:
-        if (bench_parse_size(val, &size) != 0) {
+        if (bench_parse_size(val, BENCH_MAX_BYTES, &size) != 0) {
             return "expects a size such as 8, 64K, 16M or 1G (at most 1T)";
         }
         *(opt == OPT_MIN ? &b->min_bytes : &b->max_bytes) = size;
         return NULL;
     case OPT_STEP:
-        if (bench_parse_long(val, 2, &v) != 0 || v > 1024) {
+        if (bench_parse_long(val, 2, 1024, &v) != 0) {
             return "expects an integer from 2 to 1024";
         }
         b->step = (size_t)v;
         return NULL;
     case OPT_ITERS:
-        return bench_parse_long(val, 1, &b->iters) != 0 ? "expects an integer >= 1" : NULL;
+        return bench_parse_long(val, 1, LONG_MAX, &b->iters) != 0 ? "expects an integer >= 1"
+                                                                  : NULL;
     case OPT_WARMUP:
-        return bench_parse_long(val, 0, &b->warmup) != 0 ? "expects an integer >= 0" : NULL;
+        return bench_parse_long(val, 0, LONG_MAX, &b->warmup) != 0 ? "expects an integer >= 0"
+                                                                   : NULL;
     case OPT_BLOCKS:
-        if (bench_parse_long(val, 1, &b->blocks) != 0 || b->blocks > 1000) {
+        if (bench_parse_long(val, 1, 1000, &b->blocks) != 0) {
             return "expects an integer from 1 to 1000";
         }
         return NULL;
     case OPT_ROOT:
         b->root_given = 1;
-        if (bench_parse_long(val, 0, &b->root) != 0 || b->root > INT_MAX) {
+        if (bench_parse_long(val, 0, INT_MAX, &b->root) != 0) {
             return "expects a rank >= 0";
         }
         return NULL;
@@ -245,6 +174,21 @@ static const char *bench_parse_value(bench_t *b, int opt, const char *val)
     }
 }
 
+/* The options without a value: whether @a arg is one (then set in b). */
+static int bench_parse_flag(bench_t *b, const char *arg)
+{
+    int *const flags[] = {&b->no_mpi, &b->check, &b->csv, &b->tail};
+    static const char *const names[] = {"--no-mpi", "--check", "--csv", "--tail"};
+
+    for (int k = 0; k < BENCH_NELEM(names); k++) {
+        if (strcmp(arg, names[k]) == 0) {
+            *flags[k] = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* @return 0 to run, 1 for --help, 2 for bad input (explained on stderr). */
 int bench_parse(bench_t *b, int argc, char **argv)
 {
@@ -267,17 +211,8 @@ int bench_parse(bench_t *b, int argc, char **argv)
                 bench_usage(stdout, argv[0]);
             }
             return 1;
-        } else if (strcmp(arg, "--no-mpi") == 0) {
-            b->no_mpi = 1;
-            continue;
-        } else if (strcmp(arg, "--check") == 0) {
-            b->check = 1;
-            continue;
-        } else if (strcmp(arg, "--csv") == 0) {
-            b->csv = 1;
-            continue;
-        } else if (strcmp(arg, "--tail") == 0) {
-            b->tail = 1;
+        }
+        if (bench_parse_flag(b, arg)) {
             continue;
         }
         for (opt = 0; opt < BENCH_NELEM(bench_opts); opt++) {

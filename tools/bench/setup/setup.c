@@ -13,27 +13,24 @@
  * Figures are the largest over ranks, reduced once at the end, so that nothing but the layout's
  * own traffic is wired while cohort is measured.
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #ifdef BENCH_WITH_MPI
 #include <mpi.h>
 #endif
-#include "../layout_text.h"
-#include "bench.h"
+#include "../../layout_text.h"
+#include "../bench.h"
 
 #define SETUP_MAX_KINDS 32
 
 /* Per iteration and rank, reduced with MAX over ranks. */
 enum {
-    M_CREATE,      /* cohort_layout_create, us */
-    M_FIRST,       /* first allreduce in every own group, us */
-    M_GROUPS,      /* own groups */
-    M_ENDPOINTS,   /* endpoints held after the first allreduces */
-    M_LOOKUPS,     /* PMIx lookups made so far */
-    M_WIRE,        /* wiring time of every peer held (lookup + ucp_ep_create), us */
+    M_CREATE,    /* cohort_layout_create, us */
+    M_FIRST,     /* first allreduce in every own group, us */
+    M_GROUPS,    /* own groups */
+    M_ENDPOINTS, /* endpoints held after the first allreduces */
+    M_LOOKUPS,   /* PMIx lookups made so far */
+    M_WIRE,      /* wiring time of every peer held (lookup + ucp_ep_create), us */
     /* ... and where it went, summed over the rank's peers (cohort_peer_info_t), us: */
     M_W_RETRY,     /* lookups' earlier tries and waits to ask again */
     M_W_SERVER,    /* lookups' last requests, until the exchange answered */
@@ -62,27 +59,16 @@ typedef struct {
     const char *spec_text;
     long iters;
     int no_mpi;
-    int mpi; /* MPI initialised and used */
-    cohort_context_t *ctx;
+    bench_run_t run; /* cohort, and MPI beside it unless --no-mpi */
     cohort_layout_spec_t *spec;
-    int rank, n;
     long long total_groups;
     double *m; /* [iters][M_COUNT] */
 } setup_t;
 
+/* Microseconds, the unit of every figure here. */
 static double setup_now_us(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int setup_is_first(void)
-{
-    const char *r = getenv("PMIX_RANK");
-
-    return r == NULL || strcmp(r, "0") == 0;
+    return bench_now() * 1e6;
 }
 
 static void setup_usage(FILE *f)
@@ -113,7 +99,7 @@ static int setup_parse(setup_t *s, int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            if (setup_is_first()) {
+            if (bench_is_first_rank()) {
                 setup_usage(stdout);
             }
             return 1;
@@ -121,10 +107,8 @@ static int setup_parse(setup_t *s, int argc, char **argv)
             s->spec_text = v;
             i++;
         } else if (strcmp(a, "--iters") == 0 && v != NULL) {
-            char *end;
-            s->iters = strtol(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || s->iters < 1 || s->iters > 100000) {
-                if (setup_is_first()) {
+            if (bench_parse_long(v, 1, 100000, &s->iters) != 0) {
+                if (bench_is_first_rank()) {
                     fprintf(stderr, "cohort_bench setup: --iters '%s' is not a count >= 1\n", v);
                 }
                 return 2;
@@ -133,7 +117,7 @@ static int setup_parse(setup_t *s, int argc, char **argv)
         } else if (strcmp(a, "--no-mpi") == 0) {
             s->no_mpi = 1;
         } else {
-            if (setup_is_first()) {
+            if (bench_is_first_rank()) {
                 fprintf(stderr, "cohort_bench setup: unknown option or missing value: '%s'\n", a);
                 setup_usage(stderr);
             }
@@ -141,7 +125,7 @@ static int setup_parse(setup_t *s, int argc, char **argv)
         }
     }
     if (s->spec_text == NULL) {
-        if (setup_is_first()) {
+        if (bench_is_first_rank()) {
             fprintf(stderr, "cohort_bench setup: --layout SPEC is required\n");
             setup_usage(stderr);
         }
@@ -150,28 +134,12 @@ static int setup_parse(setup_t *s, int argc, char **argv)
     return 0;
 }
 
-static void setup_sync(const setup_t *s)
-{
-#ifdef BENCH_WITH_MPI
-    if (s->mpi) {
-        MPI_Barrier(MPI_COMM_WORLD);
-    }
-#else
-    (void)s;
-#endif
-}
-
-/* A failure after the ranks parted ways may leave peers waiting: with MPI, end the job. */
+/* Said, and (bench_run_abort) the job ended where peers may wait. */
 static int setup_fail(const setup_t *s, const char *what, cohort_status_t st)
 {
-    fprintf(stderr, "cohort_bench setup: rank %d: %s failed: %s\n", s->rank, what,
+    fprintf(stderr, "cohort_bench setup: rank %d: %s failed: %s\n", s->run.rank, what,
             cohort_strerror(st));
-#ifdef BENCH_WITH_MPI
-    if (s->mpi && s->n > 1) {
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-#endif
-    return 1;
+    return bench_run_abort(&s->run);
 }
 
 /* Sums over the peers this rank holds of their wiring times (the part of the first allreduces
@@ -214,15 +182,15 @@ static int setup_cohort(setup_t *s, double *m)
     double t0, t1, t2, tk;
     int ngroups = 0;
 
-    setup_sync(s);
-    cohort_stats(s->ctx, &before);
+    bench_run_sync(&s->run);
+    cohort_stats(s->run.ctx, &before);
     t0 = setup_now_us();
-    st = cohort_layout_create(s->ctx, s->spec_text, &layout);
+    st = cohort_layout_create(s->run.ctx, s->spec_text, &layout);
     t1 = setup_now_us();
     if (st != COHORT_OK) {
         return setup_fail(s, "cohort_layout_create", st);
     }
-    cohort_stats(s->ctx, &after);
+    cohort_stats(s->run.ctx, &after);
     m[M_CREATE_MSGS] = (double)(after.messages_sent - before.messages_sent);
     m[M_CREATE_EPS] = (double)(after.endpoints - before.endpoints);
 
@@ -235,13 +203,13 @@ static int setup_cohort(setup_t *s, double *m)
         }
         ngroups++;
         if (k < SETUP_MAX_KINDS) {
-            cohort_stats(s->ctx, &kb);
+            cohort_stats(s->run.ctx, &kb);
         }
         tk = setup_now_us();
         st = cohort_allreduce(g, &one, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
         if (k < SETUP_MAX_KINDS) {
             m[M_K_US + k] = setup_now_us() - tk;
-            cohort_stats(s->ctx, &ka);
+            cohort_stats(s->run.ctx, &ka);
             m[M_K_SIZE + k] = cohort_group_size(g);
             m[M_K_EPS + k] = (double)(ka.endpoints - kb.endpoints);
             m[M_K_MSGS + k] = (double)(ka.messages_sent - kb.messages_sent);
@@ -251,20 +219,21 @@ static int setup_cohort(setup_t *s, double *m)
             return setup_fail(s, "cohort_allreduce", st);
         }
         if (sum != (float)cohort_group_size(g)) {
-            fprintf(stderr, "cohort_bench setup: rank %d: %s allreduce gave %g, not %d\n", s->rank,
-                    cohort_layout_spec_kind_name(s->spec, k), sum, cohort_group_size(g));
+            fprintf(stderr, "cohort_bench setup: rank %d: %s allreduce gave %g, not %d\n",
+                    s->run.rank, cohort_layout_spec_kind_name(s->spec, k), sum,
+                    cohort_group_size(g));
             cohort_layout_free(layout);
             return setup_fail(s, "checking the allreduce", COHORT_ERR_MISMATCH);
         }
     }
     t2 = setup_now_us();
-    cohort_stats(s->ctx, &after);
+    cohort_stats(s->run.ctx, &after);
     m[M_CREATE] = t1 - t0;
     m[M_FIRST] = t2 - t1;
     m[M_GROUPS] = ngroups;
     m[M_ENDPOINTS] = (double)after.endpoints;
     m[M_LOOKUPS] = (double)after.pmix_lookups;
-    setup_wire(s->ctx, m);
+    setup_wire(s->run.ctx, m);
     /* Untimed: which path each group takes once set up (a second call that sends nothing ran
      * on the group's shared segment). */
     for (int k = 0; k < cohort_layout_spec_kind_count(s->spec) && k < SETUP_MAX_KINDS; k++) {
@@ -274,9 +243,9 @@ static int setup_cohort(setup_t *s, double *m)
         if (g == NULL) {
             continue;
         }
-        cohort_stats(s->ctx, &kb);
+        cohort_stats(s->run.ctx, &kb);
         st = cohort_allreduce(g, &one, &sum, 1, COHORT_FLOAT32, COHORT_SUM);
-        cohort_stats(s->ctx, &ka);
+        cohort_stats(s->run.ctx, &ka);
         if (st != COHORT_OK) {
             cohort_layout_free(layout);
             return setup_fail(s, "the second cohort_allreduce", st);
@@ -304,7 +273,7 @@ static double setup_mpi_first(const setup_t *s, MPI_Comm *own, int nkinds)
         MPI_Comm_size(own[k], &size);
         if (sum != (float)size) {
             fprintf(stderr, "cohort_bench setup: rank %d: MPI %s allreduce gave %g, not %d\n",
-                    s->rank, cohort_layout_spec_kind_name(s->spec, k), sum, size);
+                    s->run.rank, cohort_layout_spec_kind_name(s->spec, k), sum, size);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
@@ -315,8 +284,8 @@ static double setup_mpi_first(const setup_t *s, MPI_Comm *own, int nkinds)
 static void setup_mpi_check(const setup_t *s, MPI_Comm *own, int nkinds, int *members)
 {
     for (int k = 0; k < nkinds; k++) {
-        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank,
-                                        members);
+        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k),
+                                        s->run.rank, members);
         int size = 0;
 
         if (own[k] != MPI_COMM_NULL) {
@@ -326,8 +295,17 @@ static void setup_mpi_check(const setup_t *s, MPI_Comm *own, int nkinds, int *me
             fprintf(stderr,
                     "cohort_bench setup: rank %d: MPI %s communicator has %d ranks, "
                     "the layout says %d\n",
-                    s->rank, cohort_layout_spec_kind_name(s->spec, k), size, n);
+                    s->run.rank, cohort_layout_spec_kind_name(s->spec, k), size, n);
             MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+}
+
+static void setup_mpi_free(MPI_Comm *own, int nkinds)
+{
+    for (int k = 0; k < nkinds; k++) {
+        if (own[k] != MPI_COMM_NULL) {
+            MPI_Comm_free(&own[k]);
         }
     }
 }
@@ -336,7 +314,7 @@ static void setup_mpi(setup_t *s, double *m)
 {
     MPI_Comm own[SETUP_MAX_KINDS];
     MPI_Group world_group, g;
-    int *members = malloc((size_t)s->n * sizeof(int)), nkinds = 0;
+    int *members = malloc((size_t)s->run.n * sizeof(int)), nkinds = 0;
     double t0;
 
     if (members == NULL) {
@@ -351,7 +329,7 @@ static void setup_mpi(setup_t *s, double *m)
     for (int k = 0; k < nkinds; k++) {
         own[k] = MPI_COMM_NULL;
     }
-    setup_sync(s);
+    bench_run_sync(&s->run);
     t0 = setup_now_us();
     for (int k = 0; k < nkinds; k++) {
         int ng = cohort_layout_ngroups(s->spec, cohort_layout_spec_kind_name(s->spec, k));
@@ -370,18 +348,14 @@ static void setup_mpi(setup_t *s, double *m)
     m[M_CL_CREATE] = setup_now_us() - t0;
     m[M_CL_FIRST] = setup_mpi_first(s, own, nkinds);
     setup_mpi_check(s, own, nkinds, members);
-    for (int k = 0; k < nkinds; k++) {
-        if (own[k] != MPI_COMM_NULL) {
-            MPI_Comm_free(&own[k]);
-        }
-    }
+    setup_mpi_free(own, nkinds);
 
     /* Members only: each rank creates its own groups, a tag per kind. */
-    setup_sync(s);
+    bench_run_sync(&s->run);
     t0 = setup_now_us();
     for (int k = 0; k < nkinds; k++) {
-        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k), s->rank,
-                                        members);
+        int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k),
+                                        s->run.rank, members);
         own[k] = MPI_COMM_NULL;
         if (n <= 0) {
             continue;
@@ -393,11 +367,7 @@ static void setup_mpi(setup_t *s, double *m)
     m[M_MO_CREATE] = setup_now_us() - t0;
     m[M_MO_FIRST] = setup_mpi_first(s, own, nkinds);
     setup_mpi_check(s, own, nkinds, members);
-    for (int k = 0; k < nkinds; k++) {
-        if (own[k] != MPI_COMM_NULL) {
-            MPI_Comm_free(&own[k]);
-        }
-    }
+    setup_mpi_free(own, nkinds);
     MPI_Group_free(&world_group);
     free(members);
 }
@@ -406,29 +376,10 @@ static void setup_mpi(setup_t *s, double *m)
 /* The largest of every figure over the ranks, in place, after all measuring is done. */
 static int setup_allmax(setup_t *s)
 {
-    size_t count = (size_t)s->iters * M_COUNT;
-    double *tmp;
-    cohort_status_t st;
+    const char *call;
+    cohort_status_t st = bench_run_allmax(&s->run, s->m, (size_t)s->iters * M_COUNT, &call);
 
-    if (s->n == 1) {
-        return 0;
-    }
-#ifdef BENCH_WITH_MPI
-    if (s->mpi) {
-        MPI_Allreduce(MPI_IN_PLACE, s->m, (int)count, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        return 0;
-    }
-#endif
-    tmp = malloc(count * sizeof(*tmp));
-    if (tmp == NULL) {
-        return setup_fail(s, "allocating the reduction buffer", COHORT_ERR_NO_MEMORY);
-    }
-    st = cohort_allreduce(cohort_world(s->ctx), s->m, tmp, count, COHORT_FLOAT64, COHORT_MAX);
-    if (st == COHORT_OK) {
-        memcpy(s->m, tmp, count * sizeof(*tmp));
-    }
-    free(tmp);
-    return st == COHORT_OK ? 0 : setup_fail(s, "cohort_allreduce MAX of the figures", st);
+    return st == COHORT_OK ? 0 : setup_fail(s, call, st);
 }
 
 /* The best of iterations 2..N (each already the largest over ranks). */
@@ -500,7 +451,7 @@ static void setup_report(const setup_t *s, const char *plugin)
     char full[160];
 
 #ifdef BENCH_WITH_MPI
-    const char *mpi_note = s->mpi ? "side by side (Open MPI, same run)" : "off (--no-mpi)";
+    const char *mpi_note = s->run.mpi ? "side by side (Open MPI, same run)" : "off (--no-mpi)";
 #else
     const char *mpi_note = "off (built without MPI)";
 #endif
@@ -508,16 +459,16 @@ static void setup_report(const setup_t *s, const char *plugin)
     cohort_tools_layout_text(s->spec, full, sizeof(full));
     printf("cohort_bench setup: world %d, layout %s\n"
            "  exchange plugin %s, iterations %ld, MPI %s; figures are the largest over ranks\n",
-           s->n, full, plugin, s->iters, mpi_note);
+           s->run.n, full, plugin, s->iters, mpi_note);
     printf("  groups per rank: %.0f own groups (cohort, MPI members only); the classic way "
            "creates all %lld\n",
            m[M_GROUPS], s->total_groups);
-    setup_table(s, "iteration 1 (cold: wiring included)", m, s->mpi);
+    setup_table(s, "iteration 1 (cold: wiring included)", m, s->run.mpi);
     if (s->iters > 1) {
         for (int i = 0; i < M_COUNT; i++) {
             warm[i] = setup_warm(s, i);
         }
-        setup_table(s, "best of iterations 2..N (warm: peers already wired)", warm, s->mpi);
+        setup_table(s, "best of iterations 2..N (warm: peers already wired)", warm, s->run.mpi);
     }
     printf("cohort per rank: endpoints %.0f, PMIx lookups %.0f%s, wiring %.1f us in all\n"
            "  (wiring: address lookups + endpoint creation, inside the cold first allreduces)\n",
@@ -536,13 +487,13 @@ static void setup_report(const setup_t *s, const char *plugin)
     printf(
         "setup: plugin=%s world=%d groups=%.0f classic_groups=%lld create_us=%.1f "
         "first_us=%.1f endpoints=%.0f lookups=%.0f wire_us=%.1f create_msgs=%.0f create_eps=%.0f",
-        plugin, s->n, m[M_GROUPS], s->total_groups, m[M_CREATE], m[M_FIRST], m[M_ENDPOINTS],
+        plugin, s->run.n, m[M_GROUPS], s->total_groups, m[M_CREATE], m[M_FIRST], m[M_ENDPOINTS],
         m[M_LOOKUPS], m[M_WIRE], m[M_CREATE_MSGS], m[M_CREATE_EPS]);
     printf(" wire_retry_us=%.1f wire_server_us=%.1f wire_poll_us=%.1f wire_card_us=%.1f "
            "wire_ep_us=%.1f wire_first_send_us=%.1f wire_tries=%.0f",
            m[M_W_RETRY], m[M_W_SERVER], m[M_W_POLL], m[M_W_CARD], m[M_W_EP], m[M_W_FIRST],
            m[M_W_TRIES]);
-    if (s->mpi) {
+    if (s->run.mpi) {
         printf(" mpi_classic_create_us=%.1f mpi_classic_first_us=%.1f mpi_members_create_us=%.1f "
                "mpi_members_first_us=%.1f",
                m[M_CL_CREATE], m[M_CL_FIRST], m[M_MO_CREATE], m[M_MO_FIRST]);
@@ -554,7 +505,6 @@ int cohort_bench_setup(int argc, char **argv)
 {
     setup_t s;
     cohort_stats_t stats;
-    cohort_status_t st;
     char err[256];
     int rc;
 
@@ -564,42 +514,14 @@ int cohort_bench_setup(int argc, char **argv)
     if (rc != 0) {
         return rc == 1 ? 0 : 2;
     }
-#ifdef BENCH_WITH_MPI
-    if (!s.no_mpi) {
-        /* Waits that yield the core, as cohort's do: MPI_Init reads this, nothing later. */
-        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-        MPI_Init(NULL, NULL);
-        s.mpi = 1;
+    if (bench_run_start(&s.run, "cohort_bench setup", !s.no_mpi) != 0) {
+        return 1;
     }
-#endif
-    st = cohort_init(&s.ctx);
-    if (st != COHORT_OK) {
-        fprintf(stderr,
-                "cohort_bench setup: cohort_init failed: %s (cohort's log line above says why; "
-                "check COHORT_PMIX_PLUGIN and COHORT_PLUGIN_PATH)\n",
-                cohort_strerror(st));
-        rc = 1;
-        goto out_mpi;
-    }
-    s.rank = cohort_world_rank(s.ctx);
-    s.n = cohort_world_size(s.ctx);
-#ifdef BENCH_WITH_MPI
-    if (s.mpi) {
-        int mrank, msize;
-        MPI_Comm_rank(MPI_COMM_WORLD, &mrank);
-        MPI_Comm_size(MPI_COMM_WORLD, &msize);
-        if (mrank != s.rank || msize != s.n) {
-            fprintf(stderr, "cohort_bench setup: MPI rank %d of %d, cohort rank %d of %d\n", mrank,
-                    msize, s.rank, s.n);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    }
-#endif
     /* The same spec against the same world on every rank: all agree to stop. */
-    if (cohort_layout_spec_parse(s.spec_text, s.n, &s.spec, err, sizeof(err)) != COHORT_OK) {
-        if (s.rank == 0) {
+    if (cohort_layout_spec_parse(s.spec_text, s.run.n, &s.spec, err, sizeof(err)) != COHORT_OK) {
+        if (s.run.rank == 0) {
             fprintf(stderr, "cohort_bench setup: bad --layout '%s' for a world of %d: %s\n",
-                    s.spec_text, s.n, err);
+                    s.spec_text, s.run.n, err);
         }
         rc = 2;
         goto out_cohort;
@@ -616,7 +538,7 @@ int cohort_bench_setup(int argc, char **argv)
             goto out_cohort;
         }
 #ifdef BENCH_WITH_MPI
-        if (s.mpi) {
+        if (s.run.mpi) {
             setup_mpi(&s, s.m + i * M_COUNT);
         }
 #endif
@@ -625,13 +547,13 @@ int cohort_bench_setup(int argc, char **argv)
     if (rc != 0) {
         goto out_cohort;
     }
-    cohort_stats(s.ctx, &stats);
-    if (s.rank == 0) {
+    cohort_stats(s.run.ctx, &stats);
+    if (s.run.rank == 0) {
         setup_report(&s, stats.pmix_plugin);
     }
     for (long i = 0; i < s.iters; i++) {
         if (s.m[i * M_COUNT + M_CREATE_MSGS] != 0 || s.m[i * M_COUNT + M_CREATE_EPS] != 0) {
-            if (s.rank == 0) {
+            if (s.run.rank == 0) {
                 fprintf(stderr,
                         "cohort_bench setup: cohort_layout_create communicated "
                         "(iteration %ld): it must send nothing and wire nothing\n",
@@ -645,12 +567,6 @@ int cohort_bench_setup(int argc, char **argv)
 out_cohort:
     free(s.m);
     cohort_layout_spec_free(s.spec);
-    cohort_finalize(s.ctx);
-out_mpi:
-#ifdef BENCH_WITH_MPI
-    if (s.mpi) {
-        MPI_Finalize();
-    }
-#endif
+    bench_run_end(&s.run);
     return rc;
 }

@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "bench.h"
+#include "sweep.h"
 
 /* The two buffers and, for device memory, the two events that time a copy on the GPU. */
 typedef struct {

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../layout_text.h"
-#include "bench.h"
+#include "../../layout_text.h"
+#include "../bench.h"
 
 /* Work above which a world is sampled rather than examined rank by rank. */
 #define MODEL_EXACT_WORK 60000000.0
@@ -553,18 +553,6 @@ static void model_usage(FILE *f)
                "  --exact       examine every rank even when the world is large (slow)\n");
 }
 
-static int model_parse_int(const char *v, int *out)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-
-    if (*v == '\0' || *end != '\0' || x <= 0 || x > (1L << 30)) {
-        return -1;
-    }
-    *out = (int)x;
-    return 0;
-}
-
 int cohort_bench_model(int argc, char **argv)
 {
     model_opts_t o = {.world = 0, .spec = NULL, .sweep = 0, .exact = 0, .algo = ALGO_RD};
@@ -584,10 +572,12 @@ int cohort_bench_model(int argc, char **argv)
         } else if (strcmp(a, "--exact") == 0) {
             o.exact = 1;
         } else if (strcmp(a, "--world") == 0 && v != NULL) {
-            if (model_parse_int(v, &o.world) != 0) {
+            long world;
+            if (bench_parse_long(v, 1, 1L << 30, &world) != 0) {
                 fprintf(stderr, "cohort_bench model: --world '%s' is not a size > 0\n", v);
                 return 2;
             }
+            o.world = (int)world;
             i++;
         } else if (strcmp(a, "--layout") == 0 && v != NULL) {
             o.spec = v;

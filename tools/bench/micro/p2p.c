@@ -1,30 +1,15 @@
 /*
- * cohort_bench p2p:    ping-pong latency and streaming bandwidth between world ranks 0 and 1
- *                      (side by side with MPI_Send/MPI_Recv when built with MPI).
- * cohort_bench groups: the cost of creating groups member-only (default 2,000 per rank).
+ * cohort_bench p2p: ping-pong latency and streaming bandwidth between world ranks 0 and 1
+ * (side by side with MPI_Send/MPI_Recv when built with MPI).
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #ifdef BENCH_WITH_MPI
 #include <mpi.h>
 #endif
-#include "bench.h"
+#include "../bench.h"
 
 #define MICRO_WINDOW 64
-
-static double micro_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int micro_check(cohort_status_t st, const char *what)
 {
@@ -39,7 +24,7 @@ static int micro_check(cohort_status_t st, const char *what)
 static int micro_pingpong_cohort(cohort_group_t *w, int me, void *buf, size_t bytes, int iters,
                                  double *t)
 {
-    double start = micro_now();
+    double start = bench_now();
 
     for (int i = 0; i < iters; i++) {
         if (me == 0) {
@@ -54,7 +39,7 @@ static int micro_pingpong_cohort(cohort_group_t *w, int me, void *buf, size_t by
             }
         }
     }
-    *t = (micro_now() - start) / iters;
+    *t = (bench_now() - start) / iters;
     return 0;
 }
 
@@ -64,7 +49,7 @@ static int micro_stream_cohort(cohort_group_t *w, int me, void *buf, size_t byte
 {
     cohort_request_t *req[MICRO_WINDOW];
     char ack = 0;
-    double start = micro_now();
+    double start = bench_now();
 
     for (int i = 0; i < iters; i++) {
         for (int k = 0; k < MICRO_WINDOW; k++) {
@@ -86,14 +71,14 @@ static int micro_stream_cohort(cohort_group_t *w, int me, void *buf, size_t byte
             return 1;
         }
     }
-    *t = (micro_now() - start) / iters;
+    *t = (bench_now() - start) / iters;
     return 0;
 }
 
 #ifdef BENCH_WITH_MPI
 static void micro_pingpong_mpi(int me, void *buf, size_t bytes, int iters, double *t)
 {
-    double start = micro_now();
+    double start = bench_now();
 
     for (int i = 0; i < iters; i++) {
         if (me == 0) {
@@ -104,14 +89,14 @@ static void micro_pingpong_mpi(int me, void *buf, size_t bytes, int iters, doubl
             MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
         }
     }
-    *t = (micro_now() - start) / iters;
+    *t = (bench_now() - start) / iters;
 }
 
 static void micro_stream_mpi(int me, void *buf, size_t bytes, int iters, double *t)
 {
     MPI_Request req[MICRO_WINDOW];
     char ack = 0;
-    double start = micro_now();
+    double start = bench_now();
 
     for (int i = 0; i < iters; i++) {
         for (int k = 0; k < MICRO_WINDOW; k++) {
@@ -128,48 +113,39 @@ static void micro_stream_mpi(int me, void *buf, size_t bytes, int iters, double 
             MPI_Send(&ack, 1, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
         }
     }
-    *t = (micro_now() - start) / iters;
+    *t = (bench_now() - start) / iters;
 }
 #endif
 
-static int micro_init(int argc, char **argv, cohort_context_t **ctx)
-{
-#ifdef BENCH_WITH_MPI
-    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-    MPI_Init(&argc, &argv);
-#endif
-    return micro_check(cohort_init(ctx), "cohort_init");
-}
-
-static void micro_fini(cohort_context_t *ctx)
-{
-    cohort_finalize(ctx);
-#ifdef BENCH_WITH_MPI
-    MPI_Finalize();
-#endif
-}
-
-static int micro_p2p(int argc, char **argv)
+int cohort_bench_p2p(int argc, char **argv)
 {
     static const size_t sizes[] = {8, 64, 1024, 8192, 65536, 1 << 20, 4 << 20, 16 << 20};
-    cohort_context_t *ctx;
+    bench_run_t run;
     cohort_group_t *w;
     int me, rc = 0;
     void *buf;
 
-    if (micro_init(argc, argv, &ctx)) {
+    if (argc > 1) {
+        fprintf(stderr, "cohort_bench p2p: unknown option '%s' (it takes none)\n", argv[1]);
+        return 2;
+    }
+    if (bench_run_start(&run, "cohort_bench p2p", 1) != 0) {
         return 1;
     }
-    me = cohort_world_rank(ctx);
-    w = cohort_world(ctx);
-    if (cohort_world_size(ctx) != 2) {
+    me = run.rank;
+    w = run.world;
+    if (run.n != 2) {
         if (me == 0) {
             fprintf(stderr, "cohort_bench p2p: run with exactly 2 ranks\n");
         }
-        micro_fini(ctx);
+        bench_run_end(&run);
         return 2;
     }
     buf = calloc(1, 16 << 20);
+    if (buf == NULL) {
+        fprintf(stderr, "cohort_bench p2p: rank %d: out of memory\n", me);
+        return bench_run_abort(&run);
+    }
     if (me == 0) {
         printf("# p2p between ranks 0 and 1; latency = half a round trip; bandwidth streams %d "
                "messages then a 1-byte ack\n",
@@ -202,83 +178,6 @@ static int micro_p2p(int argc, char **argv)
         }
     }
     free(buf);
-    micro_fini(ctx);
+    bench_run_end(&run);
     return rc;
-}
-
-static int micro_groups(int argc, char **argv)
-{
-    cohort_context_t *ctx;
-    cohort_stats_t before, after;
-    cohort_group_t **gs;
-    int count = 2000, n, me, members[3], rc = 0;
-    double t0, t, tmax = 0;
-
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
-            count = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "cohort_bench groups: unknown option '%s' (use --count N)\n", argv[i]);
-            return 2;
-        }
-    }
-    if (count <= 0) {
-        fprintf(stderr, "cohort_bench groups: --count must be > 0\n");
-        return 2;
-    }
-    if (micro_init(argc, argv, &ctx)) {
-        return 1;
-    }
-    n = cohort_world_size(ctx);
-    me = cohort_world_rank(ctx);
-    gs = calloc((size_t)count, sizeof(*gs));
-    cohort_stats(ctx, &before);
-    t0 = micro_now();
-    /* Groups of 2 and 3 ranks around the ring, the shape of tp/cp/ep groups. */
-    for (int i = 0; i < count && rc == 0; i++) {
-        int k = n >= 3 ? 2 + i % 2 : n;
-        for (int j = 0; j < k; j++) {
-            members[j] = (me + j) % n;
-        }
-        rc = micro_check(cohort_group_create(ctx, i % 2 ? "odd" : "even", members, k, &gs[i]),
-                         "cohort_group_create");
-    }
-    t = micro_now() - t0;
-    cohort_stats(ctx, &after);
-    for (int i = 0; i < count; i++) {
-        cohort_group_free(gs[i]);
-    }
-    free(gs);
-    /* The maximum over ranks, gathered only now so creation itself stays message-free. */
-    if (rc == 0) {
-        double all = t;
-        cohort_group_t *w = cohort_world(ctx);
-        if (me == 0) {
-            tmax = t;
-            for (int r = 1; r < n; r++) {
-                cohort_recv(w, &all, 1, COHORT_FLOAT64, r, 9);
-                tmax = all > tmax ? all : tmax;
-            }
-            printf("# %d ranks, %d groups per rank (2-3 members each), created member-only\n", n,
-                   count);
-            printf("create_total_ms %.3f  us_per_group %.3f  messages_sent %llu  "
-                   "new_endpoints %llu  pmix_lookups %llu\n",
-                   tmax * 1e3, tmax / count * 1e6,
-                   (unsigned long long)(after.messages_sent - before.messages_sent),
-                   (unsigned long long)(after.endpoints - before.endpoints),
-                   (unsigned long long)(after.pmix_lookups - before.pmix_lookups));
-        } else {
-            cohort_send(w, &all, 1, COHORT_FLOAT64, 0, 9);
-        }
-    }
-    micro_fini(ctx);
-    return rc;
-}
-
-int cohort_bench_micro(int argc, char **argv)
-{
-    if (strcmp(argv[0], "p2p") == 0) {
-        return micro_p2p(argc, argv);
-    }
-    return micro_groups(argc, argv);
 }

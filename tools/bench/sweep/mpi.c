@@ -3,7 +3,7 @@
  * cases MPI cannot run, and what the header says of the MPI library (built with MPI only,
  * BENCH_WITH_MPI; without it the questions answer "absent").
  */
-#include "coll_bench.h"
+#include "sweep.h"
 
 #ifdef BENCH_WITH_MPI
 /* MPI_DATATYPE_NULL where MPI has no such type. A bcast, allgather or alltoall only moves
@@ -128,7 +128,7 @@ const char *bench_mpi_absent(const bench_t *b)
 int bench_mpi_usable(const bench_t *b)
 {
 #ifdef BENCH_WITH_MPI
-    return b->mpi && bench_mpi_type(b) != MPI_DATATYPE_NULL && b->count <= (size_t)INT_MAX;
+    return b->run.mpi && bench_mpi_type(b) != MPI_DATATYPE_NULL && b->count <= (size_t)INT_MAX;
 #else
     (void)b;
     return 0;
@@ -136,26 +136,20 @@ int bench_mpi_usable(const bench_t *b)
 }
 
 #ifdef BENCH_WITH_MPI
-/* MPI beside cohort: one job, and what the header says of Open MPI's waits and version. */
+/* MPI beside cohort (one job: bench_run_start checked it): what the header says of Open MPI's waits
+ * and version. */
 void bench_mpi_facts(bench_t *b)
 {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int mrank, msize, len = 0;
+    int len = 0;
 
-    MPI_Comm_rank(MPI_COMM_WORLD, &mrank);
-    MPI_Comm_size(MPI_COMM_WORLD, &msize);
-    if (mrank != b->rank || msize != b->n) {
-        fprintf(stderr, "cohort_bench: MPI says rank %d of %d, cohort rank %d of %d: not one job\n",
-                mrank, msize, b->rank, b->n);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
     b->mpi_yield = bench_mpi_cvar("mpi_yield_when_idle");
     snprintf(b->yield_note, sizeof(b->yield_note), "mpi_yield_when_idle=%s (%s)",
              b->mpi_yield < 0 ? "?"
              : b->mpi_yield   ? "1"
                               : "0",
-             b->yield_set ? "set by cohort_bench through OMPI_MCA_mpi_yield_when_idle"
-                          : "as the launcher or environment set it");
+             b->run.yield_set ? "set by cohort_bench through OMPI_MCA_mpi_yield_when_idle"
+                              : "as the launcher or environment set it");
     MPI_Get_library_version(lib, &len);
     lib[strcspn(lib, "\n,")] = '\0';
     snprintf(b->mpi_lib, sizeof(b->mpi_lib), "%.*s", (int)sizeof(b->mpi_lib) - 1, lib);

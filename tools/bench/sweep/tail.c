@@ -3,7 +3,7 @@
  * stalls for milliseconds; percentiles and counts above fixed thresholds show it.
  */
 #include <stdlib.h>
-#include "bench.h"
+#include "sweep.h"
 
 const char *const bench_tail_names[BENCH_TAIL_NSTATS] = {
     [BENCH_TAIL_P50] = "p50_us",        [BENCH_TAIL_P99] = "p99_us",

@@ -2,13 +2,13 @@
  * cohort_bench <collective>, the output: the header, a row per size as a table, CSV or JSON
  * (with the tail statistics), and the summary line.
  */
-#include "coll_bench.h"
+#include "sweep.h"
 
 extern char **environ;
 
 static double bench_busbw_factor(const bench_t *b)
 {
-    double n = b->n;
+    double n = b->run.n;
 
     switch (b->coll) {
     case BENCH_ALLREDUCE:
@@ -38,7 +38,8 @@ static const char *bench_fmt(char *buf, size_t len, const char *fmt, double v)
 /* --tail in the CSV: cohort's statistics, then MPI's where MPI runs beside it. */
 static void bench_tail_csv(const bench_t *b, const bench_row_t *r)
 {
-    for (int lib = BENCH_LIB_COHORT; lib <= (b->mpi ? BENCH_LIB_MPI : BENCH_LIB_COHORT); lib++) {
+    for (int lib = BENCH_LIB_COHORT; lib <= (b->run.mpi ? BENCH_LIB_MPI : BENCH_LIB_COHORT);
+         lib++) {
         for (int s = 0; s < BENCH_TAIL_NSTATS; s++) {
             if (r->tail[lib] == NULL) {
                 printf(",n/a");
@@ -55,10 +56,10 @@ static void bench_row_csv(const bench_t *b, const bench_row_t *r)
 
     printf("%zu,%zu,%s,%s,%d,%.3f,%.4f,%.4f", b->bytes, b->elems, r->type, r->op, r->root,
            r->time * 1e6, r->algbw, r->busbw);
-    if (b->mpi && isfinite(r->mpi_time)) {
+    if (b->run.mpi && isfinite(r->mpi_time)) {
         printf(",%.3f,%.4f,%.4f,%.4f,%s", r->mpi_time * 1e6, r->mpi_algbw, r->mpi_busbw, r->ratio,
                r->mpi_note);
-    } else if (b->mpi) {
+    } else if (b->run.mpi) {
         printf(",n/a,n/a,n/a,n/a,%s", r->mpi_note);
     }
     /* Last, so that the columns before it keep their places for the scripts that read them. */
@@ -87,7 +88,7 @@ static void bench_tail_table(const bench_t *b, const bench_row_t *r)
 {
     printf("#%11s", "tail");
     bench_tail_cells(r->tail[BENCH_LIB_COHORT]);
-    if (b->mpi) {
+    if (b->run.mpi) {
         bench_tail_cells(r->tail[BENCH_LIB_MPI]);
     }
     printf("\n");
@@ -101,10 +102,10 @@ static void bench_row_table(const bench_t *b, const bench_row_t *r)
     printf("%12zu  %12zu  %8s  %5s  %4d  %9.2f  %6.2f  %6.2f  %12s", b->bytes, b->elems, r->type,
            r->op, r->root, r->time * 1e6, r->algbw, r->busbw,
            bench_fmt(frac, sizeof(frac), "%.4f", r->frac));
-    if (b->mpi && isfinite(r->mpi_time)) {
+    if (b->run.mpi && isfinite(r->mpi_time)) {
         printf("  %9.2f%c %6.2f  %6.2f\n", r->mpi_time * 1e6, mark, r->mpi_busbw, r->ratio);
     } else {
-        printf("%s\n", b->mpi ? "        n/a     n/a     n/a" : "");
+        printf("%s\n", b->run.mpi ? "        n/a     n/a     n/a" : "");
     }
     if (b->tail) {
         bench_tail_table(b, r);
@@ -168,7 +169,7 @@ void bench_row(bench_t *b, double t_cohort, double t_mpi, int mpi_ran)
     bench_row_t r = {
         .type = b->coll == BENCH_BARRIER ? "none" : b->dt->name,
         .op = bench_colls[b->coll].has_op ? bench_ops[b->op] : "none",
-        .mpi_note = !b->mpi                                              ? ""
+        .mpi_note = !b->run.mpi                                          ? ""
                     : !mpi_ran                                           ? "no-mpi-type"
                     : bench_colls[b->coll].has_op && b->op == COHORT_AVG ? "mpi-ran-sum"
                                                                          : "",
@@ -190,7 +191,7 @@ void bench_row(bench_t *b, double t_cohort, double t_mpi, int mpi_ran)
     b->busbw_sum[1] += mpi_ran ? r.mpi_busbw : 0;
     b->rows++;
     b->mpi_rows += mpi_ran;
-    if (b->rank != 0) {
+    if (b->run.rank != 0) {
         return;
     }
     if (b->text) {
@@ -210,7 +211,7 @@ static const char *bench_stat(const char *s)
 /* --tail: the CSV's columns after busbw_frac_memcpy, tail_<stat> then mpi_tail_<stat>. */
 static void bench_tail_csv_names(const bench_t *b)
 {
-    for (int lib = BENCH_LIB_COHORT; b->tail && lib <= (b->mpi ? BENCH_LIB_MPI : 0); lib++) {
+    for (int lib = BENCH_LIB_COHORT; b->tail && lib <= (b->run.mpi ? BENCH_LIB_MPI : 0); lib++) {
         for (int s = 0; s < BENCH_TAIL_NSTATS; s++) {
             printf(",%stail_%s", lib == BENCH_LIB_MPI ? "mpi_" : "", bench_tail_names[s]);
         }
@@ -227,8 +228,8 @@ static void bench_tail_header(const bench_t *b)
     if (!b->tail) {
         return;
     }
-    printf("#%11s%s%s\n", "", lib_rule[0], b->mpi ? lib_rule[1] : "");
-    for (int lib = BENCH_LIB_COHORT; lib <= (b->mpi ? BENCH_LIB_MPI : 0); lib++) {
+    printf("#%11s%s%s\n", "", lib_rule[0], b->run.mpi ? lib_rule[1] : "");
+    for (int lib = BENCH_LIB_COHORT; lib <= (b->run.mpi ? BENCH_LIB_MPI : 0); lib++) {
         if (lib == BENCH_LIB_COHORT) {
             printf("#%11s", "tail (us)");
         }
@@ -245,11 +246,11 @@ void bench_header(const bench_t *b)
     char want[64];
     int other = 0;
 
-    if (cohort_stats(b->ctx, &stats) != COHORT_OK) {
+    if (cohort_stats(b->run.ctx, &stats) != COHORT_OK) {
         memset(&stats, 0, sizeof(stats));
     }
     printf("# cohort_bench %s: cohort %s, world size %d, progress %s, exchange plugin %s\n",
-           bench_colls[b->coll].name, BENCH_VERSION, b->n, bench_stat(stats.progress),
+           bench_colls[b->coll].name, BENCH_VERSION, b->run.n, bench_stat(stats.progress),
            bench_stat(stats.pmix_plugin));
     snprintf(want, sizeof(want), "COHORT_ALGO_%s=", bench_colls[b->coll].name);
     for (char *p = want; *p != '\0'; p++) {
@@ -277,7 +278,7 @@ void bench_header(const bench_t *b)
         printf("# memcpy bound: n/a (%s: not every rank had the buffers%s)\n", b->bound_how,
                b->mem_cuda ? " or the CUDA events" : "");
     }
-    if (b->mpi) {
+    if (b->run.mpi) {
         printf("# MPI side by side: %s on MPI_COMM_WORLD, A/B/B/A x %ld blocks; %s\n", b->mpi_lib,
                b->blocks, b->yield_note);
         if (bench_colls[b->coll].has_op && b->op == COHORT_AVG) {
@@ -289,7 +290,7 @@ void bench_header(const bench_t *b)
     } else {
         printf("# MPI: %s\n", bench_mpi_absent(b));
     }
-    if (b->allmax_p2p) {
+    if (b->run.allmax_p2p) {
         printf("# times: max over ranks through send/recv (cohort_allreduce is not available)\n");
     }
     if (b->iters > 0) {
@@ -321,20 +322,20 @@ void bench_header(const bench_t *b)
     }
     if (b->csv) {
         printf("size,count,type,redop,root,time_us,algbw_gbs,busbw_gbs%s,busbw_frac_memcpy",
-               b->mpi ? ",mpi_time_us,mpi_algbw_gbs,mpi_busbw_gbs,ratio,mpi_note" : "");
+               b->run.mpi ? ",mpi_time_us,mpi_algbw_gbs,mpi_busbw_gbs,ratio,mpi_note" : "");
         bench_tail_csv_names(b);
         printf("\n");
     } else {
         /* The widths of bench_row_table(): 49 columns of description, 41 for cohort, 27 for
          * MPI. */
         printf("#\n%-49s  %39s%s\n", "#", "---------------- cohort ---------------",
-               b->mpi ? "  ----------- MPI ---------" : "");
+               b->run.mpi ? "  ----------- MPI ---------" : "");
         printf("#%11s  %12s  %8s  %5s  %4s  %9s  %6s  %6s  %12s", "size", "count", "type", "redop",
                "root", "time", "algbw", "busbw", "busbw/memcpy");
-        printf("%s\n", b->mpi ? "       time   busbw   ratio" : "");
+        printf("%s\n", b->run.mpi ? "       time   busbw   ratio" : "");
         printf("#%11s  %12s  %8s  %5s  %4s  %9s  %6s  %6s  %12s", "(B)", "(elements)", "", "", "",
                "(us)", "(GB/s)", "(GB/s)", "(fraction)");
-        printf("%s\n", b->mpi ? "       (us)  (GB/s)  MPI/co" : "");
+        printf("%s\n", b->run.mpi ? "       (us)  (GB/s)  MPI/co" : "");
         bench_tail_header(b);
     }
     fflush(stdout);
@@ -356,13 +357,13 @@ void bench_json_header(bench_t *b)
     bench_json_t *j = &b->json;
     cohort_stats_t stats;
 
-    if (cohort_stats(b->ctx, &stats) != COHORT_OK) {
+    if (cohort_stats(b->run.ctx, &stats) != COHORT_OK) {
         memset(&stats, 0, sizeof(stats));
     }
     bench_json_open(j, b->json_file);
     bench_json_string(j, "collective", bench_colls[b->coll].name);
     bench_json_string(j, "cohort_version", BENCH_VERSION);
-    bench_json_integer(j, "world_size", b->n);
+    bench_json_integer(j, "world_size", b->run.n);
     bench_json_string(j, "progress", stats.progress);
     bench_json_string(j, "exchange_plugin", stats.pmix_plugin);
     bench_json_array(j, "algorithm_env");
@@ -372,14 +373,14 @@ void bench_json_header(bench_t *b)
         }
     }
     bench_json_end(j);
-    bench_json_string(j, "mpi_library", b->mpi ? b->mpi_lib : NULL);
-    bench_json_string(j, "mpi_absent", b->mpi ? NULL : bench_mpi_absent(b));
-    if (b->mpi && b->mpi_yield >= 0) {
+    bench_json_string(j, "mpi_library", b->run.mpi ? b->mpi_lib : NULL);
+    bench_json_string(j, "mpi_absent", b->run.mpi ? NULL : bench_mpi_absent(b));
+    if (b->run.mpi && b->mpi_yield >= 0) {
         bench_json_integer(j, "mpi_yield_when_idle", b->mpi_yield);
     } else {
         bench_json_string(j, "mpi_yield_when_idle", NULL);
     }
-    bench_json_string(j, "mpi_yield_note", b->mpi ? b->yield_note : NULL);
+    bench_json_string(j, "mpi_yield_note", b->run.mpi ? b->yield_note : NULL);
     bench_json_number(j, "memcpy_bound_gbs", b->bound_gbs > 0 ? b->bound_gbs : NAN);
     bench_json_integer(j, "memcpy_bound_bytes", (long long)b->bound_bytes);
     bench_json_string(j, "memcpy_bound_method", b->bound_how);
@@ -442,7 +443,7 @@ int bench_json_start(bench_t *b)
     if (b->json_path == NULL) {
         return 0;
     }
-    if (b->rank == 0) {
+    if (b->run.rank == 0) {
         b->json_file = strcmp(b->json_path, "-") == 0 ? stdout : fopen(b->json_path, "w");
         if (b->json_file == NULL) {
             fprintf(stderr, "cohort_bench %s: --json %s: cannot open for writing: %s\n",

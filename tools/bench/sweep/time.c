@@ -3,7 +3,7 @@
  * per-call laps (--tail), the largest time over ranks, one size from fill to row, the sweep of
  * sizes and the memcpy bound the rows are held to.
  */
-#include "coll_bench.h"
+#include "sweep.h"
 
 cohort_status_t bench_cohort_call(const bench_t *b)
 {
@@ -12,19 +12,19 @@ cohort_status_t bench_cohort_call(const bench_t *b)
 
     switch (b->coll) {
     case BENCH_BARRIER:
-        return cohort_barrier(b->world);
+        return cohort_barrier(b->run.world);
     case BENCH_BCAST:
-        return cohort_bcast(b->world, b->rbuf, b->count, dt, root);
+        return cohort_bcast(b->run.world, b->rbuf, b->count, dt, root);
     case BENCH_REDUCE:
-        return cohort_reduce(b->world, b->sbuf, b->rbuf, b->count, dt, b->op, root);
+        return cohort_reduce(b->run.world, b->sbuf, b->rbuf, b->count, dt, b->op, root);
     case BENCH_ALLREDUCE:
-        return cohort_allreduce(b->world, b->sbuf, b->rbuf, b->count, dt, b->op);
+        return cohort_allreduce(b->run.world, b->sbuf, b->rbuf, b->count, dt, b->op);
     case BENCH_ALLGATHER:
-        return cohort_allgather(b->world, b->sbuf, b->rbuf, b->count, dt);
+        return cohort_allgather(b->run.world, b->sbuf, b->rbuf, b->count, dt);
     case BENCH_REDUCE_SCATTER:
-        return cohort_reduce_scatter(b->world, b->sbuf, b->rbuf, b->count, dt, b->op);
+        return cohort_reduce_scatter(b->run.world, b->sbuf, b->rbuf, b->count, dt, b->op);
     default:
-        return cohort_alltoall(b->world, b->sbuf, b->rbuf, b->count, dt);
+        return cohort_alltoall(b->run.world, b->sbuf, b->rbuf, b->count, dt);
     }
 }
 
@@ -35,68 +35,30 @@ int bench_fail(const bench_t *b, const char *call, cohort_status_t st)
 {
     int alike = st == COHORT_ERR_UNSUPPORTED || st == COHORT_ERR_INVALID_ARG;
 
-    if (b->rank == 0 || !alike) {
+    if (b->run.rank == 0 || !alike) {
         fprintf(
             stderr, "cohort_bench: rank %d: cohort_%s failed at %zu bytes (%s, %s): %s (%d)%s\n",
-            b->rank, call, b->bytes, b->dt->name,
+            b->run.rank, call, b->bytes, b->dt->name,
             bench_colls[b->coll].has_op ? bench_ops[b->op] : "no op", cohort_strerror(st), (int)st,
             st == COHORT_ERR_UNSUPPORTED ? "; this build has no algorithm for it yet" : "");
     }
-#ifdef BENCH_WITH_MPI
-    if (!alike && b->mpi && b->n > 1) {
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-#endif
-    return 1;
+    return alike ? 1 : bench_run_abort(&b->run);
 }
 
 /* The largest of v[0..k) over all ranks, in place (k <= BENCH_ALLMAX_MAX). */
 int bench_allmax(bench_t *b, double *v, int k)
 {
-    double tmp[BENCH_ALLMAX_MAX];
-    cohort_status_t st = COHORT_OK;
+    char what[64];
+    const char *call;
+    cohort_status_t st;
 
     assert(k <= BENCH_ALLMAX_MAX);
-    if (b->n == 1) {
+    st = bench_run_allmax(&b->run, v, (size_t)k, &call);
+    if (st == COHORT_OK) {
         return 0;
     }
-#ifdef BENCH_WITH_MPI
-    if (b->mpi) {
-        MPI_Allreduce(MPI_IN_PLACE, v, k, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        return 0;
-    }
-#endif
-    if (!b->allmax_p2p) {
-        st = cohort_allreduce(b->world, v, tmp, (size_t)k, COHORT_FLOAT64, COHORT_MAX);
-        if (st == COHORT_OK) {
-            memcpy(v, tmp, (size_t)k * sizeof(*v));
-            return 0;
-        }
-        if (st != COHORT_ERR_UNSUPPORTED) {
-            return bench_fail(b, "allreduce (of the times)", st);
-        }
-        /* Alike on every rank: all switch to point-to-point together. */
-        b->allmax_p2p = 1;
-        st = COHORT_OK;
-    }
-    for (int r = 1; r < b->n && st == COHORT_OK; r++) {
-        if (b->rank == 0) {
-            st = cohort_recv(b->world, tmp, (size_t)k, COHORT_FLOAT64, r, BENCH_TAG);
-            for (int i = 0; i < k && st == COHORT_OK; i++) {
-                v[i] = tmp[i] > v[i] ? tmp[i] : v[i];
-            }
-        } else if (r == b->rank) {
-            st = cohort_send(b->world, v, (size_t)k, COHORT_FLOAT64, 0, BENCH_TAG);
-        }
-    }
-    for (int r = 1; r < b->n && st == COHORT_OK; r++) {
-        if (b->rank == 0) {
-            st = cohort_send(b->world, v, (size_t)k, COHORT_FLOAT64, r, BENCH_TAG);
-        } else if (r == b->rank) {
-            st = cohort_recv(b->world, v, (size_t)k, COHORT_FLOAT64, 0, BENCH_TAG);
-        }
-    }
-    return st == COHORT_OK ? 0 : bench_fail(b, "send/recv (of the times)", st);
+    snprintf(what, sizeof(what), "%s (of the times)", call);
+    return bench_fail(b, what, st);
 }
 
 /* --tail: call i's time, from the end of the call before it. One clock read per call, and
@@ -135,7 +97,7 @@ static int bench_segment(bench_t *b, int lib, long iters, double *acc, double *l
     }
 #endif
     (void)lib;
-    st = cohort_barrier(b->world);
+    st = cohort_barrier(b->run.world);
     if (st != COHORT_OK) {
         return bench_fail(b, "barrier (before timing)", st);
     }
@@ -215,10 +177,10 @@ static int bench_size(bench_t *b)
     size_t es = b->dt->size;
 
     b->sbytes = b->coll == BENCH_BARRIER || b->coll == BENCH_BCAST ? 0
-                : b->coll == BENCH_ALLGATHER                       ? b->bytes / (size_t)b->n
+                : b->coll == BENCH_ALLGATHER                       ? b->bytes / (size_t)b->run.n
                                                                    : b->bytes;
     b->rbytes = b->coll == BENCH_BARRIER          ? 0
-                : b->coll == BENCH_REDUCE_SCATTER ? b->bytes / (size_t)b->n
+                : b->coll == BENCH_REDUCE_SCATTER ? b->bytes / (size_t)b->run.n
                                                   : b->bytes;
     /* Never empty, so that a NULL from malloc means failure. */
     b->hsbuf = malloc(b->sbytes > 0 ? b->sbytes : es);
@@ -234,11 +196,11 @@ static int bench_size(bench_t *b)
     }
     bad = b->sbuf == NULL || b->rbuf == NULL || b->hsbuf == NULL || b->hrbuf == NULL;
     if (bad != 0) {
-        fprintf(stderr, "cohort_bench: rank %d: cannot allocate %zu + %zu bytes\n", b->rank,
+        fprintf(stderr, "cohort_bench: rank %d: cannot allocate %zu + %zu bytes\n", b->run.rank,
                 b->sbytes, b->rbytes);
     } else if (b->tail && bench_laps_alloc(b, iters, mpi_ran) != 0) {
         fprintf(stderr, "cohort_bench: rank %d: --tail: cannot allocate 2 x %ld call times\n",
-                b->rank, iters);
+                b->run.rank, iters);
         bad = 1;
     }
     if (bench_allmax(b, &bad, 1) != 0 || bad != 0) {
@@ -295,7 +257,7 @@ out_free:
  * collectives whole elements per rank, at least one, as nccl-tests rounds. */
 static size_t bench_round(const bench_t *b, size_t req)
 {
-    size_t per = b->dt->size * (bench_colls[b->coll].split ? (size_t)b->n : 1);
+    size_t per = b->dt->size * (bench_colls[b->coll].split ? (size_t)b->run.n : 1);
 
     return (req / per > 0 ? req / per : 1) * per;
 }
@@ -315,7 +277,7 @@ static size_t bench_first(const bench_t *b)
 static int bench_bound_sync(void *arg)
 {
     bench_t *b = arg;
-    cohort_status_t st = cohort_barrier(b->world);
+    cohort_status_t st = cohort_barrier(b->run.world);
 
     return st == COHORT_OK ? 0 : bench_fail(b, "barrier (memcpy bound)", st);
 }
@@ -348,7 +310,7 @@ int bench_bound(bench_t *b)
              "%s of %zu B, %s, all %d ranks at once, median of %d copies after a warm one, the "
              "lowest rank's",
              b->mem_cuda ? "cudaMemcpy device to device" : "memcpy host to host", b->bound_bytes,
-             b->mem_cuda ? "each rank on its device" : "one thread per rank", b->n,
+             b->mem_cuda ? "each rank on its device" : "one thread per rank", b->run.n,
              BENCH_BOUND_REPS);
     return 0;
 }
@@ -358,7 +320,7 @@ int bench_sweep(bench_t *b)
     size_t prev = 0;
     int rc = 0;
 
-    b->vmod = bench_colls[b->coll].has_op ? b->dt->cap / b->n : b->dt->cap;
+    b->vmod = bench_colls[b->coll].has_op ? b->dt->cap / b->run.n : b->dt->cap;
     b->vsparse = b->vmod < 2;
     if (b->coll == BENCH_BARRIER) {
         return bench_size(b);
@@ -369,7 +331,7 @@ int bench_sweep(bench_t *b)
             continue;
         }
         b->elems = b->bytes / b->dt->size;
-        b->count = bench_colls[b->coll].split ? b->elems / (size_t)b->n : b->elems;
+        b->count = bench_colls[b->coll].split ? b->elems / (size_t)b->run.n : b->elems;
         rc = bench_size(b);
         prev = b->bytes;
     }

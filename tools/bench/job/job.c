@@ -6,8 +6,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "../layout_text.h"
-#include "bench.h"
+#include "../../layout_text.h"
+#include "../bench.h"
 
 int cohort_bench_job(int argc, char **argv)
 {
@@ -21,7 +21,9 @@ int cohort_bench_job(int argc, char **argv)
         if (strcmp(argv[i], "--layout") == 0 && i + 1 < argc) {
             layout = argv[++i];
         } else if (strcmp(argv[i], "--world") == 0 && i + 1 < argc) {
-            world = strtol(argv[++i], NULL, 10);
+            if (bench_parse_long(argv[++i], 1, 1 << 20, &world) != 0) {
+                world = 0; /* said below with the rest */
+            }
         } else {
             fprintf(stderr,
                     "cohort_bench job: unknown option or missing value: '%s'\n"

@@ -1,12 +1,10 @@
-/* cohort_bench <collective> (coll.c): what its files share. One job a file: coll_args.c the
- * options, coll_values.c the values and their check, coll_mpi.c the MPI side, coll_time.c the
- * timing and the sweep, coll_out.c the output; coll.c runs them in order. */
-#ifndef COHORT_BENCH_COLL_H
-#define COHORT_BENCH_COLL_H
+/* cohort_bench <collective>, the sweep (sweep.c): what its files share. One job a file: args.c
+ * the options, values.c the values and their check, mpi.c the MPI side, time.c the timing and
+ * the sweep, out.c the output, tail.c the distribution of per-call times, bound.c the memcpy
+ * bound; sweep.c runs them in order. What the other modes share too is in ../bench.h. */
+#ifndef COHORT_BENCH_SWEEP_H
+#define COHORT_BENCH_SWEEP_H
 
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
@@ -18,12 +16,48 @@
 #ifdef BENCH_WITH_MPI
 #include <mpi.h>
 #endif
-#include "bench.h"
+#include "../bench.h"
+#include "../cudart.h"
+
+/* ---- tail.c: the distribution of per-call times (--tail) ---- */
+
+enum {
+    BENCH_TAIL_P50,
+    BENCH_TAIL_P99,
+    BENCH_TAIL_P999,
+    BENCH_TAIL_MAX,
+    BENCH_TAIL_OVER_1MS,   /* calls above 1 ms */
+    BENCH_TAIL_OVER_250US, /* calls above 0.25 ms */
+    BENCH_TAIL_CALLS,      /* calls timed */
+    BENCH_TAIL_NSTATS
+};
+
+/* The statistics' names in the JSON and (prefixed) the CSV. */
+extern const char *const bench_tail_names[BENCH_TAIL_NSTATS];
+
+/* The statistics of @a n per-call times @a t (seconds; sorted in place) into @a out
+ * (BENCH_TAIL_NSTATS values: times in microseconds, counts as whole numbers); all 0 when n is
+ * 0. Doubles throughout, so that every rank's statistics reduce in one MAX allreduce. */
+void bench_tail_stats(double *t, long n, double *out);
+
+/* ---- bound.c: the copy bandwidth a collective is measured against ---- */
+
+typedef struct {
+    size_t bytes;             /* one buffer */
+    int reps;                 /* timed copies; the median counts */
+    const bench_cudart_t *cu; /* device-to-device cudaMemcpy through it; NULL: host memcpy */
+    int (*sync)(void *arg);   /* a barrier of every rank, so that all ranks copy at once */
+    void *arg;
+} bench_bound_spec_t;
+
+/* This rank's median copy bandwidth in GB/s (1e9 bytes/s) in @a gbs, 0 where the buffers or
+ * the timing were not to be had. Calls spec->sync reps + 1 times whatever happens here, as the
+ * other ranks do. @return 0, or the first nonzero value spec->sync returned. */
+int bench_memcpy_bound(const bench_bound_spec_t *spec, double *gbs);
 
 #define BENCH_KIB        ((size_t)1024)
 #define BENCH_MAX_BYTES  ((size_t)1 << 40) /* an upper bound that keeps size arithmetic safe */
-#define BENCH_TAG        0x7b3
-#define BENCH_MISMATCHES 5 /* mismatches printed per rank and library */
+#define BENCH_MISMATCHES 5                 /* mismatches printed per rank and library */
 #define BENCH_SENTINEL   0xa5
 #define BENCH_LIB_COHORT 0
 #define BENCH_LIB_MPI    1
@@ -86,13 +120,8 @@ typedef struct {
     int argc;
     char **argv;
     /* the run */
-    cohort_context_t *ctx;
-    cohort_group_t *world;
-    int rank, n;
-    int mpi;        /* MPI runs side by side */
-    int yield_set;  /* this program set OMPI_MCA_mpi_yield_when_idle */
-    int allmax_p2p; /* cohort_allreduce is not available: reduce times over send/recv */
-    int mpi_yield;  /* mpi_yield_when_idle as Open MPI uses it; -1: unknown */
+    bench_run_t run; /* cohort's world, and MPI's beside it */
+    int mpi_yield;   /* mpi_yield_when_idle as Open MPI uses it; -1: unknown */
     char yield_note[160];
     char mpi_lib[160];
     char mem_note[160]; /* --mem cuda: the devices and the path cohort takes */
@@ -127,23 +156,23 @@ typedef struct {
 
 #define BENCH_NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-extern const bench_coll_t bench_colls[];  /* by BENCH_<COLL> */
+extern const bench_coll_t bench_colls[];   /* by BENCH_<COLL> */
 extern const bench_dtype_t bench_dtypes[]; /* float32 is [8], the default */
 extern const char *const bench_ops[];      /* by cohort_op_t */
 
-/* ---- coll_args.c: the options, their defaults and the tables they name ---- */
+/* ---- args.c: the options, their defaults and the tables they name ---- */
 
 /* The options into @a b: 0 to run, 1 for --help, 2 for bad input (explained on stderr). */
 int bench_parse(bench_t *b, int argc, char **argv);
 
-/* ---- coll_values.c: what every rank puts in, what every result must be, the check ---- */
+/* ---- values.c: what every rank puts in, what every result must be, the check ---- */
 
 /* This rank's input of the current size, its output set to a sentinel. */
 void bench_fill(bench_t *b);
 /* --check: each library once against the reference; nonzero where any rank found one wrong. */
 int bench_check(bench_t *b);
 
-/* ---- coll_mpi.c: the same call through MPI, and what the header says of MPI ---- */
+/* ---- mpi.c: the same call through MPI, and what the header says of MPI ---- */
 
 #ifdef BENCH_WITH_MPI
 void bench_mpi_call(const bench_t *b);
@@ -156,7 +185,7 @@ int bench_mpi_usable(const bench_t *b);
 void bench_mpi_facts(bench_t *b);
 #endif
 
-/* ---- coll_time.c: the call, the A/B/B/A segments, laps, the sweep, the memcpy bound ---- */
+/* ---- time.c: the call, the A/B/B/A segments, laps, the sweep, the memcpy bound ---- */
 
 cohort_status_t bench_cohort_call(const bench_t *b);
 /* A failed cohort call: said, and the ranks leave (with MPI, an abort where peers may wait);
@@ -167,7 +196,7 @@ int bench_allmax(bench_t *b, double *v, int k);
 int bench_bound(bench_t *b);
 int bench_sweep(bench_t *b);
 
-/* ---- coll_out.c: the header, the rows (table, CSV, JSON) and the summary ---- */
+/* ---- out.c: the header, the rows (table, CSV, JSON) and the summary ---- */
 
 void bench_row(bench_t *b, double t_cohort, double t_mpi, int mpi_ran);
 void bench_header(const bench_t *b);

@@ -4,10 +4,10 @@
  * MPI on MPI_COMM_WORLD in the same processes, on the same buffers, interleaved A/B/B/A
  * (cohort, MPI, MPI, cohort) so that drift over the run falls on both alike.
  *
- * Here the mode runs: set up, prepare, sweep, finish. Its jobs have a file each (coll_bench.h):
- * coll_args.c, coll_values.c, coll_mpi.c, coll_time.c, coll_out.c.
+ * Here the mode runs: set up, prepare, sweep, finish. Its jobs have a file each (sweep.h):
+ * args.c, values.c, mpi.c, time.c, out.c, tail.c, bound.c.
  */
-#include "coll_bench.h"
+#include "sweep.h"
 
 /* --mem cuda: the runtime and a device per rank (ranks may share one). */
 static int bench_cuda_setup(bench_t *b)
@@ -17,12 +17,12 @@ static int bench_cuda_setup(bench_t *b)
     int ndev = 0;
 
     if (bench_cudart_load(&b->cu, why, sizeof(why)) != 0 || b->cu.get_device_count(&ndev) != 0 ||
-        b->cu.set_device(b->rank % ndev) != 0) {
-        fprintf(stderr, "cohort_bench: rank %d: --mem cuda: %s\n", b->rank, why);
+        b->cu.set_device(b->run.rank % ndev) != 0) {
+        fprintf(stderr, "cohort_bench: rank %d: --mem cuda: %s\n", b->run.rank, why);
         return 1;
     }
-    if (cohort_cuda_info(b->ctx, &info) != COHORT_OK || info.devices == 0) {
-        fprintf(stderr, "cohort_bench: rank %d: --mem cuda: cohort sees %s\n", b->rank,
+    if (cohort_cuda_info(b->run.ctx, &info) != COHORT_OK || info.devices == 0) {
+        fprintf(stderr, "cohort_bench: rank %d: --mem cuda: cohort sees %s\n", b->run.rank,
                 info.reason);
         return 1;
     }
@@ -40,10 +40,10 @@ static int bench_prepare(bench_t *b)
     double probe = 0;
     int rc;
 
-    if (bench_colls[b->coll].has_root && b->root >= b->n) {
-        if (b->rank == 0) {
+    if (bench_colls[b->coll].has_root && b->root >= b->run.n) {
+        if (b->run.rank == 0) {
             fprintf(stderr, "cohort_bench %s: --root %ld is not a rank of a world of %d\n",
-                    bench_colls[b->coll].name, b->root, b->n);
+                    bench_colls[b->coll].name, b->root, b->run.n);
         }
         return 2;
     }
@@ -59,7 +59,7 @@ static int bench_prepare(bench_t *b)
     if (bench_allmax(b, &probe, 1) != 0 || bench_bound(b) != 0) {
         return 1;
     }
-    if (b->rank == 0 && b->text) {
+    if (b->run.rank == 0 && b->text) {
         bench_header(b);
     }
     if (b->json_file != NULL) {
@@ -71,7 +71,6 @@ static int bench_prepare(bench_t *b)
 int cohort_bench_coll(int argc, char **argv)
 {
     bench_t b;
-    cohort_status_t st;
     int rc = 0;
 
     memset(&b, 0, sizeof(b));
@@ -94,31 +93,11 @@ int cohort_bench_coll(int argc, char **argv)
     b.text = b.json_path == NULL || strcmp(b.json_path, "-") != 0;
     /* MPI here is not CUDA-aware: with device buffers cohort runs alone. */
     b.no_mpi |= b.mem_cuda;
-#ifdef BENCH_WITH_MPI
-    if (!b.no_mpi) {
-        /* Read by MPI_Init only: this is the last moment to ask for yielding waits. */
-        if (getenv("OMPI_MCA_mpi_yield_when_idle") == NULL) {
-            b.yield_set = setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0) == 0;
-        }
-        MPI_Init(NULL, NULL);
-        b.mpi = 1;
+    if (bench_run_start(&b.run, "cohort_bench", !b.no_mpi) != 0) {
+        return 1;
     }
-#endif
-    st = cohort_init(&b.ctx);
-    if (st != COHORT_OK) {
-        fprintf(stderr, "cohort_bench: cohort_init failed: %s (%d)%s\n", cohort_strerror(st),
-                (int)st,
-                st == COHORT_ERR_UNSUPPORTED || st == COHORT_ERR_INVALID_ARG
-                    ? " (check the COHORT_* settings and COHORT_PLUGIN_PATH)"
-                    : "");
-        rc = 1;
-        goto out_mpi;
-    }
-    b.world = cohort_world(b.ctx);
-    b.rank = cohort_world_rank(b.ctx);
-    b.n = cohort_world_size(b.ctx);
 #ifdef BENCH_WITH_MPI
-    if (b.mpi) {
+    if (b.run.mpi) {
         bench_mpi_facts(&b);
     }
 #endif
@@ -127,7 +106,7 @@ int cohort_bench_coll(int argc, char **argv)
         goto out_json;
     }
     rc = bench_sweep(&b);
-    if (rc == 0 && b.rank == 0 && b.text && b.rows > 0 && b.coll != BENCH_BARRIER) {
+    if (rc == 0 && b.run.rank == 0 && b.text && b.rows > 0 && b.coll != BENCH_BARRIER) {
         bench_summary(&b);
     }
 out_json:
@@ -137,12 +116,6 @@ out_json:
     if (b.json_file != NULL && b.json_file != stdout) {
         fclose(b.json_file); /* opened, but failed before the header: nothing to finish */
     }
-    cohort_finalize(b.ctx);
-out_mpi:
-#ifdef BENCH_WITH_MPI
-    if (b.mpi) {
-        MPI_Finalize();
-    }
-#endif
+    bench_run_end(&b.run);
     return rc;
 }

@@ -108,6 +108,7 @@ struct cohort_context {
     cohort_list_t polling;    /* requests waiting on memory, progressed once a pass */
     cohort_list_t copying;    /* transfers waiting on their staging copy (xfer_stage.c) */
     cohort_list_t notices;    /* revocations to tell members about (notify.c) */
+    void *protos;             /* the protocols' own state (proto/proto.c), opaque here */
     cohort_map_t cma_sends;   /* token -> send waiting for its single-copy ACK (proto/single_copy.c) */
     cohort_map_t cma_recvs;   /* token -> receive waiting for data it asked for */
     uint64_t cma_next;

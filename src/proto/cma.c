@@ -129,7 +129,7 @@ cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t p
 static cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t *x,
                                             const char **why)
 {
-    cohort_proto_sc_state_t *s = &x->ps.sc;
+    cohort_sc_state_t *s = cohort_sc_state(x);
     int device = x->mem_type == COHORT_MEM_CUDA;
     cohort_status_t status;
     cohort_sc_desc_t d;
@@ -169,7 +169,7 @@ static cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t
 
 static void cohort_cma_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
 {
-    cohort_proto_sc_state_t *s = &x->ps.sc;
+    cohort_sc_state_t *s = cohort_sc_state(x);
 
     cohort_sc_copy_wait(ctx, x);
     if (s->pinned != NULL) {
@@ -212,7 +212,7 @@ static void cohort_cma_start(cohort_xfer_t *x, cohort_peer_t *peer)
         cohort_proto_msg.start(x, peer);
         return;
     }
-    cohort_proto_msg_send(x, peer, x->ps.sc.desc, n, 1);
+    cohort_proto_msg_send(x, peer, cohort_sc_state(x)->desc, n, 1);
 }
 
 static void cohort_cma_abort(cohort_context_t *ctx, int world_rank, cohort_status_t status)
@@ -237,4 +237,5 @@ const cohort_proto_t cohort_proto_cma = {
     .describe = cohort_sc_describe,
     .init = cohort_cma_init,
     .cleanup = cohort_sc_cleanup,
+    .ctx_size = sizeof(cohort_sc_room_t), /* the single-copy room, CUDA IPC's too */
 };

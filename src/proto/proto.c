@@ -5,6 +5,7 @@
  * takes).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include "core/am.h"
 #include "core/endpoint.h"
 #include "core/log.h"
@@ -32,23 +33,65 @@ static void cohort_proto_peer_failed(cohort_peer_t *peer, cohort_status_t status
 static const cohort_peer_observer_t cohort_proto_observer = {.name = "protocols",
                                                              .failed = cohort_proto_peer_failed};
 
-void cohort_proto_init(cohort_context_t *ctx)
+cohort_status_t cohort_proto_init(cohort_context_t *ctx)
 {
+    void **rows = calloc(COHORT_NPROTOS, sizeof(*rows));
+
+    /* Every row's state is there before any row's init runs, so that a row may use another's
+     * (CUDA IPC rides on CMA's queues), and cleanup meets only rows that were set up. */
+    for (size_t i = 0; rows != NULL && i < COHORT_NPROTOS; i++) {
+        if (cohort_protos[i]->ctx_size > 0 &&
+            (rows[i] = calloc(1, cohort_protos[i]->ctx_size)) == NULL) {
+            for (size_t j = 0; j < i; j++) {
+                free(rows[j]);
+            }
+            free(rows);
+            rows = NULL;
+        }
+    }
+    if (rows == NULL) {
+        cohort_error(ctx, "cohort_init: out of memory for the protocols' state");
+        return COHORT_ERR_NO_MEMORY;
+    }
+    ctx->protos = rows;
     for (size_t i = 0; i < COHORT_NPROTOS; i++) {
         if (cohort_protos[i]->init != NULL) {
             cohort_protos[i]->init(ctx);
         }
     }
     cohort_peer_observe(ctx, &cohort_proto_observer);
+    return COHORT_OK;
 }
 
 void cohort_proto_cleanup(cohort_context_t *ctx)
 {
+    void **rows = ctx->protos;
+
+    if (rows == NULL) {
+        return;
+    }
     for (size_t i = 0; i < COHORT_NPROTOS; i++) {
         if (cohort_protos[i]->cleanup != NULL) {
             cohort_protos[i]->cleanup(ctx);
         }
     }
+    for (size_t i = 0; i < COHORT_NPROTOS; i++) {
+        free(rows[i]);
+    }
+    free(rows);
+    ctx->protos = NULL;
+}
+
+void *cohort_proto_ctx(cohort_context_t *ctx, const cohort_proto_t *row)
+{
+    void **rows = ctx->protos;
+
+    for (size_t i = 0; i < COHORT_NPROTOS; i++) {
+        if (cohort_protos[i] == row) {
+            return rows[i];
+        }
+    }
+    return NULL;
 }
 
 int cohort_proto_claim(cohort_xfer_t *x)

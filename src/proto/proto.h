@@ -64,11 +64,20 @@ typedef struct cohort_proto {
     /* Optional: once per context, at creation and at destruction. */
     void (*init)(cohort_context_t *ctx);
     void (*cleanup)(cohort_context_t *ctx);
+    /* Bytes of per-context state the protocol keeps (its queues, maps, pools; 0: none),
+     * zeroed before its init and freed after its cleanup: cohort_proto_ctx finds it. The
+     * context holds it as one opaque pointer (ctx->protos), so the engine has no field of a
+     * protocol's. */
+    size_t ctx_size;
 } cohort_proto_t;
 
-/* Context creation: every protocol's init, and one peer observer for their aborts. */
-void cohort_proto_init(cohort_context_t *ctx);
+/* Context creation: every protocol's state and init, and one peer observer for their aborts.
+ * @return COHORT_ERR_NO_MEMORY (nothing kept) or COHORT_OK. */
+cohort_status_t cohort_proto_init(cohort_context_t *ctx);
+/* Every protocol's cleanup, then their state freed; after a failed init, nothing. */
 void cohort_proto_cleanup(cohort_context_t *ctx);
+/* The per-context state of row @a row (its ctx_size bytes), NULL when it keeps none. */
+void *cohort_proto_ctx(cohort_context_t *ctx, const cohort_proto_t *row);
 /* At post of a device send UCX cannot take: whether a protocol carries it unstaged. */
 int cohort_proto_claim(cohort_xfer_t *x);
 /* Send @a x to wired @a peer through the first protocol that selects it; none does (device

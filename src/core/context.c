@@ -148,13 +148,6 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_list_init(&ctx->polling);
     cohort_list_init(&ctx->copying);
     cohort_list_init(&ctx->notices);
-    cohort_list_init(&ctx->cma_acks);
-    cohort_list_init(&ctx->cma_acks_sent);
-    cohort_list_init(&ctx->cma_resend);
-    cohort_map_init(&ctx->cma_sends);
-    cohort_map_init(&ctx->cma_recvs);
-    ctx->cma_next = 1;
-    ctx->cma_rnext = 1;
     cohort_list_init(&ctx->to_close);
     cohort_list_init(&ctx->resets);
     cohort_list_init(&ctx->ctl_inflight);

@@ -109,18 +109,6 @@ struct cohort_context {
     cohort_list_t copying;    /* transfers waiting on their staging copy (xfer_stage.c) */
     cohort_list_t notices;    /* revocations to tell members about (notify.c) */
     void *protos;             /* the protocols' own state (proto/proto.c), opaque here */
-    cohort_map_t cma_sends;   /* token -> send waiting for its single-copy ACK (proto/single_copy.c) */
-    cohort_map_t cma_recvs;   /* token -> receive waiting for data it asked for */
-    uint64_t cma_next;
-    uint32_t cma_rnext;
-    cohort_list_t cma_acks;      /* ACKs to send */
-    cohort_list_t cma_acks_sent; /* ACKs UCX has not finished sending */
-    cohort_list_t cma_resend;    /* sends whose receiver asked for the data */
-    cohort_list_t cma_reading;   /* receives reading their message chunk by chunk */
-    int cma_usable;              /* the kernel lets this process read its peers */
-    int cma_direct;              /* the same, as found at init and never changed since: what direct
-                                  * algorithms go by, so every member of a node chooses alike */
-    int fd_share;                /* pidfd_getfd works here (coll/shm.c reaches its segment so) */
     cohort_list_t ctl_inflight;  /* control messages UCX has not completed */
     cohort_list_t ctl_resend;    /* control messages a force-close cancelled, to send again */
     double watch_next;           /* when waits are next looked over (COHORT_WATCH_S) */

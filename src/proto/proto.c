@@ -82,7 +82,7 @@ void cohort_proto_cleanup(cohort_context_t *ctx)
     ctx->protos = NULL;
 }
 
-void *cohort_proto_ctx(cohort_context_t *ctx, const cohort_proto_t *row)
+void *cohort_proto_ctx(const cohort_context_t *ctx, const cohort_proto_t *row)
 {
     void **rows = ctx->protos;
 

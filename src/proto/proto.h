@@ -77,7 +77,7 @@ cohort_status_t cohort_proto_init(cohort_context_t *ctx);
 /* Every protocol's cleanup, then their state freed; after a failed init, nothing. */
 void cohort_proto_cleanup(cohort_context_t *ctx);
 /* The per-context state of row @a row (its ctx_size bytes), NULL when it keeps none. */
-void *cohort_proto_ctx(cohort_context_t *ctx, const cohort_proto_t *row);
+void *cohort_proto_ctx(const cohort_context_t *ctx, const cohort_proto_t *row);
 /* At post of a device send UCX cannot take: whether a protocol carries it unstaged. */
 int cohort_proto_claim(cohort_xfer_t *x);
 /* Send @a x to wired @a peer through the first protocol that selects it; none does (device

@@ -10,8 +10,8 @@
 #include "proto/single_copy.h"
 
 /* An ACK to send from progress (never from inside a UCX callback), and the receive that
- * finishes when UCX has sent it (NULL when none waits on it). In ctx->cma_acks until handed to
- * a wired endpoint, then in ctx->cma_acks_sent until UCX is done with it. */
+ * finishes when UCX has sent it (NULL when none waits on it). In the room's acks until handed
+ * to a wired endpoint, then in its acks_sent until UCX is done with it. */
 typedef struct {
     cohort_list_t link;
     int world_rank;
@@ -19,7 +19,7 @@ typedef struct {
     cohort_xfer_t *x;
 } cohort_sc_ack_t;
 
-cohort_sc_room_t *cohort_sc_room(cohort_context_t *ctx)
+cohort_sc_room_t *cohort_sc_room(const cohort_context_t *ctx)
 {
     return cohort_proto_ctx(ctx, &cohort_proto_cma);
 }
@@ -78,10 +78,11 @@ int cohort_sc_world(const cohort_xfer_t *x)
 size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, size_t len)
 {
     cohort_context_t *ctx = peer->ctx;
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_sc_state_t *s = cohort_sc_state_take(x);
     cohort_sc_desc_t d;
 
-    if (s == NULL || cohort_map_put(&ctx->cma_sends, ctx->cma_next, x) != COHORT_OK) {
+    if (s == NULL || cohort_map_put(&room->sends, room->next_token, x) != COHORT_OK) {
         cohort_sc_state_give(x);
         return 0;
     }
@@ -94,7 +95,7 @@ size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, si
                                                                                       : getpid());
     d.addr = (uint64_t)(uintptr_t)x->buf;
     d.len = x->len;
-    d.token = ctx->cma_next++;
+    d.token = room->next_token++;
     memcpy(s->desc, &d, sizeof(d));
     s->token = d.token;
     s->state = COHORT_SC_SENT;
@@ -107,7 +108,7 @@ size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, si
 /* Send @a x is no longer offered: its reader answered, or the data goes another way. */
 static void cohort_sc_unsent(cohort_xfer_t *x)
 {
-    cohort_map_del(&x->req->ctx->cma_sends, cohort_sc_state(x)->token);
+    cohort_map_del(&cohort_sc_room(x->req->ctx)->sends, cohort_sc_state(x)->token);
     cohort_sc_state(x)->token = 0;
     cohort_sc_state(x)->state = COHORT_SC_NONE;
     x->req->readers--;
@@ -116,6 +117,7 @@ static void cohort_sc_unsent(cohort_xfer_t *x)
 static cohort_sc_ack_t *cohort_sc_answer_to(cohort_context_t *ctx, int world_rank, uint64_t token,
                                             cohort_status_t status, uint32_t rtoken)
 {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_sc_ack_t *a = calloc(1, sizeof(*a));
 
     if (a == NULL) {
@@ -132,7 +134,7 @@ static cohort_sc_ack_t *cohort_sc_answer_to(cohort_context_t *ctx, int world_ran
     a->hdr.src = ctx->rank;
     a->hdr.wsrc = ctx->rank;
     a->hdr.tag = -1;
-    cohort_list_push(&ctx->cma_acks, &a->link);
+    cohort_list_push(&room->acks, &a->link);
     return a;
 }
 
@@ -166,9 +168,10 @@ static void cohort_sc_dropped(cohort_context_t *ctx, const cohort_am_hdr_t *h, c
 static void cohort_sc_refused(cohort_context_t *ctx, cohort_xfer_t *x, int world_rank,
                               uint64_t token)
 {
-    uint32_t rtoken = ctx->cma_rnext++;
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    uint32_t rtoken = room->next_rtoken++;
 
-    if (rtoken == 0 || cohort_map_put(&ctx->cma_recvs, rtoken, x) != COHORT_OK) {
+    if (rtoken == 0 || cohort_map_put(&room->recvs, rtoken, x) != COHORT_OK) {
         cohort_xfer_finish(x, COHORT_ERR_NO_MEMORY);
         cohort_sc_answer_to(ctx, world_rank, token, COHORT_ERR_NO_MEMORY, 0);
         return;
@@ -365,14 +368,15 @@ static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort
      * only when it is the whole message; a longer one is read from progress, and so is a
      * device memory's (its mapping may take the driver milliseconds the first time). */
     if (ipc || d.len > ctx->cfg.cma_chunk || cohort_sc_step(ctx, x, 0)) {
-        cohort_list_push(&ctx->cma_reading, &x->link);
+        cohort_list_push(&cohort_sc_room(ctx)->reading, &x->link);
     }
 }
 
 /* An ACK arrived (sender side). An answer for a send cancelled meanwhile finishes it now. */
 static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
 {
-    cohort_xfer_t *x = cohort_map_get(&ctx->cma_sends, h->gid);
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    cohort_xfer_t *x = cohort_map_get(&room->sends, h->gid);
     cohort_status_t status = (cohort_status_t)(int32_t)h->fp;
     cohort_request_t *req;
 
@@ -409,7 +413,7 @@ static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
         for (int i = 0; i < 8; i++) {
             x->hdr[8 + i] = (uint8_t)((uint64_t)h->seq >> (8 * i));
         }
-        cohort_list_push(&ctx->cma_resend, &x->link);
+        cohort_list_push(&room->resend, &x->link);
         return;
     } else {
         cohort_xfer_finish(x, status);
@@ -424,14 +428,15 @@ static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
 static void cohort_sc_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len,
                            int rndv)
 {
-    cohort_xfer_t *x = cohort_map_get(&ctx->cma_recvs, h->gid);
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    cohort_xfer_t *x = cohort_map_get(&room->recvs, h->gid);
 
     if (x == NULL || cohort_sc_phase(x) != COHORT_SC_WANT_DATA || cohort_sc_world(x) != h->wsrc ||
         len > x->len) {
         ctx->orphans_dropped++; /* for a receive given up on meanwhile */
         return;
     }
-    cohort_map_del(&ctx->cma_recvs, cohort_sc_state(x)->token);
+    cohort_map_del(&room->recvs, cohort_sc_state(x)->token);
     cohort_sc_state(x)->token = 0;
     cohort_sc_state(x)->state = COHORT_SC_NONE;
     x->received = len;
@@ -445,6 +450,7 @@ static void cohort_sc_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void
 void cohort_sc_forget(cohort_xfer_t *x)
 {
     cohort_context_t *ctx = x->req->ctx;
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_sc_state_t *s = cohort_sc_state(x);
     int phase = cohort_sc_phase(x);
 
@@ -454,7 +460,7 @@ void cohort_sc_forget(cohort_xfer_t *x)
     if (phase == COHORT_SC_SENT) {
         cohort_sc_unsent(x);
     } else if (phase == COHORT_SC_WANT_DATA) {
-        cohort_map_del(&ctx->cma_recvs, s->token);
+        cohort_map_del(&room->recvs, s->token);
     } else if (phase == COHORT_SC_RESEND) {
         cohort_list_del(&x->link);
     } else if (phase == COHORT_SC_READING) {
@@ -467,7 +473,7 @@ void cohort_sc_forget(cohort_xfer_t *x)
         cohort_sc_answer_to(ctx, s->reader, d.token, (cohort_status_t)s->answer, 0);
     } else if (phase == COHORT_SC_ACKING) {
         cohort_list_t *pos, *tmp;
-        cohort_list_t *lists[] = {&ctx->cma_acks, &ctx->cma_acks_sent};
+        cohort_list_t *lists[] = {&room->acks, &room->acks_sent};
         /* Given up on (cancelled, freed): its ACK still goes, the sender waits for it. */
         for (int i = 0; i < 2; i++) {
             cohort_list_for_each(pos, tmp, lists[i])
@@ -608,14 +614,15 @@ static void cohort_sc_fail_map(cohort_context_t *ctx, cohort_map_t *map,
 void cohort_sc_fail_peer(cohort_context_t *ctx, const cohort_proto_t *proto, int world_rank,
                          cohort_status_t status)
 {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_list_t *pos, *tmp;
 
-    cohort_sc_fail_map(ctx, &ctx->cma_sends, proto, world_rank, status);
-    cohort_sc_fail_map(ctx, &ctx->cma_recvs, proto, world_rank, status);
+    cohort_sc_fail_map(ctx, &room->sends, proto, world_rank, status);
+    cohort_sc_fail_map(ctx, &room->recvs, proto, world_rank, status);
     /* Receives reading from it: failed, nobody to answer. From the start after each, since
      * finishing one may finish others (its group revoked). */
 restart:
-    cohort_list_for_each(pos, tmp, &ctx->cma_reading)
+    cohort_list_for_each(pos, tmp, &room->reading)
     {
         cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
         if (x->proto == proto && cohort_sc_state(x)->reader == world_rank) {
@@ -643,26 +650,27 @@ static void cohort_sc_ack_sent(void *arg)
 
 int cohort_sc_progress(cohort_context_t *ctx)
 {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_list_t *pos, *tmp;
     int n = 0;
 
-    if (cohort_list_empty(&ctx->cma_acks) && cohort_list_empty(&ctx->cma_resend) &&
-        cohort_list_empty(&ctx->cma_reading)) {
+    if (cohort_list_empty(&room->acks) && cohort_list_empty(&room->resend) &&
+        cohort_list_empty(&room->reading)) {
         return 0;
     }
-    if (!cohort_list_empty(&ctx->cma_reading)) {
+    if (!cohort_list_empty(&room->reading)) {
         cohort_list_t todo;
         /* One chunk per receive per call. From a list of our own: a step whose sender turns
          * out dead fails that peer, which may finish other receives (taken off either list). */
         cohort_list_init(&todo);
-        cohort_list_splice(&ctx->cma_reading, &todo);
+        cohort_list_splice(&room->reading, &todo);
         while (!cohort_list_empty(&todo)) {
             cohort_xfer_t *x = cohort_container_of(todo.next, cohort_xfer_t, link);
             int r;
             cohort_list_del(&x->link);
             r = cohort_sc_step(ctx, x, 1);
             if (r != 0) {
-                cohort_list_push(&ctx->cma_reading, &x->link);
+                cohort_list_push(&room->reading, &x->link);
             }
             /* A chunk read, or a device copy awaited: not idle (no sleep on the fd). A card
              * awaited is PMIx's to answer: the wait may nap, and let its server run. */
@@ -670,7 +678,7 @@ int cohort_sc_progress(cohort_context_t *ctx)
         }
     }
 
-    cohort_list_for_each(pos, tmp, &ctx->cma_acks)
+    cohort_list_for_each(pos, tmp, &room->acks)
     {
         cohort_sc_ack_t *a = cohort_container_of(pos, cohort_sc_ack_t, link);
         cohort_peer_t *peer = cohort_peer_get(ctx, a->world_rank);
@@ -686,14 +694,14 @@ int cohort_sc_progress(cohort_context_t *ctx)
             /* Finished only when UCX has sent it: a new endpoint's first message may wait for
              * its wireup, which needs this rank's progress. */
             cohort_list_del(&a->link);
-            cohort_list_push(&ctx->cma_acks_sent, &a->link);
+            cohort_list_push(&room->acks_sent, &a->link);
             cohort_ctl_send_then(ctx, a->world_rank, &a->hdr, cohort_sc_ack_sent, a);
         } else {
             cohort_sc_ack_sent(a); /* nobody to tell: the data is here all the same */
         }
     }
-    while (!cohort_list_empty(&ctx->cma_resend)) {
-        cohort_xfer_t *x = cohort_container_of(ctx->cma_resend.next, cohort_xfer_t, link);
+    while (!cohort_list_empty(&room->resend)) {
+        cohort_xfer_t *x = cohort_container_of(room->resend.next, cohort_xfer_t, link);
         cohort_list_del(&x->link);
         /* The data goes as a message now (its header says so): no single copy's any more. */
         cohort_sc_state_give(x);
@@ -718,9 +726,10 @@ static int cohort_sc_is(const cohort_xfer_t *x, const cohort_comm_t *c, int src,
 
 static void cohort_sc_cancelled(cohort_context_t *ctx, cohort_comm_t *c, int src, uint32_t seq)
 {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_list_t *pos;
 
-    for (pos = ctx->cma_reading.next; pos != &ctx->cma_reading; pos = pos->next) {
+    for (pos = room->reading.next; pos != &room->reading; pos = pos->next) {
         cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
         if (cohort_sc_is(x, c, src, seq)) {
             /* Between two chunks: no byte more is read (cohort_sc_forget stops the read), and
@@ -730,9 +739,9 @@ static void cohort_sc_cancelled(cohort_context_t *ctx, cohort_comm_t *c, int src
             return;
         }
     }
-    for (size_t i = 0; i < ctx->cma_recvs.cap; i++) {
-        cohort_xfer_t *x = ctx->cma_recvs.vals[i];
-        if (ctx->cma_recvs.keys[i] != 0 && x != NULL && cohort_sc_is(x, c, src, seq)) {
+    for (size_t i = 0; i < room->recvs.cap; i++) {
+        cohort_xfer_t *x = room->recvs.vals[i];
+        if (room->recvs.keys[i] != 0 && x != NULL && cohort_sc_is(x, c, src, seq)) {
             /* It asked for the data, which will not come (dropped on arrival if it does). */
             cohort_xfer_finish(x, COHORT_ERR_CANCELED);
             return;
@@ -750,9 +759,16 @@ void cohort_sc_init(cohort_context_t *ctx)
 {
     cohort_sc_room_t *room = cohort_sc_room(ctx);
 
+    cohort_map_init(&room->sends);
+    cohort_map_init(&room->recvs);
+    room->next_token = 1;
+    room->next_rtoken = 1;
+    cohort_list_init(&room->acks);
+    cohort_list_init(&room->acks_sent);
+    cohort_list_init(&room->resend);
+    cohort_list_init(&room->reading);
     cohort_list_init(&room->states_free);
     cohort_list_init(&room->states_lent);
-    cohort_list_init(&ctx->cma_reading);
     cohort_am_kind_set(ctx, COHORT_MSG_SINGLE_COPY_ACK, &cohort_sc_ack_kind);
     cohort_am_kind_set(ctx, COHORT_MSG_SINGLE_COPY_DATA, &cohort_sc_data_kind);
     cohort_am_offer_set(ctx, &cohort_sc_offer_ops);
@@ -761,7 +777,7 @@ void cohort_sc_init(cohort_context_t *ctx)
 void cohort_sc_cleanup(cohort_context_t *ctx)
 {
     cohort_sc_room_t *room = cohort_sc_room(ctx);
-    cohort_list_t *lists[] = {&ctx->cma_acks, &ctx->cma_acks_sent};
+    cohort_list_t *lists[] = {&room->acks, &room->acks_sent};
     cohort_list_t *states[] = {&room->states_free, &room->states_lent};
 
     for (int i = 0; i < 2; i++) {
@@ -780,6 +796,6 @@ void cohort_sc_cleanup(cohort_context_t *ctx)
             free(st);
         }
     }
-    cohort_map_cleanup(&ctx->cma_sends);
-    cohort_map_cleanup(&ctx->cma_recvs);
+    cohort_map_cleanup(&room->sends);
+    cohort_map_cleanup(&room->recvs);
 }

@@ -77,16 +77,31 @@ typedef struct {
     uint8_t desc[sizeof(cohort_sc_ipc_desc_t)];
 } cohort_sc_state_t;
 
-/* What the single-copy rows keep per context (CMA's row holds it, CUDA IPC shares it). */
+/* What the single-copy rows keep per context (CMA's row holds it, CUDA IPC shares it): the
+ * engine has no field of theirs (src/coll asks through proto/cma.h). */
 typedef struct {
+    cohort_map_t sends;      /* token -> send waiting for its reader's answer */
+    cohort_map_t recvs;      /* token -> receive waiting for the data it asked for */
+    uint64_t next_token;     /* the next send's token (0 is never one) */
+    uint32_t next_rtoken;    /* the next receive's token */
+    cohort_list_t acks;      /* answers to send (cohort_sc_ack_t) */
+    cohort_list_t acks_sent; /* answers UCX has not finished sending */
+    cohort_list_t resend;    /* sends whose reader asked for the data */
+    cohort_list_t reading;   /* receives reading their message chunk by chunk */
     /* The transfers' states: blocks to reuse, and blocks lent to transfers (all freed at
      * cleanup, also those of transfers a finalize left unfinished). */
     cohort_list_t states_free;
     cohort_list_t states_lent;
+    /* CMA's (cma.c): whether the kernel lets this process read its peers; the same as found
+     * at init and never changed since (what the direct collectives go by, so every member of
+     * a node chooses alike); whether pidfd_getfd works (coll/shm.c reaches its segment so). */
+    int cma_usable;
+    int cma_direct;
+    int fd_share;
 } cohort_sc_room_t;
 
 /* The single-copy rows' per-context state. */
-cohort_sc_room_t *cohort_sc_room(cohort_context_t *ctx);
+cohort_sc_room_t *cohort_sc_room(const cohort_context_t *ctx);
 /* Transfer @a x's single-copy state, taken from the pool (zeroed) if it has none yet: NULL
  * when out of memory (logged). */
 cohort_sc_state_t *cohort_sc_state_take(cohort_xfer_t *x);
@@ -98,7 +113,7 @@ static inline cohort_sc_state_t *cohort_sc_state(const cohort_xfer_t *x)
 
 /* Where a transfer is in the handshake (its state's state; none: COHORT_SC_NONE). READING: a
  * receive that matched its descriptor, checks its pid (pid_ok, waiting for the sender's card if
- * need be) and reads the sender's buffer a chunk per progress call (ctx->cma_reading, through
+ * need be) and reads the sender's buffer a chunk per progress call (the room's reading, through
  * x->link); given up on (cancelled, freed, its group revoked) it stops reading and tells the
  * sender, whose send then ends (done, or REVOKED with the group). ACKING: a receive that has its
  * data, done once its ACK is on a wired endpoint: finished earlier, the receiver could stop calling

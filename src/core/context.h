@@ -48,6 +48,11 @@ typedef struct {
     void (*cancel)(cohort_context_t *ctx, cohort_comm_t *c, int src, uint32_t seq);
 } cohort_am_offer_t;
 
+/* A matched rendezvous message's data, fetched into receive @a x (x->received bytes) by the
+ * protocol that receives UCX's messages (cohort_am_fetch_set): @a desc is UCX's descriptor,
+ * which the fetch consumes (or releases). */
+typedef void (*cohort_am_fetch_t)(cohort_context_t *ctx, cohort_xfer_t *x, void *desc);
+
 /* Who hears that a peer failed or was wired (cohort_peer_observe), in the order registered. */
 typedef struct {
     const char *name;
@@ -88,6 +93,7 @@ struct cohort_context {
     cohort_map_t peers;
     const cohort_am_kind_t *am_kinds[COHORT_AM_KINDS]; /* cohort_msg_kind_t -> its handler */
     const cohort_am_offer_t *am_offer;                 /* COHORT_HDR_SINGLE_COPY payloads */
+    cohort_am_fetch_t am_fetch;                        /* rendezvous data of matched messages */
     const cohort_peer_observer_t *peer_obs[COHORT_PEER_OBSERVERS];
     int npeer_obs;
     cohort_list_t peer_list;  /* every cohort_peer_t */

@@ -6,6 +6,7 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/notify.h"
+#include "proto/msg.h"
 #include "proto/protos.h"
 #include "proto/single_copy.h"
 
@@ -441,7 +442,7 @@ static void cohort_sc_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void
     cohort_sc_state(x)->state = COHORT_SC_NONE;
     x->received = len;
     if (rndv) {
-        cohort_rndv_start(ctx, x, data);
+        cohort_proto_msg_fetch(ctx, x, data);
         return;
     }
     cohort_xfer_finish(x, cohort_xfer_fill(ctx, x, data, len));

@@ -201,6 +201,7 @@ static void cohort_cma_refused(cohort_context_t *ctx, int world_rank, const char
                     "go through UCX's shared memory from now on",
                     why);
         room->cma_usable = 0;
+        cohort_proto_repick(ctx); /* no peer gets single copy now */
     }
 }
 

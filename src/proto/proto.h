@@ -28,7 +28,11 @@ typedef struct cohort_proto {
      * carries it as it is (the engine does not stage it); it then points x->proto here. */
     int (*claim)(cohort_xfer_t *x);
     /* Whether it carries send @a x to @a peer (wired, on this rank's say so). May change how
-     * @a x holds its data (a claimed device send staged after all) and decline. */
+     * @a x holds its data (a claimed device send staged after all) and decline. The table
+     * caches the answer for a plain send (not claimed, the first send of a point-to-point or
+     * collective message: cohort_proto_start), so for those it decides by the peer, x's memory
+     * type and whether x->len reaches COHORT_CMA_MIN alone, with no side effect; a row whose
+     * answer changes for another reason (a peer refused it) calls cohort_proto_repick. */
     int (*select)(cohort_xfer_t *x, cohort_peer_t *peer);
     /* Hand send @a x to @a peer. Ends with the transfer in UCX's hands, waiting for an
      * answer, or finished (cohort_xfer_finish); may hand it to another row (a fallback). */
@@ -81,8 +85,13 @@ void *cohort_proto_ctx(const cohort_context_t *ctx, const cohort_proto_t *row);
 /* At post of a device send UCX cannot take: whether a protocol carries it unstaged. */
 int cohort_proto_claim(cohort_xfer_t *x);
 /* Send @a x to wired @a peer through the first protocol that selects it; none does (device
- * data neither claimed nor staged): finished with COHORT_ERR_CUDA. */
+ * data neither claimed nor staged): finished with COHORT_ERR_CUDA. The choice for a plain send
+ * is cached per (peer, memory type, size class: below or from COHORT_CMA_MIN), and said in a
+ * debug line (COHORT_LOG=debug) when it is made. */
 void cohort_proto_start(cohort_xfer_t *x, cohort_peer_t *peer);
+/* What a row's select goes by changed (a peer or the kernel refused single copy): every cached
+ * choice is made again at its next send. */
+void cohort_proto_repick(cohort_context_t *ctx);
 /* Every protocol's progress. @return how many things moved. */
 int cohort_proto_progress(cohort_context_t *ctx);
 /* The hooks of @a x's protocol, for the engine (no protocol: the plain answer). */

@@ -397,6 +397,7 @@ static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
         } else if (peer != NULL) {
             peer->cma_off = 1;
         }
+        cohort_proto_repick(ctx); /* the rows' answers for that peer changed */
         if (ipc) {
             /* it could not map our device memory: the data goes staged */
             cohort_status_t staged = cohort_xfer_stage_now(x);

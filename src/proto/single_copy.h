@@ -59,12 +59,13 @@ typedef struct {
     cohort_list_t pool_link; /* in the pool's free or lent list (cohort_sc_room_t) */
     uint8_t state;           /* COHORT_SC_*: where it is in the handshake */
     uint8_t cancel;          /* send: cancelled (x->status) while its reader may read it */
-    uint8_t pid_ok;          /* recv (READING): the descriptor's pid is the one its rank published
-                              * (core/address_card.h); 0 while that card is on its way, nothing read. CUDA
-                              * IPC: 1 from the start (its offer names the memory by handle, not by pid) */
-    int32_t reader;          /* send: the world rank that reads it (its group may be gone); recv
-                              * (READING): the world rank it reads */
-    uint64_t token;          /* its key in the single-copy maps */
+    /* recv (READING): the descriptor's pid is the one its rank published (core/address_card.h);
+     * 0 while that card is on its way, nothing read. CUDA IPC: 1 from the start (its offer
+     * names the memory by handle, not by pid) */
+    uint8_t pid_ok;
+    int32_t reader; /* send: the world rank that reads it (its group may be gone); recv
+                     * (READING): the world rank it reads */
+    uint64_t token; /* its key in the single-copy maps */
     /* recv (READING, cma.c): how far the chunked read is, and for a device buffer the
      * page-locked chunk it reads into and that chunk's copy to the device (0: none);
      * (cuda_ipc.c) ticket: the device copy out of the mapping */

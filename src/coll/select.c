@@ -8,6 +8,7 @@
 #include "coll/coll.h"
 #include "core/context.h"
 #include "core/endpoint.h"
+#include "proto/cma.h"
 
 const char *const cohort_coll_env_names[COHORT_COLL_LAST] = {
     "BARRIER", "BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL"};
@@ -294,10 +295,10 @@ int cohort_coll_node_local(cohort_comm_t *g)
             }
         }
     }
-    if (g->node_local < 0 || g->node_off || !ctx->cma_direct) {
+    if (g->node_local < 0 || g->node_off || !cohort_cma_direct(ctx)) {
         return 0;
     }
-    return COHORT_NODE_DIRECT | (ctx->cfg.check || !ctx->fd_share ? 0 : COHORT_NODE_SHM);
+    return COHORT_NODE_DIRECT | (ctx->cfg.check || !cohort_cma_fd_share(ctx) ? 0 : COHORT_NODE_SHM);
 }
 
 const cohort_coll_algo_t *cohort_coll_pick(cohort_comm_t *g, const cohort_coll_args_t *args,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "coll/coll.h"
+#include "proto/cma.h"
 
 static const char *const cohort_settings_names[COHORT_SETTINGS_FIELDS] = {
     "COHORT_CHECK",        "COHORT_CMA or COHORT_SHM_DEFER",
@@ -62,7 +63,8 @@ void cohort_coll_settings(const cohort_context_t *ctx, int same_node,
      * kernels' policies may differ and change nothing. */
     vals[1] = (int64_t)cfg->cma;
     if (same_node) {
-        vals[1] |= (int64_t)(ctx->cma_direct != 0) << 4 | (int64_t)(ctx->fd_share != 0) << 5;
+        vals[1] |= (int64_t)(cohort_cma_direct(ctx) != 0) << 4 |
+                   (int64_t)(cohort_cma_fd_share(ctx) != 0) << 5;
         /* COHORT_SHM_DEFER rides with them: it says which calls take the segment. */
         vals[1] |= (int64_t)cfg->shm_defer << 8;
     }
@@ -91,8 +93,8 @@ void cohort_coll_settings_describe(const cohort_context_t *ctx, int f, char *buf
         break;
     case 1:
         snprintf(buf, len, "%s (single copy %s, shared segments %s, COHORT_SHM_DEFER=%d)",
-                 cma[cfg->cma], ctx->cma_direct ? "usable" : "not usable",
-                 ctx->fd_share ? "usable" : "not usable", cfg->shm_defer);
+                 cma[cfg->cma], cohort_cma_direct(ctx) ? "usable" : "not usable",
+                 cohort_cma_fd_share(ctx) ? "usable" : "not usable", cfg->shm_defer);
         break;
     case 2:
         snprintf(buf, len, "%s", cfg->cuda_off ? "off" : "auto");

@@ -6,7 +6,8 @@
  * messages carry a per-(sender, communicator) number and are matched strictly in that order.
  *
  * Nothing is copied twice: an unexpected eager message keeps UCX's own buffer
- * (UCP_AM_FLAG_PERSISTENT_DATA), and a rendezvous fetch starts inside the callback.
+ * (UCP_AM_FLAG_PERSISTENT_DATA), and a rendezvous fetch starts inside the callback (the
+ * message protocol's, proto/msg.c, through ctx->am_fetch).
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -55,41 +56,6 @@ static int cohort_xfer_matches(const cohort_xfer_t *x, const cohort_am_hdr_t *h)
     return x->kind == h->kind && x->tag == h->tag &&
            (x->peer == h->src || (x->peer == COHORT_ANY_SOURCE && h->kind == COHORT_MSG_P2P)) &&
            (h->kind == COHORT_MSG_P2P || x->seq == h->seq);
-}
-
-static void cohort_xfer_ucx_fetched(void *ucx_req, ucs_status_t ucs, size_t length, void *user_data)
-{
-    cohort_xfer_ucx_complete(ucx_req, ucs, user_data);
-}
-
-void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x, void *desc)
-{
-    cohort_request_t *req = x->req;
-    const cohort_peer_t *from =
-        req->comm != NULL && x->peer >= 0
-            ? cohort_peer_get(ctx, cohort_comm_world_rank(req->comm, x->peer))
-            : NULL;
-    ucp_request_param_t param;
-    void *r;
-
-    if (from != NULL && from->state == COHORT_PEER_FAILED) {
-        /* Its data went with it, and a fetch asked of the endpoint UCX made for a sender it
-         * lost may never end (UCX cannot cancel it; the worker's destruction meets it). */
-        cohort_debug(ctx, "not fetching %zu bytes from world rank %d: it failed", x->received,
-                     from->rank);
-        ucp_am_data_release(ctx->worker, desc);
-        cohort_xfer_finish(x, COHORT_ERR_PEER_FAILED);
-        return;
-    }
-    cohort_xfer_ucx_param(x, &param);
-    param.cb.recv_am = cohort_xfer_ucx_fetched;
-    x->since = cohort_time_now(); /* a fetch that lasts is watched from here (notify.c) */
-    r = ucp_am_recv_data_nbx(ctx->worker, desc, x->buf, x->received, &param);
-    if (UCS_PTR_IS_ERR(r)) {
-        cohort_error(ctx, "fetching %zu bytes from rank %d failed: %s", x->received, x->peer,
-                     ucs_status_string(UCS_PTR_STATUS(r)));
-    }
-    cohort_xfer_ucx_started(x, r);
 }
 
 /* Hand message @a m to receive @a x (already out of the posted list). @a m stays the caller's,
@@ -146,7 +112,13 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
     x->received = m->len;
     if (desc != NULL) {
         m->desc = NULL;
-        cohort_rndv_start(ctx, x, desc);
+        if (ctx->am_fetch == NULL) {
+            /* no protocol receives UCX's messages here: the data cannot be had */
+            ucp_am_data_release(ctx->worker, desc);
+            cohort_xfer_finish(x, COHORT_ERR_UNSUPPORTED);
+            return;
+        }
+        ctx->am_fetch(ctx, x, desc); /* the message protocol's (proto/msg.c) */
         return;
     }
     cohort_xfer_finish(x, cohort_xfer_fill(ctx, x, m->data, m->len));
@@ -574,6 +546,12 @@ void cohort_am_offer_set(cohort_context_t *ctx, const cohort_am_offer_t *offer)
 {
     assert(ctx->am_offer == NULL);
     ctx->am_offer = offer;
+}
+
+void cohort_am_fetch_set(cohort_context_t *ctx, cohort_am_fetch_t fetch)
+{
+    assert(ctx->am_fetch == NULL);
+    ctx->am_fetch = fetch;
 }
 
 static const cohort_am_kind_t cohort_am_bye_kind = {.header_only = 0, .ctl = cohort_am_bye};

@@ -26,6 +26,7 @@ void cohort_am_init(cohort_context_t *ctx);
  * descriptor payloads (one), registered at context creation; @a handler stays valid. */
 void cohort_am_kind_set(cohort_context_t *ctx, uint8_t kind, const cohort_am_kind_t *handler);
 void cohort_am_offer_set(cohort_context_t *ctx, const cohort_am_offer_t *offer);
+void cohort_am_fetch_set(cohort_context_t *ctx, cohort_am_fetch_t fetch);
 
 /* Transfers' own observer of peers (sends waiting for an endpoint), at context creation. */
 void cohort_xfer_init(cohort_context_t *ctx);
@@ -82,8 +83,6 @@ cohort_status_t cohort_xfer_unstage(cohort_xfer_t *x, cohort_status_t status);
  * in flight cannot be stopped here; the request waits for them before its block is reused. */
 void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status);
 
-/* Fetch a rendezvous message's data into receive @a x (x->received bytes). */
-void cohort_rndv_start(cohort_context_t *ctx, cohort_xfer_t *x, void *desc);
 /* A communicator was just created: deliver the messages that arrived for it before. */
 void cohort_am_adopt(cohort_comm_t *comm);
 /* Collective #@a seq was posted here with fingerprint @a fp: remembered, and a message for it

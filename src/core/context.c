@@ -148,13 +148,6 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_list_init(&ctx->polling);
     cohort_list_init(&ctx->copying);
     cohort_list_init(&ctx->notices);
-    cohort_list_init(&ctx->cma_acks);
-    cohort_list_init(&ctx->cma_acks_sent);
-    cohort_list_init(&ctx->cma_resend);
-    cohort_map_init(&ctx->cma_sends);
-    cohort_map_init(&ctx->cma_recvs);
-    ctx->cma_next = 1;
-    ctx->cma_rnext = 1;
     cohort_list_init(&ctx->to_close);
     cohort_list_init(&ctx->resets);
     cohort_list_init(&ctx->ctl_inflight);
@@ -214,11 +207,14 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_xfer_init(ctx);
     cohort_notify_init(ctx);
     cohort_am_init(ctx);
-    cohort_proto_init(ctx);
+    status = cohort_proto_init(ctx);
+    if (status != COHORT_OK) {
+        goto err_plugin;
+    }
     cohort_comm_init(ctx);
     status = cohort_ucx_open(ctx);
     if (status != COHORT_OK) {
-        goto err_plugin;
+        goto err_protos;
     }
     /* Before the address is published: nothing reaches a worker without its handler. */
     status = cohort_am_register(ctx);
@@ -245,6 +241,8 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
 
 err_ucx:
     cohort_ucx_close(ctx, 0);
+err_protos:
+    cohort_proto_cleanup(ctx);
 err_plugin:
     /* The error that brought us here is the one to report. */
     (void)ctx->plugin->finalize(ctx->pmix);

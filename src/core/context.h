@@ -48,6 +48,11 @@ typedef struct {
     void (*cancel)(cohort_context_t *ctx, cohort_comm_t *c, int src, uint32_t seq);
 } cohort_am_offer_t;
 
+/* A matched rendezvous message's data, fetched into receive @a x (x->received bytes) by the
+ * protocol that receives UCX's messages (cohort_am_fetch_set): @a desc is UCX's descriptor,
+ * which the fetch consumes (or releases). */
+typedef void (*cohort_am_fetch_t)(cohort_context_t *ctx, cohort_xfer_t *x, void *desc);
+
 /* Who hears that a peer failed or was wired (cohort_peer_observe), in the order registered. */
 typedef struct {
     const char *name;
@@ -88,6 +93,7 @@ struct cohort_context {
     cohort_map_t peers;
     const cohort_am_kind_t *am_kinds[COHORT_AM_KINDS]; /* cohort_msg_kind_t -> its handler */
     const cohort_am_offer_t *am_offer;                 /* COHORT_HDR_SINGLE_COPY payloads */
+    cohort_am_fetch_t am_fetch;                        /* rendezvous data of matched messages */
     const cohort_peer_observer_t *peer_obs[COHORT_PEER_OBSERVERS];
     int npeer_obs;
     cohort_list_t peer_list;  /* every cohort_peer_t */
@@ -108,18 +114,7 @@ struct cohort_context {
     cohort_list_t polling;    /* requests waiting on memory, progressed once a pass */
     cohort_list_t copying;    /* transfers waiting on their staging copy (xfer_stage.c) */
     cohort_list_t notices;    /* revocations to tell members about (notify.c) */
-    cohort_map_t cma_sends;   /* token -> send waiting for its single-copy ACK (proto/single_copy.c) */
-    cohort_map_t cma_recvs;   /* token -> receive waiting for data it asked for */
-    uint64_t cma_next;
-    uint32_t cma_rnext;
-    cohort_list_t cma_acks;      /* ACKs to send */
-    cohort_list_t cma_acks_sent; /* ACKs UCX has not finished sending */
-    cohort_list_t cma_resend;    /* sends whose receiver asked for the data */
-    cohort_list_t cma_reading;   /* receives reading their message chunk by chunk */
-    int cma_usable;              /* the kernel lets this process read its peers */
-    int cma_direct;              /* the same, as found at init and never changed since: what direct
-                                  * algorithms go by, so every member of a node chooses alike */
-    int fd_share;                /* pidfd_getfd works here (coll/shm.c reaches its segment so) */
+    void *protos;             /* the protocols' own state (proto/proto.c), opaque here */
     cohort_list_t ctl_inflight;  /* control messages UCX has not completed */
     cohort_list_t ctl_resend;    /* control messages a force-close cancelled, to send again */
     double watch_next;           /* when waits are next looked over (COHORT_WATCH_S) */

@@ -28,6 +28,10 @@ struct cohort_peer {
     uint8_t ipc_off; /* it could not map our device memory (CUDA IPC): stage what we send it */
     uint8_t heard;   /* it sent us something: told at finalize that we leave, wired or not */
     uint8_t pid_only; /* the lookup in flight is for its pid: no endpoint when it ends */
+    /* The protocol table's choice for messages to it, per (memory type, size class): kept and
+     * read by proto.c alone (cohort_proto_start), valid while proto_epoch is the table's. */
+    uint8_t proto_pick[4];
+    uint32_t proto_epoch;
     int32_t pid;     /* its process, from its card (address_card.h); 0 until its address arrived */
     ucp_ep_h ep;
     cohort_pmix_lookup_t *lookup;

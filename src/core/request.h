@@ -10,7 +10,6 @@
 #include "cohort.h"
 #include "core/am_header.h"
 #include "base/list.h"
-#include "proto/state.h"
 
 typedef struct cohort_comm cohort_comm_t;
 typedef struct cohort_peer cohort_peer_t;
@@ -44,7 +43,10 @@ typedef struct cohort_xfer {
      * wired (or claimed at post); a receive's, what its matched message said. NULL: none yet,
      * or a plain message received. */
     const struct cohort_proto *proto;
-    cohort_proto_state_t ps; /* that protocol's own state (proto/state.h) */
+    /* That protocol's own state, if it keeps any: the protocol allocates it when it takes the
+     * transfer and gives it back when the transfer ends (its finish); the engine never looks
+     * inside, and only zeroes the pointer when the transfer is set up. */
+    void *proto_state;
     void *stage;             /* device data through page-locked memory (xfer_stage.c): the bounce */
     void *stage_user;        /* the caller's device buffer behind it */
     uint64_t stage_copy;     /* the staging copy in flight (its ticket), 0: none */

@@ -39,13 +39,14 @@ static int cohort_cma_fd_share_probe(void)
  * handshake's kinds and queues, which CUDA IPC shares. */
 static void cohort_cma_init(cohort_context_t *ctx)
 {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     FILE *f;
     int scope = 0;
 
     cohort_sc_init(ctx);
-    ctx->cma_usable = ctx->cfg.cma != COHORT_CMA_OFF;
-    ctx->cma_direct = ctx->cma_usable;
-    ctx->fd_share = cohort_cma_fd_share_probe();
+    room->cma_usable = ctx->cfg.cma != COHORT_CMA_OFF;
+    room->cma_direct = room->cma_usable;
+    room->fd_share = cohort_cma_fd_share_probe();
     if (ctx->cfg.cma != COHORT_CMA_AUTO) {
         return;
     }
@@ -53,8 +54,8 @@ static void cohort_cma_init(cohort_context_t *ctx)
     f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
     if (f != NULL) {
         if (fscanf(f, "%d", &scope) == 1 && scope > 0) {
-            ctx->cma_usable = 0;
-            ctx->cma_direct = 0;
+            room->cma_usable = 0;
+            room->cma_direct = 0;
             cohort_info(ctx, "single copy off: kernel.yama.ptrace_scope is %d", scope);
         }
         fclose(f);
@@ -120,6 +121,16 @@ cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t p
     return cohort_cma_rw(ctx, world_rank, pid, (void *)src, addr, len, 1, 1, why);
 }
 
+int cohort_cma_direct(const cohort_context_t *ctx)
+{
+    return cohort_sc_room(ctx)->cma_direct;
+}
+
+int cohort_cma_fd_share(const cohort_context_t *ctx)
+{
+    return cohort_sc_room(ctx)->fd_share;
+}
+
 /* A receive's read, one piece of COHORT_CMA_CHUNK bytes per step (single_copy.c calls it from
  * progress), so that no call holds its caller for a whole message: 64 MiB read whole took 11 ms
  * warm and 91-114 ms cold inside one call here. A receive whose buffer is device memory that UCX
@@ -129,7 +140,7 @@ cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t p
 static cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t *x,
                                             const char **why)
 {
-    cohort_proto_sc_state_t *s = &x->ps.sc;
+    cohort_sc_state_t *s = cohort_sc_state(x);
     int device = x->mem_type == COHORT_MEM_CUDA;
     cohort_status_t status;
     cohort_sc_desc_t d;
@@ -169,7 +180,7 @@ static cohort_status_t cohort_cma_read_step(cohort_context_t *ctx, cohort_xfer_t
 
 static void cohort_cma_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
 {
-    cohort_proto_sc_state_t *s = &x->ps.sc;
+    cohort_sc_state_t *s = cohort_sc_state(x);
 
     cohort_sc_copy_wait(ctx, x);
     if (s->pinned != NULL) {
@@ -182,12 +193,15 @@ static void cohort_cma_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
  * here from now on. */
 static void cohort_cma_refused(cohort_context_t *ctx, int world_rank, const char *why)
 {
-    if (ctx->cma_usable) {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+
+    if (room->cma_usable) {
         cohort_warn(ctx,
                     "single-copy transfers refused by the kernel (%s): large same-node messages "
                     "go through UCX's shared memory from now on",
                     why);
-        ctx->cma_usable = 0;
+        room->cma_usable = 0;
+        cohort_proto_repick(ctx); /* no peer gets single copy now */
     }
 }
 
@@ -197,10 +211,10 @@ static int cohort_cma_select(cohort_xfer_t *x, cohort_peer_t *peer)
 {
     cohort_context_t *ctx = peer->ctx;
 
-    return x->hdr[1] == x->kind && ctx->cfg.cma != COHORT_CMA_OFF && ctx->cma_usable &&
-           !peer->cma_off && x->mem_type == COHORT_MEM_HOST && x->len >= ctx->cfg.cma_min &&
-           peer->rank != ctx->rank && (x->kind == COHORT_MSG_P2P || x->kind == COHORT_MSG_COLL) &&
-           cohort_peer_same_node(peer);
+    return x->hdr[1] == x->kind && ctx->cfg.cma != COHORT_CMA_OFF &&
+           cohort_sc_room(ctx)->cma_usable && !peer->cma_off && x->mem_type == COHORT_MEM_HOST &&
+           x->len >= ctx->cfg.cma_min && peer->rank != ctx->rank &&
+           (x->kind == COHORT_MSG_P2P || x->kind == COHORT_MSG_COLL) && cohort_peer_same_node(peer);
 }
 
 static void cohort_cma_start(cohort_xfer_t *x, cohort_peer_t *peer)
@@ -212,7 +226,7 @@ static void cohort_cma_start(cohort_xfer_t *x, cohort_peer_t *peer)
         cohort_proto_msg.start(x, peer);
         return;
     }
-    cohort_proto_msg_send(x, peer, x->ps.sc.desc, n, 1);
+    cohort_proto_msg_send(x, peer, cohort_sc_state(x)->desc, n, 1);
 }
 
 static void cohort_cma_abort(cohort_context_t *ctx, int world_rank, cohort_status_t status)
@@ -237,4 +251,5 @@ const cohort_proto_t cohort_proto_cma = {
     .describe = cohort_sc_describe,
     .init = cohort_cma_init,
     .cleanup = cohort_sc_cleanup,
+    .ctx_size = sizeof(cohort_sc_room_t), /* the single-copy room, CUDA IPC's too */
 };

@@ -20,5 +20,13 @@ cohort_status_t cohort_cma_pull(cohort_context_t *ctx, int world_rank, int32_t p
 /* The same the other way: write @a len bytes of @a src at @a addr of process @a pid. */
 cohort_status_t cohort_cma_push(cohort_context_t *ctx, int world_rank, int32_t pid, const void *src,
                                 uint64_t addr, size_t len, const char **why);
+/* Whether this context may copy to and from its node's ranks (COHORT_CMA, the kernel's ptrace
+ * scope), as found at init and never changed since, even after a refusal turned the point-to-
+ * point single copy off: what the direct collectives go by, so every member of a node chooses
+ * alike. */
+int cohort_cma_direct(const cohort_context_t *ctx);
+/* Whether the kernel lets this process take a peer's file descriptor (pidfd_getfd, probed at
+ * init): how the shared-memory collectives reach their group's segment. */
+int cohort_cma_fd_share(const cohort_context_t *ctx);
 
 #endif

@@ -44,19 +44,23 @@ static int cohort_cuda_ipc_claim(cohort_xfer_t *x)
 static int cohort_cuda_ipc_select(cohort_xfer_t *x, cohort_peer_t *peer)
 {
     cohort_context_t *ctx = peer->ctx;
+    cohort_sc_state_t *s;
     cohort_gpu_ipc_t ipc;
 
     if (x->proto != &cohort_proto_cuda_ipc || x->hdr[1] != x->kind) {
         return 0;
     }
     memset(&ipc, 0, sizeof(ipc));
-    if (peer->ipc_off || ctx->gpu.mod->ipc_get(x->buf, &ipc) != COHORT_OK) {
+    /* Its state is taken here, where its handle is: the offer (start) fills the rest, and
+     * gives the state back if it cannot be made. */
+    if (peer->ipc_off || ctx->gpu.mod->ipc_get(x->buf, &ipc) != COHORT_OK ||
+        (s = cohort_sc_state_take(x)) == NULL) {
         if (cohort_xfer_stage_now(x) == COHORT_OK) {
             x->proto = NULL;
         }
         return 0;
     }
-    memcpy(x->ps.sc.desc + offsetof(cohort_sc_ipc_desc_t, ipc), &ipc, sizeof(ipc));
+    memcpy(s->desc + offsetof(cohort_sc_ipc_desc_t, ipc), &ipc, sizeof(ipc));
     return 1;
 }
 
@@ -65,7 +69,7 @@ static void cohort_cuda_ipc_start(cohort_xfer_t *x, cohort_peer_t *peer)
     size_t n = cohort_sc_offer(x, peer, COHORT_SC_IPC_MAGIC, sizeof(cohort_sc_ipc_desc_t));
 
     if (n > 0) {
-        cohort_proto_msg_send(x, peer, x->ps.sc.desc, n, 1);
+        cohort_proto_msg_send(x, peer, cohort_sc_state(x)->desc, n, 1);
     } else if (cohort_xfer_stage_now(x) == COHORT_OK) {
         x->proto = &cohort_proto_msg; /* not registered: staged, as a message */
         cohort_proto_msg.start(x, peer);
@@ -84,7 +88,7 @@ static void cohort_cuda_ipc_start(cohort_xfer_t *x, cohort_peer_t *peer)
 static cohort_status_t cohort_cuda_ipc_read_step(cohort_context_t *ctx, cohort_xfer_t *x,
                                                  const char **why)
 {
-    cohort_proto_sc_state_t *s = &x->ps.sc;
+    cohort_sc_state_t *s = cohort_sc_state(x);
     void *dst = x->stage != NULL ? x->stage_user : x->buf;
     cohort_sc_ipc_desc_t d;
     cohort_status_t status;
@@ -122,7 +126,7 @@ static cohort_status_t cohort_cuda_ipc_read_step(cohort_context_t *ctx, cohort_x
 
 static void cohort_cuda_ipc_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
 {
-    cohort_proto_sc_state_t *s = &x->ps.sc;
+    cohort_sc_state_t *s = cohort_sc_state(x);
 
     cohort_sc_copy_wait(ctx, x);
     if (s->mapped != NULL) {
@@ -147,13 +151,14 @@ static void cohort_cuda_ipc_describe(const cohort_xfer_t *x, char *buf, size_t l
 {
     cohort_sc_desc_t d;
 
-    if (x->ps.sc.state != COHORT_SC_READING) {
+    if (cohort_sc_phase(x) != COHORT_SC_READING) {
         cohort_sc_describe(x, buf, len);
         return;
     }
-    memcpy(&d, x->ps.sc.desc, sizeof(d));
-    snprintf(buf, len, "cuda_ipc single copy with world rank %d: %s %llu bytes", x->ps.sc.reader,
-             x->ps.sc.mapped == NULL ? "mapping its memory to copy" : "copying",
+    memcpy(&d, cohort_sc_state(x)->desc, sizeof(d));
+    snprintf(buf, len, "cuda_ipc single copy with world rank %d: %s %llu bytes",
+             cohort_sc_state(x)->reader,
+             cohort_sc_state(x)->mapped == NULL ? "mapping its memory to copy" : "copying",
              (unsigned long long)d.len);
 }
 

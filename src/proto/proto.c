@@ -5,6 +5,8 @@
  * takes).
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "core/am.h"
 #include "core/endpoint.h"
 #include "core/log.h"
@@ -19,6 +21,16 @@ static const cohort_proto_t *const cohort_protos[] = {
 
 #define COHORT_NPROTOS (sizeof(cohort_protos) / sizeof(cohort_protos[0]))
 
+/* The table's state per context (ctx->protos): each row's own, and the generation of the
+ * choices cached in the peers (cohort_proto_start; 0 is never one, so a new peer has none). */
+typedef struct {
+    uint32_t epoch;
+    void *rows[COHORT_NPROTOS];
+} cohort_proto_room_t;
+
+/* A cached choice that no row takes (device data UCX cannot carry, not staged). */
+#define COHORT_PROTO_PICK_NONE 0xff
+
 static void cohort_proto_peer_failed(cohort_peer_t *peer, cohort_status_t status, const char *why,
                                      int tell)
 {
@@ -32,23 +44,66 @@ static void cohort_proto_peer_failed(cohort_peer_t *peer, cohort_status_t status
 static const cohort_peer_observer_t cohort_proto_observer = {.name = "protocols",
                                                              .failed = cohort_proto_peer_failed};
 
-void cohort_proto_init(cohort_context_t *ctx)
+cohort_status_t cohort_proto_init(cohort_context_t *ctx)
 {
+    cohort_proto_room_t *room = calloc(1, sizeof(*room));
+
+    /* Every row's state is there before any row's init runs, so that a row may use another's
+     * (CUDA IPC rides on CMA's queues), and cleanup meets only rows that were set up. */
+    for (size_t i = 0; room != NULL && i < COHORT_NPROTOS; i++) {
+        if (cohort_protos[i]->ctx_size > 0 &&
+            (room->rows[i] = calloc(1, cohort_protos[i]->ctx_size)) == NULL) {
+            for (size_t j = 0; j < i; j++) {
+                free(room->rows[j]);
+            }
+            free(room);
+            room = NULL;
+        }
+    }
+    if (room == NULL) {
+        cohort_error(ctx, "cohort_init: out of memory for the protocols' state");
+        return COHORT_ERR_NO_MEMORY;
+    }
+    room->epoch = 1;
+    ctx->protos = room;
     for (size_t i = 0; i < COHORT_NPROTOS; i++) {
         if (cohort_protos[i]->init != NULL) {
             cohort_protos[i]->init(ctx);
         }
     }
     cohort_peer_observe(ctx, &cohort_proto_observer);
+    return COHORT_OK;
 }
 
 void cohort_proto_cleanup(cohort_context_t *ctx)
 {
+    cohort_proto_room_t *room = ctx->protos;
+
+    if (room == NULL) {
+        return;
+    }
     for (size_t i = 0; i < COHORT_NPROTOS; i++) {
         if (cohort_protos[i]->cleanup != NULL) {
             cohort_protos[i]->cleanup(ctx);
         }
     }
+    for (size_t i = 0; i < COHORT_NPROTOS; i++) {
+        free(room->rows[i]);
+    }
+    free(room);
+    ctx->protos = NULL;
+}
+
+void *cohort_proto_ctx(const cohort_context_t *ctx, const cohort_proto_t *row)
+{
+    const cohort_proto_room_t *room = ctx->protos;
+
+    for (size_t i = 0; i < COHORT_NPROTOS; i++) {
+        if (cohort_protos[i] == row) {
+            return room->rows[i];
+        }
+    }
+    return NULL;
 }
 
 int cohort_proto_claim(cohort_xfer_t *x)
@@ -61,17 +116,60 @@ int cohort_proto_claim(cohort_xfer_t *x)
     return 0;
 }
 
+/* Which cached choice send @a x has: its memory type and size class, -1 when it is not a
+ * plain send (claimed at post, or the resend of data a single copy refused, whose header says
+ * so: those ask the rows each time). */
+static int cohort_proto_pick_key(const cohort_xfer_t *x, const cohort_context_t *ctx)
+{
+    if (x->proto != NULL || x->hdr[1] != x->kind ||
+        (x->kind != COHORT_MSG_P2P && x->kind != COHORT_MSG_COLL)) {
+        return -1;
+    }
+    return (x->mem_type == COHORT_MEM_CUDA) * 2 + (x->len >= ctx->cfg.cma_min);
+}
+
 void cohort_proto_start(cohort_xfer_t *x, cohort_peer_t *peer)
 {
-    for (size_t i = 0; i < COHORT_NPROTOS; i++) {
-        if (cohort_protos[i]->select(x, peer)) {
-            x->proto = cohort_protos[i];
-            cohort_protos[i]->start(x, peer);
-            return;
+    cohort_context_t *ctx = peer->ctx;
+    cohort_proto_room_t *room = ctx->protos;
+    int key = cohort_proto_pick_key(x, ctx);
+    size_t i = 0;
+
+    /* UCX caches its protocol choice per key the same way (ucp_proto_select). */
+    if (key >= 0 && peer->proto_epoch != room->epoch) {
+        memset(peer->proto_pick, 0, sizeof(peer->proto_pick));
+        peer->proto_epoch = room->epoch;
+    }
+    if (key >= 0 && peer->proto_pick[key] != 0) {
+        i = peer->proto_pick[key] == COHORT_PROTO_PICK_NONE ? COHORT_NPROTOS
+                                                            : (size_t)peer->proto_pick[key] - 1;
+    } else {
+        while (i < COHORT_NPROTOS && !cohort_protos[i]->select(x, peer)) {
+            i++;
         }
+        if (key >= 0) {
+            peer->proto_pick[key] = i < COHORT_NPROTOS ? (uint8_t)(i + 1) : COHORT_PROTO_PICK_NONE;
+            cohort_debug(ctx, "protocol for world rank %d, %s memory, %s %zu bytes: %s", peer->rank,
+                         x->mem_type == COHORT_MEM_CUDA ? "device" : "host",
+                         x->len >= ctx->cfg.cma_min ? "from" : "below", ctx->cfg.cma_min,
+                         i < COHORT_NPROTOS ? cohort_protos[i]->name : "none");
+        }
+    }
+    if (i < COHORT_NPROTOS) {
+        x->proto = cohort_protos[i];
+        cohort_protos[i]->start(x, peer);
+        return;
     }
     /* device data neither offered through CUDA IPC nor staged (logged) */
     cohort_xfer_finish(x, COHORT_ERR_CUDA);
+}
+
+void cohort_proto_repick(cohort_context_t *ctx)
+{
+    cohort_proto_room_t *room = ctx->protos;
+
+    /* 0 is skipped: it is a new peer's, which has no choice yet */
+    room->epoch = room->epoch == UINT32_MAX ? 1 : room->epoch + 1;
 }
 
 int cohort_proto_progress(cohort_context_t *ctx)

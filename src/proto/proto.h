@@ -28,7 +28,11 @@ typedef struct cohort_proto {
      * carries it as it is (the engine does not stage it); it then points x->proto here. */
     int (*claim)(cohort_xfer_t *x);
     /* Whether it carries send @a x to @a peer (wired, on this rank's say so). May change how
-     * @a x holds its data (a claimed device send staged after all) and decline. */
+     * @a x holds its data (a claimed device send staged after all) and decline. The table
+     * caches the answer for a plain send (not claimed, the first send of a point-to-point or
+     * collective message: cohort_proto_start), so for those it decides by the peer, x's memory
+     * type and whether x->len reaches COHORT_CMA_MIN alone, with no side effect; a row whose
+     * answer changes for another reason (a peer refused it) calls cohort_proto_repick. */
     int (*select)(cohort_xfer_t *x, cohort_peer_t *peer);
     /* Hand send @a x to @a peer. Ends with the transfer in UCX's hands, waiting for an
      * answer, or finished (cohort_xfer_finish); may hand it to another row (a fallback). */
@@ -64,16 +68,30 @@ typedef struct cohort_proto {
     /* Optional: once per context, at creation and at destruction. */
     void (*init)(cohort_context_t *ctx);
     void (*cleanup)(cohort_context_t *ctx);
+    /* Bytes of per-context state the protocol keeps (its queues, maps, pools; 0: none),
+     * zeroed before its init and freed after its cleanup: cohort_proto_ctx finds it. The
+     * context holds it as one opaque pointer (ctx->protos), so the engine has no field of a
+     * protocol's. */
+    size_t ctx_size;
 } cohort_proto_t;
 
-/* Context creation: every protocol's init, and one peer observer for their aborts. */
-void cohort_proto_init(cohort_context_t *ctx);
+/* Context creation: every protocol's state and init, and one peer observer for their aborts.
+ * @return COHORT_ERR_NO_MEMORY (nothing kept) or COHORT_OK. */
+cohort_status_t cohort_proto_init(cohort_context_t *ctx);
+/* Every protocol's cleanup, then their state freed; after a failed init, nothing. */
 void cohort_proto_cleanup(cohort_context_t *ctx);
+/* The per-context state of row @a row (its ctx_size bytes), NULL when it keeps none. */
+void *cohort_proto_ctx(const cohort_context_t *ctx, const cohort_proto_t *row);
 /* At post of a device send UCX cannot take: whether a protocol carries it unstaged. */
 int cohort_proto_claim(cohort_xfer_t *x);
 /* Send @a x to wired @a peer through the first protocol that selects it; none does (device
- * data neither claimed nor staged): finished with COHORT_ERR_CUDA. */
+ * data neither claimed nor staged): finished with COHORT_ERR_CUDA. The choice for a plain send
+ * is cached per (peer, memory type, size class: below or from COHORT_CMA_MIN), and said in a
+ * debug line (COHORT_LOG=debug) when it is made. */
 void cohort_proto_start(cohort_xfer_t *x, cohort_peer_t *peer);
+/* What a row's select goes by changed (a peer or the kernel refused single copy): every cached
+ * choice is made again at its next send. */
+void cohort_proto_repick(cohort_context_t *ctx);
 /* Every protocol's progress. @return how many things moved. */
 int cohort_proto_progress(cohort_context_t *ctx);
 /* The hooks of @a x's protocol, for the engine (no protocol: the plain answer). */

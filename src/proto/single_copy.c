@@ -6,12 +6,13 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/notify.h"
+#include "proto/msg.h"
 #include "proto/protos.h"
 #include "proto/single_copy.h"
 
 /* An ACK to send from progress (never from inside a UCX callback), and the receive that
- * finishes when UCX has sent it (NULL when none waits on it). In ctx->cma_acks until handed to
- * a wired endpoint, then in ctx->cma_acks_sent until UCX is done with it. */
+ * finishes when UCX has sent it (NULL when none waits on it). In the room's acks until handed
+ * to a wired endpoint, then in its acks_sent until UCX is done with it. */
 typedef struct {
     cohort_list_t link;
     int world_rank;
@@ -19,25 +20,71 @@ typedef struct {
     cohort_xfer_t *x;
 } cohort_sc_ack_t;
 
-_Static_assert(sizeof(cohort_sc_ipc_desc_t) <= sizeof(((cohort_proto_sc_state_t *)0)->desc),
-               "cohort_proto_sc_state_t.desc holds an IPC descriptor");
+cohort_sc_room_t *cohort_sc_room(const cohort_context_t *ctx)
+{
+    return cohort_proto_ctx(ctx, &cohort_proto_cma);
+}
+
+/* A pool rather than malloc per transfer: a ring of large messages offers one per step, and a
+ * block handed back is the next one taken, still warm. It keeps as many blocks as were ever
+ * lent at once, freed at cleanup. */
+cohort_sc_state_t *cohort_sc_state_take(cohort_xfer_t *x)
+{
+    cohort_context_t *ctx = x->req->ctx;
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    cohort_sc_state_t *s = x->proto_state;
+
+    if (s != NULL) {
+        return s;
+    }
+    if (!cohort_list_empty(&room->states_free)) {
+        s = cohort_container_of(room->states_free.next, cohort_sc_state_t, pool_link);
+        cohort_list_del(&s->pool_link);
+        memset(s, 0, sizeof(*s));
+    } else if ((s = calloc(1, sizeof(*s))) == NULL) {
+        cohort_error(ctx, "out of memory for a single-copy transfer's state");
+        return NULL;
+    }
+    cohort_list_push(&room->states_lent, &s->pool_link);
+    x->proto_state = s;
+    return s;
+}
+
+/* @a x's state back to the pool: it is no longer a single copy's (finished, or carried on by
+ * another row). */
+static void cohort_sc_state_give(cohort_xfer_t *x)
+{
+    cohort_sc_state_t *s = x->proto_state;
+
+    if (s == NULL) {
+        return;
+    }
+    cohort_list_del(&s->pool_link);
+    cohort_list_push(&cohort_sc_room(x->req->ctx)->states_free, &s->pool_link);
+    x->proto_state = NULL;
+}
 
 int cohort_sc_world(const cohort_xfer_t *x)
 {
+    int phase = cohort_sc_phase(x);
+
     /* An offered send held for its reader outlives its group (cohort_group_free), so it names
      * its reader itself; before the offer (CUDA IPC's claim, at post) the reader is not set
      * yet, and the group is there. */
-    return (x->is_send && x->ps.sc.state == COHORT_SC_SENT) || x->ps.sc.state == COHORT_SC_READING
-               ? x->ps.sc.reader
+    return (x->is_send && phase == COHORT_SC_SENT) || phase == COHORT_SC_READING
+               ? cohort_sc_state(x)->reader
                : cohort_comm_world_rank(x->req->comm, x->peer);
 }
 
 size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, size_t len)
 {
     cohort_context_t *ctx = peer->ctx;
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    cohort_sc_state_t *s = cohort_sc_state_take(x);
     cohort_sc_desc_t d;
 
-    if (cohort_map_put(&ctx->cma_sends, ctx->cma_next, x) != COHORT_OK) {
+    if (s == NULL || cohort_map_put(&room->sends, room->next_token, x) != COHORT_OK) {
+        cohort_sc_state_give(x);
         return 0;
     }
     memset(&d, 0, sizeof(d));
@@ -49,11 +96,11 @@ size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, si
                                                                                       : getpid());
     d.addr = (uint64_t)(uintptr_t)x->buf;
     d.len = x->len;
-    d.token = ctx->cma_next++;
-    memcpy(x->ps.sc.desc, &d, sizeof(d));
-    x->ps.sc.token = d.token;
-    x->ps.sc.state = COHORT_SC_SENT;
-    x->ps.sc.reader = peer->rank;
+    d.token = room->next_token++;
+    memcpy(s->desc, &d, sizeof(d));
+    s->token = d.token;
+    s->state = COHORT_SC_SENT;
+    s->reader = peer->rank;
     x->req->readers++;
     x->hdr[2] |= COHORT_HDR_SINGLE_COPY;
     return len;
@@ -62,15 +109,16 @@ size_t cohort_sc_offer(cohort_xfer_t *x, cohort_peer_t *peer, uint32_t magic, si
 /* Send @a x is no longer offered: its reader answered, or the data goes another way. */
 static void cohort_sc_unsent(cohort_xfer_t *x)
 {
-    cohort_map_del(&x->req->ctx->cma_sends, x->ps.sc.token);
-    x->ps.sc.token = 0;
-    x->ps.sc.state = COHORT_SC_NONE;
+    cohort_map_del(&cohort_sc_room(x->req->ctx)->sends, cohort_sc_state(x)->token);
+    cohort_sc_state(x)->token = 0;
+    cohort_sc_state(x)->state = COHORT_SC_NONE;
     x->req->readers--;
 }
 
 static cohort_sc_ack_t *cohort_sc_answer_to(cohort_context_t *ctx, int world_rank, uint64_t token,
                                             cohort_status_t status, uint32_t rtoken)
 {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_sc_ack_t *a = calloc(1, sizeof(*a));
 
     if (a == NULL) {
@@ -87,7 +135,7 @@ static cohort_sc_ack_t *cohort_sc_answer_to(cohort_context_t *ctx, int world_ran
     a->hdr.src = ctx->rank;
     a->hdr.wsrc = ctx->rank;
     a->hdr.tag = -1;
-    cohort_list_push(&ctx->cma_acks, &a->link);
+    cohort_list_push(&room->acks, &a->link);
     return a;
 }
 
@@ -121,15 +169,16 @@ static void cohort_sc_dropped(cohort_context_t *ctx, const cohort_am_hdr_t *h, c
 static void cohort_sc_refused(cohort_context_t *ctx, cohort_xfer_t *x, int world_rank,
                               uint64_t token)
 {
-    uint32_t rtoken = ctx->cma_rnext++;
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    uint32_t rtoken = room->next_rtoken++;
 
-    if (rtoken == 0 || cohort_map_put(&ctx->cma_recvs, rtoken, x) != COHORT_OK) {
+    if (rtoken == 0 || cohort_map_put(&room->recvs, rtoken, x) != COHORT_OK) {
         cohort_xfer_finish(x, COHORT_ERR_NO_MEMORY);
         cohort_sc_answer_to(ctx, world_rank, token, COHORT_ERR_NO_MEMORY, 0);
         return;
     }
-    x->ps.sc.token = rtoken;
-    x->ps.sc.state = COHORT_SC_WANT_DATA;
+    cohort_sc_state(x)->token = rtoken;
+    cohort_sc_state(x)->state = COHORT_SC_WANT_DATA;
     cohort_sc_answer_to(ctx, world_rank, token, COHORT_ERR_UNSUPPORTED, rtoken);
 }
 
@@ -161,28 +210,28 @@ static void cohort_sc_read_over(cohort_context_t *ctx, cohort_xfer_t *x, int wor
         return;
     }
     a->x = x;
-    x->ps.sc.state = COHORT_SC_ACKING;
+    cohort_sc_state(x)->state = COHORT_SC_ACKING;
 }
 
 cohort_status_t cohort_sc_copy_test(cohort_context_t *ctx, cohort_xfer_t *x)
 {
     cohort_status_t status;
 
-    if (x->ps.sc.ticket == 0) {
+    if (cohort_sc_state(x)->ticket == 0) {
         return COHORT_OK;
     }
-    status = cohort_gpu_copy_test(ctx, x->ps.sc.ticket);
+    status = cohort_gpu_copy_test(ctx, cohort_sc_state(x)->ticket);
     if (status != COHORT_INPROGRESS) {
-        x->ps.sc.ticket = 0;
+        cohort_sc_state(x)->ticket = 0;
     }
     return status;
 }
 
 void cohort_sc_copy_wait(cohort_context_t *ctx, cohort_xfer_t *x)
 {
-    if (x->ps.sc.ticket != 0) {
-        (void)cohort_gpu_copy_finish(ctx, x->ps.sc.ticket);
-        x->ps.sc.ticket = 0;
+    if (cohort_sc_state(x)->ticket != 0) {
+        (void)cohort_gpu_copy_finish(ctx, cohort_sc_state(x)->ticket);
+        cohort_sc_state(x)->ticket = 0;
     }
 }
 
@@ -190,24 +239,27 @@ void cohort_sc_copy_wait(cohort_context_t *ctx, cohort_xfer_t *x)
 static void cohort_sc_read_end(cohort_context_t *ctx, cohort_xfer_t *x)
 {
     x->proto->read_stop(ctx, x);
-    x->ps.sc.state = COHORT_SC_NONE;
+    cohort_sc_state(x)->state = COHORT_SC_NONE;
 }
 
 /* Before the first byte of receive @a x (READING, on no list) is read: the pid its descriptor
- * names must be the one world rank x->ps.sc.reader published (core/address_card.h), or another
- * process's memory would be read. A card not here yet is asked for only with @a may_ask (from
- * progress; not inside UCX's callback or a post). @return 1: read on; 0: its card is on its
+ * names must be the one its world rank (the state's reader) published (core/address_card.h), or
+ * another process's memory would be read. A card not here yet is asked for only with @a may_ask
+ * (from progress; not inside UCX's callback or a post). @return 1: read on; 0: its card is on its
  * way, nothing read; -1: it is over (finished, its sender answered). */
 static int cohort_sc_pid_ok(cohort_context_t *ctx, cohort_xfer_t *x, int may_ask)
 {
-    int world = x->ps.sc.reader;
+    cohort_sc_state_t *s = cohort_sc_state(x);
+    int world = s->reader;
     cohort_peer_t *peer;
     cohort_status_t status;
     cohort_sc_desc_t d;
 
-    if (x->ps.sc.pid_ok) {
+    if (s->pid_ok) {
         return 1;
     }
+    /* Copied now: a lookup that fails below finishes the receive, and its state goes back. */
+    memcpy(&d, s->desc, sizeof(d));
     peer = cohort_peer_get(ctx, world);
     if (peer != NULL && peer->pid == 0) {
         if (!may_ask) {
@@ -217,16 +269,15 @@ static int cohort_sc_pid_ok(cohort_context_t *ctx, cohort_xfer_t *x, int may_ask
             cohort_peer_want(peer); /* its ACK goes there next: one lookup for both */
         }
     }
-    memcpy(&d, x->ps.sc.desc, sizeof(d));
     status = peer == NULL ? COHORT_ERR_NO_MEMORY : cohort_peer_pid_check(peer, d.pid);
-    if (x->ps.sc.state != COHORT_SC_READING) {
+    if (cohort_sc_phase(x) != COHORT_SC_READING) {
         return -1; /* given up on in there: its lookup failed, which revoked its group */
     }
     if (status == COHORT_INPROGRESS) {
         return 0;
     }
     if (status == COHORT_OK) {
-        x->ps.sc.pid_ok = 1;
+        s->pid_ok = 1;
         return 1;
     }
     cohort_sc_read_end(ctx, x);
@@ -262,13 +313,13 @@ static int cohort_sc_step(cohort_context_t *ctx, cohort_xfer_t *x, int may_ask)
     if (status == COHORT_INPROGRESS) {
         return 1;
     }
-    if (x->ps.sc.state != COHORT_SC_READING) {
+    if (cohort_sc_phase(x) != COHORT_SC_READING) {
         /* given up on inside the step: its sender died there, which revoked its group */
         return 0;
     }
-    memcpy(&d, x->ps.sc.desc, sizeof(d));
+    memcpy(&d, cohort_sc_state(x)->desc, sizeof(d));
     cohort_sc_read_end(ctx, x);
-    cohort_sc_read_over(ctx, x, x->ps.sc.reader, d.token, d.len, status, why);
+    cohort_sc_read_over(ctx, x, cohort_sc_state(x)->reader, d.token, d.len, status, why);
     return 0;
 }
 
@@ -278,6 +329,7 @@ static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort
 {
     cohort_sc_ipc_desc_t full;
     cohort_sc_desc_t d;
+    cohort_sc_state_t *s;
     int ipc = m->len == sizeof(full);
 
     if (m->desc != NULL || (m->len != sizeof(d) && !ipc)) {
@@ -300,37 +352,41 @@ static void cohort_sc_read(cohort_context_t *ctx, cohort_xfer_t *x, const cohort
         cohort_sc_answer(ctx, m, d.token, COHORT_OK, 0);
         return;
     }
+    s = cohort_sc_state_take(x);
+    if (s == NULL) {
+        /* Nothing read: the sender finishes with the same error (logged here). */
+        cohort_xfer_finish(x, COHORT_ERR_NO_MEMORY);
+        cohort_sc_answer(ctx, m, d.token, COHORT_ERR_NO_MEMORY, 0);
+        return;
+    }
     x->proto = ipc ? &cohort_proto_cuda_ipc : &cohort_proto_cma;
-    memcpy(x->ps.sc.desc, &full, m->len);
-    x->ps.sc.reader = m->hdr.wsrc;
-    x->ps.sc.off = 0;
-    x->ps.sc.ticket = 0;
-    x->ps.sc.pinned = NULL;
-    x->ps.sc.mapped = NULL;
-    x->ps.sc.answer = COHORT_OK;
-    x->ps.sc.pid_ok = ipc;
-    x->ps.sc.state = COHORT_SC_READING;
+    /* taken zeroed: offset, ticket, pinned and mapped none, the answer COHORT_OK */
+    memcpy(s->desc, &full, m->len);
+    s->reader = m->hdr.wsrc;
+    s->pid_ok = ipc;
+    s->state = COHORT_SC_READING;
     /* Possibly inside UCX's callback, or the caller's post: one CMA chunk at most here, and
      * only when it is the whole message; a longer one is read from progress, and so is a
      * device memory's (its mapping may take the driver milliseconds the first time). */
     if (ipc || d.len > ctx->cfg.cma_chunk || cohort_sc_step(ctx, x, 0)) {
-        cohort_list_push(&ctx->cma_reading, &x->link);
+        cohort_list_push(&cohort_sc_room(ctx)->reading, &x->link);
     }
 }
 
 /* An ACK arrived (sender side). An answer for a send cancelled meanwhile finishes it now. */
 static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
 {
-    cohort_xfer_t *x = cohort_map_get(&ctx->cma_sends, h->gid);
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    cohort_xfer_t *x = cohort_map_get(&room->sends, h->gid);
     cohort_status_t status = (cohort_status_t)(int32_t)h->fp;
     cohort_request_t *req;
 
-    if (x == NULL || x->ps.sc.state != COHORT_SC_SENT || cohort_sc_world(x) != h->wsrc) {
+    if (x == NULL || cohort_sc_phase(x) != COHORT_SC_SENT || cohort_sc_world(x) != h->wsrc) {
         ctx->orphans_dropped++; /* for a send given up on meanwhile */
         return;
     }
     req = x->req;
-    if (x->ps.sc.cancel) {
+    if (cohort_sc_state(x)->cancel) {
         /* cancelled while it could be read: now it is over, whatever the reader did */
         cohort_xfer_finish(x, x->status);
     } else if (status == COHORT_ERR_UNSUPPORTED && h->seq != 0) {
@@ -341,6 +397,7 @@ static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
         } else if (peer != NULL) {
             peer->cma_off = 1;
         }
+        cohort_proto_repick(ctx); /* the rows' answers for that peer changed */
         if (ipc) {
             /* it could not map our device memory: the data goes staged */
             cohort_status_t staged = cohort_xfer_stage_now(x);
@@ -352,13 +409,13 @@ static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
         }
         /* The data follows to the receive it matched, named by the receiver's token. */
         cohort_sc_unsent(x);
-        x->ps.sc.state = COHORT_SC_RESEND;
+        cohort_sc_state(x)->state = COHORT_SC_RESEND;
         x->hdr[1] = COHORT_MSG_SINGLE_COPY_DATA;
         x->hdr[2] = 0;
         for (int i = 0; i < 8; i++) {
             x->hdr[8 + i] = (uint8_t)((uint64_t)h->seq >> (8 * i));
         }
-        cohort_list_push(&ctx->cma_resend, &x->link);
+        cohort_list_push(&room->resend, &x->link);
         return;
     } else {
         cohort_xfer_finish(x, status);
@@ -373,19 +430,20 @@ static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
 static void cohort_sc_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len,
                            int rndv)
 {
-    cohort_xfer_t *x = cohort_map_get(&ctx->cma_recvs, h->gid);
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    cohort_xfer_t *x = cohort_map_get(&room->recvs, h->gid);
 
-    if (x == NULL || x->ps.sc.state != COHORT_SC_WANT_DATA || cohort_sc_world(x) != h->wsrc ||
+    if (x == NULL || cohort_sc_phase(x) != COHORT_SC_WANT_DATA || cohort_sc_world(x) != h->wsrc ||
         len > x->len) {
         ctx->orphans_dropped++; /* for a receive given up on meanwhile */
         return;
     }
-    cohort_map_del(&ctx->cma_recvs, x->ps.sc.token);
-    x->ps.sc.token = 0;
-    x->ps.sc.state = COHORT_SC_NONE;
+    cohort_map_del(&room->recvs, cohort_sc_state(x)->token);
+    cohort_sc_state(x)->token = 0;
+    cohort_sc_state(x)->state = COHORT_SC_NONE;
     x->received = len;
     if (rndv) {
-        cohort_rndv_start(ctx, x, data);
+        cohort_proto_msg_fetch(ctx, x, data);
         return;
     }
     cohort_xfer_finish(x, cohort_xfer_fill(ctx, x, data, len));
@@ -394,24 +452,30 @@ static void cohort_sc_data(cohort_context_t *ctx, const cohort_am_hdr_t *h, void
 void cohort_sc_forget(cohort_xfer_t *x)
 {
     cohort_context_t *ctx = x->req->ctx;
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    cohort_sc_state_t *s = cohort_sc_state(x);
+    int phase = cohort_sc_phase(x);
 
-    if (x->ps.sc.state == COHORT_SC_SENT) {
+    if (s == NULL) {
+        return; /* never offered nor read (a claim, a fallback), or given back already */
+    }
+    if (phase == COHORT_SC_SENT) {
         cohort_sc_unsent(x);
-    } else if (x->ps.sc.state == COHORT_SC_WANT_DATA) {
-        cohort_map_del(&ctx->cma_recvs, x->ps.sc.token);
-    } else if (x->ps.sc.state == COHORT_SC_RESEND) {
+    } else if (phase == COHORT_SC_WANT_DATA) {
+        cohort_map_del(&room->recvs, s->token);
+    } else if (phase == COHORT_SC_RESEND) {
         cohort_list_del(&x->link);
-    } else if (x->ps.sc.state == COHORT_SC_READING) {
+    } else if (phase == COHORT_SC_READING) {
         cohort_sc_desc_t d;
         /* Given up on mid-read (cancelled, freed, its group revoked): nothing more is read into
          * its buffer, and its sender, which holds its own until told, is told. */
-        memcpy(&d, x->ps.sc.desc, sizeof(d));
+        memcpy(&d, s->desc, sizeof(d));
         cohort_list_del(&x->link);
         cohort_sc_read_end(ctx, x);
-        cohort_sc_answer_to(ctx, x->ps.sc.reader, d.token, (cohort_status_t)x->ps.sc.answer, 0);
-    } else if (x->ps.sc.state == COHORT_SC_ACKING) {
+        cohort_sc_answer_to(ctx, s->reader, d.token, (cohort_status_t)s->answer, 0);
+    } else if (phase == COHORT_SC_ACKING) {
         cohort_list_t *pos, *tmp;
-        cohort_list_t *lists[] = {&ctx->cma_acks, &ctx->cma_acks_sent};
+        cohort_list_t *lists[] = {&room->acks, &room->acks_sent};
         /* Given up on (cancelled, freed): its ACK still goes, the sender waits for it. */
         for (int i = 0; i < 2; i++) {
             cohort_list_for_each(pos, tmp, lists[i])
@@ -423,33 +487,44 @@ void cohort_sc_forget(cohort_xfer_t *x)
             }
         }
     }
-    x->ps.sc.state = COHORT_SC_NONE;
-    x->ps.sc.token = 0;
+    s->state = COHORT_SC_NONE;
+    s->token = 0;
+    /* A send UCX has not completed yet may still read its descriptor from the state (an ACK
+     * can be handled before the send's own completion): the state goes back when UCX is done
+     * (cohort_sc_sent). Should UCX fail that send instead, the block stays lent until cleanup. */
+    if (x->ucx_req == NULL) {
+        cohort_sc_state_give(x);
+    }
 }
 
 int cohort_sc_sent(cohort_xfer_t *x)
 {
-    return x->ps.sc.state == COHORT_SC_SENT; /* the receiver's ACK finishes it */
+    if (x->done) {
+        cohort_sc_state_give(x); /* finished while UCX still sent its descriptor */
+        return 0;
+    }
+    return cohort_sc_phase(x) == COHORT_SC_SENT; /* the receiver's ACK finishes it */
 }
 
 int cohort_sc_cancel(cohort_xfer_t *x, cohort_status_t status)
 {
-    if (x->ps.sc.state == COHORT_SC_READING) {
+    if (cohort_sc_phase(x) == COHORT_SC_READING) {
         /* The engine finishes it now (cohort_sc_forget stops the read). Its sender is done
          * as a rendezvous sender whose receive was freed mid-fetch is; with the group revoked,
          * it hears REVOKED, as from a receiver that dropped the descriptor unread. */
         cohort_comm_t *c = x->req->comm;
-        x->ps.sc.answer = c != NULL && c->error != COHORT_OK ? COHORT_ERR_REVOKED : COHORT_OK;
+        cohort_sc_state(x)->answer =
+            c != NULL && c->error != COHORT_OK ? COHORT_ERR_REVOKED : COHORT_OK;
         return 0;
     }
-    if (x->ps.sc.state != COHORT_SC_SENT) {
+    if (cohort_sc_phase(x) != COHORT_SC_SENT) {
         return 0;
     }
     /* Its descriptor is out: a process on this node may be reading the buffer now. It ends
      * when that reader answers (read, or dropped unread: the revocation that comes with a
      * cancel tells it) or dies, not before. */
-    if (!x->ps.sc.cancel) {
-        x->ps.sc.cancel = 1;
+    if (!cohort_sc_state(x)->cancel) {
+        cohort_sc_state(x)->cancel = 1;
         x->status = status;
         /* Its sequence number is used up, and the revocation is what tells the reader to drop it; a
          * point-to-point send freed by its user told its reader itself (core/cancel.c), and
@@ -463,11 +538,11 @@ int cohort_sc_cancel(cohort_xfer_t *x, cohort_status_t status)
 
 const void *cohort_sc_payload(const cohort_xfer_t *x, size_t *len)
 {
-    if (!x->is_send || x->ps.sc.state != COHORT_SC_SENT) {
+    if (!x->is_send || cohort_sc_phase(x) != COHORT_SC_SENT) {
         return NULL;
     }
-    *len = sizeof(x->ps.sc.desc);
-    return x->ps.sc.desc;
+    *len = sizeof(cohort_sc_state(x)->desc);
+    return cohort_sc_state(x)->desc;
 }
 
 void cohort_sc_describe(const cohort_xfer_t *x, char *buf, size_t len)
@@ -480,10 +555,10 @@ void cohort_sc_describe(const cohort_xfer_t *x, char *buf, size_t len)
         [COHORT_SC_ACKING] = "copied: its answer waits for an endpoint",
     };
 
-    if (x->ps.sc.state == COHORT_SC_READING) {
+    if (cohort_sc_phase(x) == COHORT_SC_READING) {
         cohort_sc_desc_t d;
-        memcpy(&d, x->ps.sc.desc, sizeof(d));
-        if (!x->ps.sc.pid_ok) {
+        memcpy(&d, cohort_sc_state(x)->desc, sizeof(d));
+        if (!cohort_sc_state(x)->pid_ok) {
             snprintf(buf, len,
                      "%s single copy with world rank %d: waiting for its card (its pid, through "
                      "PMIx) before reading %llu bytes",
@@ -491,12 +566,12 @@ void cohort_sc_describe(const cohort_xfer_t *x, char *buf, size_t len)
             return;
         }
         snprintf(buf, len, "%s single copy with world rank %d, reading: %llu of %llu bytes in",
-                 x->proto->name, cohort_sc_world(x), (unsigned long long)x->ps.sc.off,
+                 x->proto->name, cohort_sc_world(x), (unsigned long long)cohort_sc_state(x)->off,
                  (unsigned long long)d.len);
         return;
     }
     snprintf(buf, len, "%s single copy with world rank %d, %s", x->proto->name, cohort_sc_world(x),
-             x->ps.sc.state <= COHORT_SC_ACKING ? what[x->ps.sc.state] : "?");
+             cohort_sc_phase(x) <= COHORT_SC_ACKING ? what[cohort_sc_phase(x)] : "?");
 }
 
 static void cohort_sc_fail_map(cohort_context_t *ctx, cohort_map_t *map,
@@ -541,17 +616,18 @@ static void cohort_sc_fail_map(cohort_context_t *ctx, cohort_map_t *map,
 void cohort_sc_fail_peer(cohort_context_t *ctx, const cohort_proto_t *proto, int world_rank,
                          cohort_status_t status)
 {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_list_t *pos, *tmp;
 
-    cohort_sc_fail_map(ctx, &ctx->cma_sends, proto, world_rank, status);
-    cohort_sc_fail_map(ctx, &ctx->cma_recvs, proto, world_rank, status);
+    cohort_sc_fail_map(ctx, &room->sends, proto, world_rank, status);
+    cohort_sc_fail_map(ctx, &room->recvs, proto, world_rank, status);
     /* Receives reading from it: failed, nobody to answer. From the start after each, since
      * finishing one may finish others (its group revoked). */
 restart:
-    cohort_list_for_each(pos, tmp, &ctx->cma_reading)
+    cohort_list_for_each(pos, tmp, &room->reading)
     {
         cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
-        if (x->proto == proto && x->ps.sc.reader == world_rank) {
+        if (x->proto == proto && cohort_sc_state(x)->reader == world_rank) {
             cohort_list_del(&x->link);
             cohort_sc_read_end(ctx, x);
             cohort_xfer_finish(x, status);
@@ -568,7 +644,7 @@ static void cohort_sc_ack_sent(void *arg)
 
     cohort_list_del(&a->link);
     if (x != NULL) {
-        x->ps.sc.state = COHORT_SC_NONE;
+        cohort_sc_state(x)->state = COHORT_SC_NONE;
         cohort_xfer_finish(x, COHORT_OK);
     }
     free(a);
@@ -576,26 +652,27 @@ static void cohort_sc_ack_sent(void *arg)
 
 int cohort_sc_progress(cohort_context_t *ctx)
 {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_list_t *pos, *tmp;
     int n = 0;
 
-    if (cohort_list_empty(&ctx->cma_acks) && cohort_list_empty(&ctx->cma_resend) &&
-        cohort_list_empty(&ctx->cma_reading)) {
+    if (cohort_list_empty(&room->acks) && cohort_list_empty(&room->resend) &&
+        cohort_list_empty(&room->reading)) {
         return 0;
     }
-    if (!cohort_list_empty(&ctx->cma_reading)) {
+    if (!cohort_list_empty(&room->reading)) {
         cohort_list_t todo;
         /* One chunk per receive per call. From a list of our own: a step whose sender turns
          * out dead fails that peer, which may finish other receives (taken off either list). */
         cohort_list_init(&todo);
-        cohort_list_splice(&ctx->cma_reading, &todo);
+        cohort_list_splice(&room->reading, &todo);
         while (!cohort_list_empty(&todo)) {
             cohort_xfer_t *x = cohort_container_of(todo.next, cohort_xfer_t, link);
             int r;
             cohort_list_del(&x->link);
             r = cohort_sc_step(ctx, x, 1);
             if (r != 0) {
-                cohort_list_push(&ctx->cma_reading, &x->link);
+                cohort_list_push(&room->reading, &x->link);
             }
             /* A chunk read, or a device copy awaited: not idle (no sleep on the fd). A card
              * awaited is PMIx's to answer: the wait may nap, and let its server run. */
@@ -603,7 +680,7 @@ int cohort_sc_progress(cohort_context_t *ctx)
         }
     }
 
-    cohort_list_for_each(pos, tmp, &ctx->cma_acks)
+    cohort_list_for_each(pos, tmp, &room->acks)
     {
         cohort_sc_ack_t *a = cohort_container_of(pos, cohort_sc_ack_t, link);
         cohort_peer_t *peer = cohort_peer_get(ctx, a->world_rank);
@@ -619,16 +696,17 @@ int cohort_sc_progress(cohort_context_t *ctx)
             /* Finished only when UCX has sent it: a new endpoint's first message may wait for
              * its wireup, which needs this rank's progress. */
             cohort_list_del(&a->link);
-            cohort_list_push(&ctx->cma_acks_sent, &a->link);
+            cohort_list_push(&room->acks_sent, &a->link);
             cohort_ctl_send_then(ctx, a->world_rank, &a->hdr, cohort_sc_ack_sent, a);
         } else {
             cohort_sc_ack_sent(a); /* nobody to tell: the data is here all the same */
         }
     }
-    while (!cohort_list_empty(&ctx->cma_resend)) {
-        cohort_xfer_t *x = cohort_container_of(ctx->cma_resend.next, cohort_xfer_t, link);
+    while (!cohort_list_empty(&room->resend)) {
+        cohort_xfer_t *x = cohort_container_of(room->resend.next, cohort_xfer_t, link);
         cohort_list_del(&x->link);
-        x->ps.sc.state = COHORT_SC_NONE;
+        /* The data goes as a message now (its header says so): no single copy's any more. */
+        cohort_sc_state_give(x);
         cohort_xfer_route(x);
         n++;
     }
@@ -650,21 +728,22 @@ static int cohort_sc_is(const cohort_xfer_t *x, const cohort_comm_t *c, int src,
 
 static void cohort_sc_cancelled(cohort_context_t *ctx, cohort_comm_t *c, int src, uint32_t seq)
 {
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_list_t *pos;
 
-    for (pos = ctx->cma_reading.next; pos != &ctx->cma_reading; pos = pos->next) {
+    for (pos = room->reading.next; pos != &room->reading; pos = pos->next) {
         cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
         if (cohort_sc_is(x, c, src, seq)) {
             /* Between two chunks: no byte more is read (cohort_sc_forget stops the read), and
              * the sender hears CANCELED, which ends its free. */
-            x->ps.sc.answer = COHORT_ERR_CANCELED;
+            cohort_sc_state(x)->answer = COHORT_ERR_CANCELED;
             cohort_xfer_finish(x, COHORT_ERR_CANCELED);
             return;
         }
     }
-    for (size_t i = 0; i < ctx->cma_recvs.cap; i++) {
-        cohort_xfer_t *x = ctx->cma_recvs.vals[i];
-        if (ctx->cma_recvs.keys[i] != 0 && x != NULL && cohort_sc_is(x, c, src, seq)) {
+    for (size_t i = 0; i < room->recvs.cap; i++) {
+        cohort_xfer_t *x = room->recvs.vals[i];
+        if (room->recvs.keys[i] != 0 && x != NULL && cohort_sc_is(x, c, src, seq)) {
             /* It asked for the data, which will not come (dropped on arrival if it does). */
             cohort_xfer_finish(x, COHORT_ERR_CANCELED);
             return;
@@ -680,7 +759,18 @@ static const cohort_am_offer_t cohort_sc_offer_ops = {
 
 void cohort_sc_init(cohort_context_t *ctx)
 {
-    cohort_list_init(&ctx->cma_reading);
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+
+    cohort_map_init(&room->sends);
+    cohort_map_init(&room->recvs);
+    room->next_token = 1;
+    room->next_rtoken = 1;
+    cohort_list_init(&room->acks);
+    cohort_list_init(&room->acks_sent);
+    cohort_list_init(&room->resend);
+    cohort_list_init(&room->reading);
+    cohort_list_init(&room->states_free);
+    cohort_list_init(&room->states_lent);
     cohort_am_kind_set(ctx, COHORT_MSG_SINGLE_COPY_ACK, &cohort_sc_ack_kind);
     cohort_am_kind_set(ctx, COHORT_MSG_SINGLE_COPY_DATA, &cohort_sc_data_kind);
     cohort_am_offer_set(ctx, &cohort_sc_offer_ops);
@@ -688,7 +778,9 @@ void cohort_sc_init(cohort_context_t *ctx)
 
 void cohort_sc_cleanup(cohort_context_t *ctx)
 {
-    cohort_list_t *lists[] = {&ctx->cma_acks, &ctx->cma_acks_sent};
+    cohort_sc_room_t *room = cohort_sc_room(ctx);
+    cohort_list_t *lists[] = {&room->acks, &room->acks_sent};
+    cohort_list_t *states[] = {&room->states_free, &room->states_lent};
 
     for (int i = 0; i < 2; i++) {
         while (!cohort_list_empty(lists[i])) {
@@ -697,6 +789,15 @@ void cohort_sc_cleanup(cohort_context_t *ctx)
             free(a);
         }
     }
-    cohort_map_cleanup(&ctx->cma_sends);
-    cohort_map_cleanup(&ctx->cma_recvs);
+    /* Lent ones too: transfers a finalize left unfinished are never touched again. */
+    for (int i = 0; i < 2; i++) {
+        while (!cohort_list_empty(states[i])) {
+            cohort_sc_state_t *st =
+                cohort_container_of(states[i]->next, cohort_sc_state_t, pool_link);
+            cohort_list_del(&st->pool_link);
+            free(st);
+        }
+    }
+    cohort_map_cleanup(&room->sends);
+    cohort_map_cleanup(&room->recvs);
 }

@@ -21,6 +21,9 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD
 against=
+case "${1:-}" in
+-h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
 if [ "${1:-}" = --against ]; then
     against=$(cd "${2:?--against needs a built tree}" && pwd) || exit 1
     shift 2
@@ -29,6 +32,11 @@ reps=${BENCH_REPEATS:-5}
 sizes=${BENCH_SIZES:-512 64K 1M 16M}
 colls=${BENCH_COLLS:-allreduce allgather reduce_scatter bcast alltoall}
 ranks=${*:-2 4}
+for np in $ranks; do
+    case "$np" in
+    '' | *[!0-9]*) echo "bench-table: '$np' is not a rank count (see --help)" >&2; exit 2 ;;
+    esac
+done
 raw=${BENCH_CSV_DIR:-$(mktemp -d /tmp/cohort-table.XXXXXX)}
 mkdir -p "$raw"
 root=()

@@ -6,6 +6,8 @@
 #   scripts/mutations.sh                 every patch in tests/mutations/
 #   scripts/mutations.sh NAME...         those named (file name with or without .patch)
 #   scripts/mutations.sh --list          the patches, their test and expected line
+#   scripts/mutations.sh --baseline ...  each of their tests once on the tree as it is: each
+#                                        must pass, or its mutations' verdicts mean nothing
 # A patch's header (lines before its diff) says:
 #   # test: tests/mpi/coll_reduce        run as test.sh runs it: make check TESTS=... in quick
 #                                        mode (no TEST_FULL, TEST_TOGETHER, TEST_RUNS, ...);
@@ -13,6 +15,10 @@
 #                                        in its quick mode, LAUNCH_BUILT=1
 #   # expect: a line of the failure      fixed text the test's output must hold when it fails
 #   # timeout: 900                       seconds for the test (default MUTATION_TIMEOUT, 900)
+#   # bound: 60                          for a mutation that hangs: the bound of each run
+#                                        (TEST_TIMEOUT, LAUNCH_TIMEOUT; test.sh's is 120 s
+#                                        times the load per core, up to 480 s), so that its
+#                                        hang is found sooner; the run lines stay the same
 # Verdicts: caught (the test failed with the expected line), failed otherwise (it failed
 # without it: read the log), NOT CAUGHT (it passed), does not apply, local changes (a file the
 # patch touches has uncommitted changes: nothing is applied over someone's work), build failed,
@@ -38,10 +44,12 @@ field() { sed -n "/^diff --git /q; s/^# $1: //p" "$2" | head -1; }
 
 patches=()
 list=0
+baseline=0
 for a in "$@"; do
     case $a in
     --list) list=1 ;;
-    -*) die "unknown option $a (usage: scripts/mutations.sh [--list] [NAME...])" ;;
+    --baseline) baseline=1 ;;
+    -*) die "unknown option $a (usage: scripts/mutations.sh [--list | --baseline] [NAME...])" ;;
     *)
         p=$dir/$(basename "${a%.patch}").patch
         [ -f "$p" ] || die "no patch $p"
@@ -99,17 +107,17 @@ start=$(date +%s)
 echo "mutations.sh: ${#patches[@]} mutations, logs in $logdir"
 
 # The test, as scripts/test.sh runs it in quick mode; its output and log into $1.
-run_test() { # LOG TEST TIMEOUT
-    local log=$1 t=$2 to=$3 rc=0
+run_test() { # LOG TEST TIMEOUT [BOUND]
+    local log=$1 t=$2 to=$3 bound=${4:-} rc=0
     case $t in
     tests/launch/*.sh)
-        LAUNCH_BUILT=1 timeout -k 30 "$to" nice -n 10 scripts/launch-tests.sh "$t" >"$log" 2>&1 ||
+        LAUNCH_BUILT=1 ${bound:+LAUNCH_TIMEOUT=$bound} timeout -k 30 "$to" nice -n 10 scripts/launch-tests.sh "$t" >"$log" 2>&1 ||
             rc=$?
         [ ! -f "$t.log" ] || cat "$t.log" >>"$log"
         ;;
     tests/*)
         env -u TEST_FULL -u TEST_TOGETHER -u TEST_RUNS -u TEST_ONE_RUN -u TEST_ALL_RUNS \
-            timeout -k 30 "$to" nice -n 10 make check TESTS="$t" >"$log" 2>&1 || rc=$?
+            ${bound:+TEST_TIMEOUT=$bound} timeout -k 30 "$to" nice -n 10 make check TESTS="$t" >"$log" 2>&1 || rc=$?
         # automake's log: tests/mpi/p2p.log, tests/gpu/fake_check.log for fake_check.sh
         for l in "$t.log" "${t%.sh}.log"; do
             [ ! -f "$l" ] || { cat "$l" >>"$log"; break; }
@@ -123,6 +131,24 @@ run_test() { # LOG TEST TIMEOUT
     return $rc
 }
 
+# --baseline: each test once, unmutated (the same command, bound and log as its mutations').
+if [ $baseline = 1 ]; then
+    bad=0
+    for t in $(for p in "${patches[@]}"; do field test "$p"; done | sort -u); do
+        log=$logdir/baseline-$(basename "$t").log
+        t0=$(date +%s)
+        rc=0
+        run_test "$log" "$t" "${MUTATION_TIMEOUT:-900}" || rc=$?
+        verdict=passes
+        [ $rc = 0 ] || { verdict="FAILS UNMUTATED (rc $rc, log $log)"; bad=$((bad + 1)); }
+        printf '%-28s %5d s  %s\n' "$t" $(($(date +%s) - t0)) "$verdict" | tee -a "$table"
+    done
+    echo "== baseline: $bad test(s) failing unmutated, $(($(date +%s) - start)) s" \
+        "(commit $(git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg))"
+    [ $bad = 0 ]
+    exit
+fi
+
 caught=0
 for p in "${patches[@]}"; do
     name=$(basename "$p" .patch)
@@ -130,6 +156,7 @@ for p in "${patches[@]}"; do
     expect=$(field expect "$p")
     to=$(field timeout "$p")
     to=${to:-${MUTATION_TIMEOUT:-900}}
+    bound=$(field bound "$p")
     log=$logdir/$name.log
     t0=$(date +%s)
     files=$(git apply --numstat "$p" | cut -f3)
@@ -151,7 +178,7 @@ for p in "${patches[@]}"; do
             line=$(grep -m1 'error' "$log.build")
         else
             rc=0
-            run_test "$log" "$t" "$to" || rc=$?
+            run_test "$log" "$t" "$to" "$bound" || rc=$?
             if [ $rc = 0 ]; then
                 verdict="NOT CAUGHT"
             elif [ $rc = 124 ] || [ $rc = 137 ]; then
@@ -161,6 +188,9 @@ for p in "${patches[@]}"; do
                 verdict=caught
                 caught=$((caught + 1))
                 line=$(grep -m1 -F -- "$expect" "$log")
+                # Which run line failed (launch.sh stops at the first): the one that caught it.
+                run=$(grep -m1 '^== [^ ]*: .* failed (rc' "$log" | sed 's/^== //; s/ failed (rc.*//')
+                [ -z "$run" ] || line="[$run] $line"
             else
                 verdict="failed otherwise"
                 line=$(grep -m1 'check failed\|FAIL\|failed' "$log")

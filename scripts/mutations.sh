@@ -20,7 +20,8 @@
 #                                        times the load per core, up to 480 s), so that its
 #                                        hang is found sooner; the run lines stay the same
 # Verdicts: caught (the test failed with the expected line), failed otherwise (it failed
-# without it: read the log), NOT CAUGHT (it passed), does not apply, local changes (a file the
+# without it: read the log), NOT CAUGHT (it passed), skipped (the test said SKIP: nothing was
+# checked, e.g. no root for a tests/launch script), does not apply, local changes (a file the
 # patch touches has uncommitted changes: nothing is applied over someone's work), build failed,
 # timed out (the bound above; launch.sh's own bounds end a hung run before it).
 # The tree is never left mutated: the applied patch is named in the git directory before it is
@@ -104,7 +105,11 @@ mkdir -p "$logdir"
 table=$logdir/table
 : >"$table"
 start=$(date +%s)
-echo "mutations.sh: ${#patches[@]} mutations, logs in $logdir"
+if [ $baseline = 1 ]; then
+    echo "mutations.sh: the tests of ${#patches[@]} mutations, unmutated; logs in $logdir"
+else
+    echo "mutations.sh: ${#patches[@]} mutations, logs in $logdir"
+fi
 
 # The test, as scripts/test.sh runs it in quick mode; its output and log into $1.
 run_test() { # LOG TEST TIMEOUT [BOUND]
@@ -128,6 +133,8 @@ run_test() { # LOG TEST TIMEOUT [BOUND]
         rc=2
         ;;
     esac
+    # A test that skipped (no device, no root) passed without checking anything: 77.
+    [ $rc != 0 ] || ! grep -q "^SKIP: $t" "$log" || rc=77
     return $rc
 }
 
@@ -141,6 +148,7 @@ if [ $baseline = 1 ]; then
         run_test "$log" "$t" "${MUTATION_TIMEOUT:-900}" || rc=$?
         verdict=passes
         [ $rc = 0 ] || { verdict="FAILS UNMUTATED (rc $rc, log $log)"; bad=$((bad + 1)); }
+        [ $rc != 77 ] || verdict="SKIPPED: checks nothing here (log $log)"
         printf '%-28s %5d s  %s\n' "$t" $(($(date +%s) - t0)) "$verdict" | tee -a "$table"
     done
     echo "== baseline: $bad test(s) failing unmutated, $(($(date +%s) - start)) s" \
@@ -181,6 +189,9 @@ for p in "${patches[@]}"; do
             run_test "$log" "$t" "$to" "$bound" || rc=$?
             if [ $rc = 0 ]; then
                 verdict="NOT CAUGHT"
+            elif [ $rc = 77 ]; then
+                verdict=skipped
+                line=$(grep -m1 "^SKIP: $t" "$log")
             elif [ $rc = 124 ] || [ $rc = 137 ]; then
                 verdict="timed out"
                 line="no verdict in $to s"

@@ -93,8 +93,30 @@ restore() {
     rm -f "$state"
     applied=
 }
-trap 'restore; exit 130' INT TERM HUP
-trap 'restore' EXIT
+# The build or test running now: its own session and process group (setsid), waited for in
+# the background so that a signal to this script is handled at once, not when the test ends;
+# stopped, with everything it started (make, mpirun, the ranks), before the patch is undone.
+child=
+stop_child() {
+    [ -n "$child" ] || return 0
+    kill -TERM -- "-$child" 2>/dev/null
+    sleep 2
+    kill -KILL -- "-$child" 2>/dev/null
+    # timeout(1) leads a process group of its own inside that session: what it started.
+    pkill -KILL -s "$child" 2>/dev/null
+    child=
+}
+# COMMAND... at nice 10 in the background, waited for; its status.
+run_child() {
+    setsid -w nice -n 10 "$@" &
+    child=$!
+    wait "$child"
+    local rc=$?
+    child=
+    return $rc
+}
+trap 'stop_child; restore; exit 130' INT TERM HUP
+trap 'stop_child; restore' EXIT
 if [ -f "$state" ]; then
     echo "mutations.sh: a run before left $(cat "$state") applied: undoing it"
     restore || exit 1
@@ -116,13 +138,15 @@ run_test() { # LOG TEST TIMEOUT [BOUND]
     local log=$1 t=$2 to=$3 bound=${4:-} rc=0
     case $t in
     tests/launch/*.sh)
-        LAUNCH_BUILT=1 ${bound:+LAUNCH_TIMEOUT=$bound} timeout -k 30 "$to" nice -n 10 scripts/launch-tests.sh "$t" >"$log" 2>&1 ||
+        run_child env LAUNCH_BUILT=1 ${bound:+LAUNCH_TIMEOUT=$bound} timeout -k 30 "$to" \
+            scripts/launch-tests.sh "$t" >"$log" 2>&1 ||
             rc=$?
         [ ! -f "$t.log" ] || cat "$t.log" >>"$log"
         ;;
     tests/*)
-        env -u TEST_FULL -u TEST_TOGETHER -u TEST_RUNS -u TEST_ONE_RUN -u TEST_ALL_RUNS \
-            ${bound:+TEST_TIMEOUT=$bound} timeout -k 30 "$to" nice -n 10 make check TESTS="$t" >"$log" 2>&1 || rc=$?
+        run_child env -u TEST_FULL -u TEST_TOGETHER -u TEST_RUNS -u TEST_ONE_RUN -u TEST_ALL_RUNS \
+            ${bound:+TEST_TIMEOUT=$bound} timeout -k 30 "$to" make check TESTS="$t" \
+            >"$log" 2>&1 || rc=$?
         # automake's log: tests/mpi/p2p.log, tests/gpu/fake_check.log for fake_check.sh
         for l in "$t.log" "${t%.sh}.log"; do
             [ ! -f "$l" ] || { cat "$l" >>"$log"; break; }
@@ -181,7 +205,7 @@ for p in "${patches[@]}"; do
         echo "$top/$p" >"$state"
         applied=$top/$p
         git apply "$p" || die "$p: git apply failed after its check"
-        if ! nice -n 10 make -j2 build-tests >"$log.build" 2>&1; then
+        if ! run_child make -j2 build-tests >"$log.build" 2>&1; then
             verdict="build failed"
             line=$(grep -m1 'error' "$log.build")
         else
@@ -200,7 +224,7 @@ for p in "${patches[@]}"; do
                 caught=$((caught + 1))
                 line=$(grep -m1 -F -- "$expect" "$log")
                 # Which run line failed (launch.sh stops at the first): the one that caught it.
-                run=$(grep -m1 '^== [^ ]*: .* failed (rc' "$log" | sed 's/^== //; s/ failed (rc.*//')
+                run=$(grep -m1 '^== [^ ]*: .* failed (rc' "$log" | sed 's/^== //; s/ failed (rc.*//; s/ TEST_CONFIGS=.*/ (together)/')
                 [ -z "$run" ] || line="[$run] $line"
             else
                 verdict="failed otherwise"
@@ -216,7 +240,7 @@ done
 
 if [ "${MUTATION_NO_REBUILD:-0}" != 1 ]; then
     echo "mutations.sh: rebuilding the restored tree"
-    nice -n 10 make -j2 build-tests >"$logdir/rebuild.log" 2>&1 ||
+    run_child make -j2 build-tests >"$logdir/rebuild.log" 2>&1 ||
         echo "mutations.sh: the rebuild failed, see $logdir/rebuild.log" >&2
 fi
 echo

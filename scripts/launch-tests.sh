@@ -1,7 +1,8 @@
 #!/bin/bash
 # Launchers and hosts beyond `make check`'s single-host mpirun (tests/launch; root, iproute2;
 # Slurm and munge are installed if missing). Started by scripts/test.sh in the background once
-# its install check passed, on the tree it built.
+# its install check passed, on the tree it built. scripts/launch-tests.sh [SCRIPT...]: the
+# scripts named (tests/launch/prrte.sh, ...) instead of the list below, in the same mode.
 #   tests/launch/slurm.sh    srun --mpi=pmix on a one-node Slurm started by hand      (~2 min)
 #   tests/launch/linkcut.sh  2 hosts (network namespaces), a data link cut mid-run    (~1 min)
 #   tests/launch/prrte.sh    prterun (PRRTE 3.0.14 + OpenPMIx 5.0.11 from Open MPI's wheel
@@ -38,6 +39,8 @@ if [ "$skip_all" = 0 ]; then
 fi
 scripts="tests/launch/slurm.sh tests/launch/linkcut.sh tests/launch/prrte.sh tests/launch/hosts.sh"
 [ "$all_hosts" = 1 ] && scripts="$scripts tests/launch/slurm_hosts.sh"
+# Scripts named on the command line run alone, in the same modes (scripts/mutations.sh).
+[ $# = 0 ] || scripts="$*"
 # Quick mode leaves out what repeats a check another launch makes: the progress modes under
 # srun, prterun and across hosts (LAUNCH_QUICK=1, tests/launch/common.sh: the engine's wait
 # loop, no launcher's), p2p and finalize_peer on 3 hosts (COHL_HOSTS3_PROGS, hosts.sh: a pair

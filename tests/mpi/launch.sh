@@ -90,9 +90,13 @@ root=
 # ranks a failed run must leave alone.
 TEST_LAUNCH_ID="$$.$(date +%s%N)"
 export TEST_LAUNCH_ID
+# The program's name is matched however mpirun was given its path: make check gives it relative
+# (./tests/mpi/timeout), the ranks' command lines say so, and since the programs are no longer
+# libtool wrappers (which ran .libs/lt-NAME by its full path) a full-path match missed every
+# rank: a hung run's ranks lived on after its timeout, seen 2026-12-06 (a timeout mutation's two
+# ranks spinning 9 min later). Only ranks with this run's id are killed, whatever matched.
 kill_ours() { # program
-    dir=$(cd "$(dirname "$1")" && pwd)
-    for p in $(pgrep -f "^$dir/(\.libs/)?(lt-)?$(basename "$1")\$" 2>/dev/null); do
+    for p in $(pgrep -f "(^|/)(\.libs/)?(lt-)?$(basename "$1")\$" 2>/dev/null); do
         tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "TEST_LAUNCH_ID=$TEST_LAUNCH_ID" &&
             kill -KILL "$p" 2>/dev/null
     done

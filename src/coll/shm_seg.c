@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,7 @@ typedef struct {
     shm_seg_t *seg;
     size_t bytes;
     int named;         /* the name may still be in /dev/shm: unlink it when setup ends here */
+    int in_arena;      /* seg is a block of group rank 0's arena (mem/arena.h), not a file */
     char name[64];     /* known once group rank 0's pid is */
     uint64_t calls;    /* calls numbered on the group */
     uint64_t finished; /* the last call that ended here */
@@ -108,7 +110,9 @@ enum { SHM_STEP_FAIL = -64 };
 static void shm_name_drop(shm_group_t *g)
 {
     if (g->named) {
-        shm_unlink(g->name);
+        if (!g->in_arena) {
+            shm_unlink(g->name);
+        }
         g->named = 0;
     }
 }
@@ -129,7 +133,12 @@ static void shm_group_free(void *arg)
                              ? (uint64_t)COHORT_COMM_MEMBER_FINALIZED
                              : (uint64_t)COHORT_COMM_MEMBER_FREED,
                          __ATOMIC_RELEASE);
-        munmap(g->seg, g->bytes);
+        if (!g->in_arena) {
+            munmap(g->seg, g->bytes);
+        } else if (g->me == 0) {
+            /* Not findable any more; its memory is taken again once every member let go. */
+            cohort_arena_retire(g->ctx->arena, g->seg);
+        }
     }
     free(g);
 }
@@ -267,6 +276,69 @@ static void shm_settings_put(cohort_request_t *req, shm_group_t *g)
     }
 }
 
+/* The header, identity last (the others read it once they see ready). */
+static void shm_header_write(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t *g,
+                             const int64_t *settings)
+{
+    g->seg->magic = COHORT_SHM_MAGIC;
+    g->seg->n = comm->size;
+    /* The fault names another live process: the attachers must refuse the segment. */
+    g->seg->pid = (int32_t)(cohort_fault(ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
+    g->seg->gid = comm->id;
+    g->seg->members = shm_members_hash(comm);
+    if (settings != NULL) {
+        memcpy(g->seg->settings[comm->rank], settings, sizeof(g->seg->settings[0]));
+    }
+    g->seg->attached[0] = 1;
+    __atomic_store_n(&g->seg->ready, 1, __ATOMIC_RELEASE);
+}
+
+/* Whether nobody reads a retired block any more: every member that attached has said it let
+ * go (its BYE word). One that died never says so: its block stays taken until finalize. */
+static int shm_block_reusable(const void *blk)
+{
+    const shm_seg_t *seg = blk;
+
+    for (int k = 1; k < seg->n && k < COHORT_SHM_MAX_N; k++) {
+        if (__atomic_load_n(&seg->attached[k], __ATOMIC_ACQUIRE) &&
+            __atomic_load_n(&seg->slot[k].word[COHORT_SHM_BYE], __ATOMIC_ACQUIRE) ==
+                COHORT_COMM_MEMBER_IN) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Group rank 0 with an arena: a block of it, written, then published under the group's id. A
+ * block used before is cleared where a member looks before it writes (the header, each slot's
+ * words and tags); the data buffers are read only as far as their tags say. */
+static int shm_create_in_arena(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t *g,
+                               const int64_t *settings)
+{
+    int fresh = 0;
+    shm_seg_t *seg = cohort_arena_take(ctx->arena, g->bytes, shm_block_reusable, &fresh);
+
+    if (seg == NULL) {
+        cohort_error(ctx,
+                     "%s: shared segment: this process's arena is full (too many live groups "
+                     "on this node); the group runs on messages",
+                     comm->label);
+        return 0;
+    }
+    if (!fresh) {
+        memset(seg, 0, sizeof(*seg));
+        for (int k = 0; k < comm->size; k++) {
+            memset(&seg->slot[k], 0, offsetof(shm_slot_t, data));
+        }
+    }
+    g->seg = seg;
+    g->in_arena = 1;
+    g->named = 1; /* "findable": the setup's failure path waits on it as on a name */
+    shm_header_write(ctx, comm, g, settings);
+    cohort_arena_publish(ctx->arena, seg, comm->id);
+    return 1;
+}
+
 /* Group rank 0: make it, exclusively, and publish its identity, with this rank's settings
  * (NULL: none ride it). @return whether it worked. */
 static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t *g,
@@ -276,6 +348,9 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
 
     g->bytes = shm_seg_bytes(comm->size);
     shm_name(comm, g, (int32_t)getpid());
+    if (ctx->arena != NULL) {
+        return shm_create_in_arena(ctx, comm, g, settings);
+    }
     fd = shm_open(g->name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
         cohort_error(ctx, "%s: shared segment %s: %s%s", comm->label, g->name, strerror(errno),
@@ -295,17 +370,7 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
         return 0;
     }
     close(fd);
-    g->seg->magic = COHORT_SHM_MAGIC;
-    g->seg->n = comm->size;
-    /* The fault names another live process: the attachers must refuse the segment. */
-    g->seg->pid = (int32_t)(cohort_fault(ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
-    g->seg->gid = comm->id;
-    g->seg->members = shm_members_hash(comm);
-    if (settings != NULL) {
-        memcpy(g->seg->settings[comm->rank], settings, sizeof(g->seg->settings[0]));
-    }
-    g->seg->attached[0] = 1;
-    __atomic_store_n(&g->seg->ready, 1, __ATOMIC_RELEASE);
+    shm_header_write(ctx, comm, g, settings);
     return 1;
 }
 
@@ -316,11 +381,12 @@ static int shm_create(cohort_request_t *req, shm_group_t *g)
 
 /* The others: 1 once mapped and checked, 0 while not there yet (polled), -1 refused (logged,
  * for the call named @a what). */
-static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t *g, int32_t pid0,
-                         const char *what_call)
+static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t *g,
+                         cohort_peer_t *peer0, const char *what_call)
 {
+    int32_t pid0 = peer0->pid;
     const char *why = NULL;
-    char what[128];
+    char what[160];
     struct stat st;
     int fd;
 
@@ -330,6 +396,26 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
         if (cohort_fault(ctx, COHORT_FAULT_SHM)) {
             why = "COHORT_FAULT";
             goto refused;
+        }
+        if (peer0->arena.fd >= 0) {
+            size_t len = 0;
+            /* Its arena is mapped once, by the first of its groups that needs it. */
+            if (peer0->view == NULL && cohort_arena_view_open(pid0, &peer0->arena, &peer0->view,
+                                                              what, sizeof(what)) != COHORT_OK) {
+                why = what;
+                goto refused;
+            }
+            g->seg = cohort_arena_view_find(peer0->view, comm->id, &len);
+            if (g->seg == NULL) {
+                return 0; /* group rank 0 has not published it yet */
+            }
+            if (len < g->bytes) {
+                g->seg = NULL;
+                why = "its block is smaller than the group needs";
+                goto refused;
+            }
+            g->in_arena = 1;
+            goto mapped;
         }
         fd = shm_open(g->name, O_RDWR, 0);
         if (fd < 0) {
@@ -357,6 +443,7 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
             goto refused;
         }
     }
+mapped:
     if (__atomic_load_n(&g->seg->ready, __ATOMIC_ACQUIRE) == 0) {
         return 0;
     }
@@ -371,8 +458,11 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
     if (why == NULL) {
         return 1;
     }
-    munmap(g->seg, g->bytes);
+    if (!g->in_arena) {
+        munmap(g->seg, g->bytes);
+    }
     g->seg = NULL;
+    g->in_arena = 0;
 refused:
     cohort_error(ctx,
                  "%s %s: cannot reach group rank 0's shared segment %s (%s); this call runs "
@@ -453,7 +543,7 @@ void cohort_shm_early(cohort_comm_t *comm)
     if (peer0->pid == 0) {
         return; /* its card is on the way, or it failed: the setup call tells */
     }
-    got = shm_attach_as(comm->ctx, comm, g, peer0->pid, "a deferred call");
+    got = shm_attach_as(comm->ctx, comm, g, peer0, "a deferred call");
     if (got > 0) {
         shm_attached(comm, g);
     }
@@ -620,8 +710,7 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
                 status = peer0->state == COHORT_PEER_FAILED ? peer0->error : COHORT_ERR_PEER_FAILED;
             } else if (peer0->pid != 0) {
                 /* Tried even after another member's "no": its own verdict is logged here. */
-                got = shm_attach_as(req->ctx, req->comm, g, peer0->pid,
-                                    cohort_coll_names[b->args.coll]);
+                got = shm_attach_as(req->ctx, req->comm, g, peer0, cohort_coll_names[b->args.coll]);
                 /* Only group rank 0's "no" ends the wait for the name: another's leaves it
                  * there until every member answered (shm_setup_failed), so that this rank
                  * finds it and answers too. */

@@ -74,6 +74,12 @@ static const cohort_setting_t cohort_settings[] = {
     {"COHORT_CUDA_IPC_MIN", "bytes (K, M, G allowed)", "1048576",
      "COHORT_CUDA_IPC=auto: the smallest collective (bytes per member: count times the dtype's "
      "size) that votes on CUDA IPC; set it alike on every rank"},
+    {"COHORT_SHM_ARENA", "on | off", "on",
+     "on: a group's shared segment is a block of group rank 0's arena, one memory file per "
+     "process that the other members of the node map once (pidfd_getfd) and find blocks in, "
+     "with no file in /dev/shm and no system call per group; it needs pidfd_getfd and "
+     "kernel.yama.ptrace_scope 0, else segments are named files as with off. off: each "
+     "segment is a file in /dev/shm, made and opened per group"},
     {"COHORT_SHM_DEFER", "calls, 0 = none", "0",
      "a group's first N collectives that would run on its shared segment run on messages "
      "instead, while the segment is set up beside them; the segment takes the next one. Set "
@@ -209,6 +215,7 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
     static const char *const cma[] = {"off", "auto", "on", NULL};       /* cohort_cma_mode_t */
     static const char *const bools[] = {"0", "1", NULL};
     static const char *const cuda[] = {"auto", "off", NULL};
+    static const char *const on_off[] = {"on", "off", NULL};
     char *end;
     int idx;
 
@@ -254,6 +261,11 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             return COHORT_ERR_INVALID_ARG;
         }
         cfg->cuda_ipc = idx;
+    } else if (strcmp(name, "COHORT_SHM_ARENA") == 0) {
+        if ((idx = cohort_config_pick(name, value, on_off, "on or off", err, errlen)) < 0) {
+            return COHORT_ERR_INVALID_ARG;
+        }
+        cfg->shm_arena = idx == 0;
     } else if (strcmp(name, "COHORT_SHM_DEFER") == 0) {
         return cohort_config_count(name, value, &cfg->shm_defer, err, errlen);
     } else if (strcmp(name, "COHORT_CUDA_IPC_CACHE") == 0) {
@@ -357,6 +369,7 @@ cohort_status_t cohort_config_parse(cohort_config_t *cfg, char *const *envp, cha
     memset(cfg, 0, sizeof(*cfg));
     snprintf(cfg->pmix_plugin, sizeof(cfg->pmix_plugin), "dmodex");
     cfg->progress = COHORT_PROGRESS_YIELD;
+    cfg->shm_arena = 1;
     cfg->log_level = 1; /* warn */
     /* UCX's 20 s default let survivors wait 20-40 s for a dead peer (measured); at 1 s an
      * endpoint's keepalive costs a few messages a second. */

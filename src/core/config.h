@@ -66,6 +66,7 @@ typedef struct {
     int cuda_off;        /* COHORT_CUDA=off: every buffer is host memory, CUDA never loaded */
     int cuda_ipc;        /* COHORT_CUDA_IPC: cohort_cuda_ipc_mode_t */
     int cuda_ipc_cache;  /* COHORT_CUDA_IPC_CACHE: unused peers' mappings kept */
+    int shm_arena;       /* COHORT_SHM_ARENA: segments in the process's arena (mem/arena.h) */
     int shm_defer;       /* COHORT_SHM_DEFER: a group's first segment calls run on messages */
     size_t cuda_ipc_min; /* COHORT_CUDA_IPC_MIN: bytes per member from which auto votes */
     size_t cuda_pipeline_min; /* COHORT_CUDA_PIPELINE_MIN: device calls staged per transfer */

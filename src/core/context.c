@@ -72,6 +72,8 @@ static void cohort_context_free(cohort_context_t *ctx)
     if (ctx->coll_free != NULL) {
         ctx->coll_free(ctx->coll);
     }
+    cohort_arena_close(ctx->arena);
+    ctx->arena = NULL;
     cohort_map_cleanup(&ctx->peers);
     cohort_map_cleanup(&ctx->comms);
     cohort_map_cleanup(&ctx->orphans);
@@ -222,11 +224,22 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
         goto err_ucx;
     }
     if (!ctx->singleton) {
+        cohort_arena_ref_t arena = {.fd = -1};
         size_t card_len = 0;
-        void *card = cohort_card_make((int32_t)getpid(), ctx->address, ctx->address_len,
-                                      &card_len);
-        status = card == NULL ? COHORT_ERR_NO_MEMORY
-                              : ctx->plugin->publish(ctx->pmix, card, card_len);
+        void *card;
+
+        if (ctx->cfg.shm_arena) {
+            char why[160];
+            cohort_arena_open(&ctx->arena, &arena, why, sizeof(why));
+            if (ctx->arena == NULL) {
+                cohort_info(ctx, "no shared arena (groups name their segments in /dev/shm): %s",
+                            why);
+            }
+        }
+        card =
+            cohort_card_make((int32_t)getpid(), &arena, ctx->address, ctx->address_len, &card_len);
+        status =
+            card == NULL ? COHORT_ERR_NO_MEMORY : ctx->plugin->publish(ctx->pmix, card, card_len);
         free(card);
         if (status != COHORT_OK) {
             goto err_ucx;

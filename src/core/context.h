@@ -8,6 +8,7 @@
 #include "cohort.h"
 #include "core/am_header.h"
 #include "core/config.h"
+#include "mem/arena.h"
 #include "mem/gpu.h"
 #include "base/list.h"
 #include "core/log.h"
@@ -87,6 +88,9 @@ struct cohort_context {
     int event_fd;     /* COHORT_PROGRESS=block only */
     int ucx_mem_cuda; /* UCX takes CUDA memory (ucp_context_query): no staging needed */
     cohort_gpu_t gpu; /* the CUDA module, loaded when a call first needs it */
+    /* This process's shared arena (mem/arena.h), named in its card: groups' segments live in
+     * it when group rank 0 is here. NULL where the others could not take it (COHORT_SHM_ARENA). */
+    cohort_arena_t *arena;
 
     /* Peers this rank has dealt with (world rank + 1 -> cohort_peer_t*), never one per rank of
      * the world: a rank knows its own groups' peers only. */

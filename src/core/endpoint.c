@@ -35,6 +35,7 @@ cohort_peer_t *cohort_peer_get(cohort_context_t *ctx, int rank)
     peer->ctx = ctx;
     peer->rank = rank;
     peer->state = COHORT_PEER_NONE;
+    peer->arena.fd = -1; /* until its card says */
     cohort_list_init(&peer->pending);
     cohort_list_init(&peer->ctl_pending);
     cohort_list_init(&peer->link);
@@ -599,7 +600,7 @@ int cohort_peer_progress(cohort_context_t *ctx)
             peer->retry_us = (float)(times.retry_s * 1e6);
             peer->server_us = (float)((times.answered - peer->start - times.retry_s) * 1e6);
             peer->poll_us = (float)((seen - times.answered) * 1e6);
-            status = cohort_card_read(addr, len, &peer->pid, &ucx_addr);
+            status = cohort_card_read(addr, len, &peer->pid, &peer->arena, &ucx_addr);
             read = cohort_time_now();
             peer->card_us = (float)((read - seen) * 1e6);
             if (status != COHORT_OK) {
@@ -645,6 +646,7 @@ void cohort_peer_table_cleanup(cohort_context_t *ctx)
         cohort_peer_t *peer = cohort_container_of(pos, cohort_peer_t, all_link);
         cohort_list_del(&peer->all_link);
         free(peer->card);
+        cohort_arena_view_close(peer->view);
         for (int i = 0; i < ctx->npeer_obs; i++) {
             if (ctx->peer_obs[i]->forget != NULL) {
                 ctx->peer_obs[i]->forget(peer);

@@ -9,6 +9,7 @@
 
 #include "core/context.h"
 #include "core/request.h"
+#include "mem/arena.h"
 
 typedef enum {
     COHORT_PEER_NONE = 0,   /* no endpoint, no lookup */
@@ -68,6 +69,11 @@ struct cohort_peer {
     uint8_t suspect;
     double suspect_since;
     cohort_list_t all_link;
+
+    /* Its shared arena (mem/arena.h), from its card with its pid (fd -1: none), and that arena
+     * mapped here once a group of ours needs it (coll/shm_seg.c); NULL until then. */
+    cohort_arena_ref_t arena;
+    cohort_arena_view_t *view;
 };
 
 /* @a obs hears of every peer failure (and wiring) from now on, after those registered

@@ -6,6 +6,8 @@
 /* run: 4 COHORT_FAULT=shm:1@2 */
 /* run: 4 COHORT_FAULT=shm_pid:1@0 */
 /* run: 3 COHORT_TIMEOUT=1 SHM_ABSENT=1 */
+/* run: 4 COHORT_SHM_ARENA=off */
+/* run: 4 SHM_REUSE=4500 */
 /* runs: together */
 /* clang-format on */
 /*
@@ -29,8 +31,17 @@
  * SHM_ABSENT=1 (under COHORT_TIMEOUT=1): once the segment exists, the last rank stays away from
  * an allreduce; the others time out and their message names it as the member not heard from
  * (in the shared segment: no message is awaited).
+ *
+ * Where the segment lives, read from /proc/self/maps once the world's is set up: by default a
+ * block of group rank 0's arena (mem/arena.h), so every rank maps its own arena, the others
+ * rank 0's too, and no file of /dev/shm; with COHORT_SHM_ARENA=off a file of /dev/shm. Where
+ * the kernel lets no process take another's descriptor, the arena is off and the test says so.
+ * SHM_REUSE=K: K groups of two made, used once and freed one after the other, all on their
+ * segments (no message): their blocks are taken again once both members let go; without that,
+ * K blocks of 260 KiB outgrow the 1 GiB arena and the last groups fall back to messages.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
@@ -137,6 +148,61 @@ static void nonblocking(cohort_group_t *g, int c)
     }
 }
 
+/* This process's mappings of arenas and of named segments. */
+static void mappings(int *arenas, int *named)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+
+    *arenas = *named = 0;
+    CHECK(f != NULL);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        *arenas += strstr(line, "memfd:cohort-arena") != NULL;
+        *named += strstr(line, "/dev/shm/cohort-") != NULL;
+    }
+    fclose(f);
+}
+
+/* After the world's segment is set up: where it lives, as COHORT_SHM_ARENA says. */
+static void check_where(int me)
+{
+    const char *v = getenv("COHORT_SHM_ARENA");
+    int arenas, named;
+
+    mappings(&arenas, &named);
+    if (v != NULL && strcmp(v, "off") == 0) {
+        CHECK(arenas == 0 && named == 1);
+    } else if (arenas == 0) {
+        fprintf(stderr, "rank %d: NOTE: no arena here (no pidfd_getfd, or kernel.yama."
+                        "ptrace_scope above 0): the segments are files of /dev/shm\n",
+                me);
+        CHECK(named == 1);
+    } else {
+        CHECK(named == 0 && arenas == (me == 0 ? 1 : 2));
+    }
+}
+
+/* K groups of two, one after the other, each used once on its segment and freed. */
+static void reuse(cohort_context_t *ctx, long k)
+{
+    int me = cohort_world_rank(ctx), n = cohort_world_size(ctx);
+    int pair[2] = {me - me % 2, me - me % 2 + 1};
+    uint64_t before = sent(ctx);
+
+    if (pair[1] >= n) {
+        return; /* alone */
+    }
+    for (long i = 0; i < k; i++) {
+        cohort_group_t *g;
+        int v = me + 1, sum = 0;
+        CHECK_OK(cohort_group_create(ctx, "pair", pair, 2, &g));
+        CHECK_OK(cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM));
+        CHECK(sum == pair[0] + pair[1] + 2);
+        CHECK_OK(cohort_group_free(g));
+    }
+    CHECK(sent(ctx) == before);
+}
+
 static int one_configuration(void)
 {
     cohort_context_t *ctx = test_init();
@@ -192,8 +258,16 @@ static int one_configuration(void)
         test_finish(ctx, "shm");
         return 0;
     }
+    if (getenv("SHM_REUSE") != NULL) {
+        reuse(ctx, strtol(getenv("SHM_REUSE"), NULL, 10));
+        test_finish(ctx, "shm");
+        return 0;
+    }
     /* The first call makes the segment (two rounds of messages); none after. */
     round_of_all(w, 0);
+    if (!off) {
+        check_where(me);
+    }
     before = sent(ctx);
     for (int c = 1; c < CALLS; c++) {
         round_of_all(w, c);

@@ -105,20 +105,24 @@ START_TEST(test_card)
     const void *back = NULL;
     size_t len = 0;
     int32_t pid = 0;
-    uint8_t *card = cohort_card_make(4242, addr, sizeof(addr), &len);
+    cohort_arena_ref_t arena = {.fd = 17, .token = 0x1122334455667788ull}, got = {0};
+    uint8_t *card = cohort_card_make(4242, &arena, addr, sizeof(addr), &len);
 
     ck_assert_ptr_nonnull(card);
     ck_assert_uint_eq(len, COHORT_CARD_HDR + sizeof(addr));
-    ck_assert_int_eq(cohort_card_read(card, len, &pid, &back), COHORT_OK);
+    ck_assert_int_eq(cohort_card_read(card, len, &pid, &got, &back), COHORT_OK);
     ck_assert_int_eq(pid, 4242);
+    ck_assert_int_eq(got.fd, 17);
+    ck_assert_uint_eq(got.token, 0x1122334455667788ull);
     ck_assert_mem_eq(back, addr, sizeof(addr));
     pid = 7;
-    ck_assert_int_eq(cohort_card_read(addr, sizeof(addr), &pid, &back), COHORT_ERR_MISMATCH);
-    ck_assert_int_eq(cohort_card_read(card, COHORT_CARD_HDR, &pid, &back), COHORT_ERR_MISMATCH);
+    ck_assert_int_eq(cohort_card_read(addr, sizeof(addr), &pid, &got, &back), COHORT_ERR_MISMATCH);
+    ck_assert_int_eq(cohort_card_read(card, COHORT_CARD_HDR, &pid, &got, &back),
+                     COHORT_ERR_MISMATCH);
     ck_assert_int_eq(pid, 7); /* untouched when refused */
     free(card);
-    card = cohort_card_make(0, addr, sizeof(addr), &len);
-    ck_assert_int_eq(cohort_card_read(card, len, &pid, &back), COHORT_ERR_MISMATCH);
+    card = cohort_card_make(0, &arena, addr, sizeof(addr), &len);
+    ck_assert_int_eq(cohort_card_read(card, len, &pid, &got, &back), COHORT_ERR_MISMATCH);
     free(card);
 }
 END_TEST

@@ -1,0 +1,355 @@
+/* A process's shared arena (arena.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "mem/arena.h"
+
+#define ARENA_MAGIC 0xc0a7e9a5u
+/* Address space, not memory: the file is sparse, a page costs only once written. A block is a
+ * group's segment, about 130 KiB per member (coll/shm_seg.h), so this holds some thousands of
+ * live groups of 2 and a few hundred of 32. */
+#define ARENA_BYTES ((size_t)1 << 30)
+#define ARENA_PAGE  4096u
+/* Directory entries: open addressing on the id, a tombstone where a block was retired. */
+#define ARENA_DIR  2048u
+#define ARENA_TOMB UINT64_MAX
+
+typedef struct {
+    uint64_t id; /* written last (release), read first (acquire); 0 never used, TOMB retired */
+    uint32_t page;
+    uint32_t pages;
+} arena_entry_t;
+
+/* The arena's first pages, read by every process that maps it. */
+typedef struct {
+    uint32_t magic;
+    int32_t pid;
+    uint64_t token;
+    uint64_t bytes;
+    uint8_t pad[40];
+    arena_entry_t dir[ARENA_DIR];
+} arena_head_t;
+
+#define ARENA_FIRST_PAGE ((uint32_t)((sizeof(arena_head_t) + ARENA_PAGE - 1) / ARENA_PAGE))
+
+/* The owner's own record of a block (not shared). */
+typedef struct {
+    uint32_t page, pages;
+    int live;     /* taken and not retired */
+    uint32_t dir; /* its entry, once published (else ARENA_DIR) */
+} arena_block_t;
+
+struct cohort_arena {
+    int fd;
+    arena_head_t *head;
+    uint32_t next_page; /* never taken from here on */
+    uint32_t nblocks, cap;
+    uint32_t live; /* blocks taken and not retired: at most half the directory, so that a
+                    * lookup's probe stays short and every published block has an entry */
+    arena_block_t *blocks;
+};
+
+struct cohort_arena_view {
+    const arena_head_t *head;
+    size_t bytes;
+};
+
+/* Whether a process on this node may take our descriptor: pidfd_getfd (Linux 5.6) asked of
+ * this process, and Yama's scope, which above 0 lets only a parent take from its children. */
+static int arena_takable(char *why, size_t whylen)
+{
+    int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0), fd = -1, scope = 0;
+    FILE *f;
+
+    if (pfd >= 0) {
+        fd = (int)syscall(SYS_pidfd_getfd, pfd, pfd, 0);
+        close(pfd);
+    }
+    if (fd < 0) {
+        snprintf(why, whylen, "pidfd_getfd: %s", strerror(errno));
+        return 0;
+    }
+    close(fd);
+    f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%d", &scope) != 1) {
+            scope = 0;
+        }
+        fclose(f);
+    }
+    if (scope > 0) {
+        snprintf(why, whylen, "kernel.yama.ptrace_scope is %d", scope);
+        return 0;
+    }
+    return 1;
+}
+
+static uint64_t arena_token(void)
+{
+    uint64_t t = 0;
+
+    if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t)) {
+        t = (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)&t ^ (uint64_t)time(NULL);
+    }
+    return t != 0 ? t : 1;
+}
+
+void cohort_arena_open(cohort_arena_t **a_p, cohort_arena_ref_t *ref, char *why, size_t whylen)
+{
+    cohort_arena_t *a;
+    void *m;
+
+    *a_p = NULL;
+    ref->fd = -1;
+    ref->reserved = 0;
+    ref->token = 0;
+    if (!arena_takable(why, whylen)) {
+        return;
+    }
+    a = calloc(1, sizeof(*a));
+    if (a == NULL) {
+        snprintf(why, whylen, "out of memory");
+        return;
+    }
+    a->fd = memfd_create("cohort-arena", MFD_CLOEXEC);
+    if (a->fd < 0 || ftruncate(a->fd, (off_t)ARENA_BYTES) != 0) {
+        snprintf(why, whylen, "%s: %s", a->fd < 0 ? "memfd_create" : "ftruncate", strerror(errno));
+        goto err;
+    }
+    m = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+    if (m == MAP_FAILED) {
+        snprintf(why, whylen, "mmap of %zu bytes: %s", ARENA_BYTES, strerror(errno));
+        goto err;
+    }
+    a->head = m;
+    a->head->pid = (int32_t)getpid();
+    a->head->token = arena_token();
+    a->head->bytes = ARENA_BYTES;
+    __atomic_store_n(&a->head->magic, ARENA_MAGIC, __ATOMIC_RELEASE);
+    a->next_page = ARENA_FIRST_PAGE;
+    ref->fd = a->fd;
+    ref->token = a->head->token;
+    *a_p = a;
+    return;
+err:
+    if (a->fd >= 0) {
+        close(a->fd);
+    }
+    free(a);
+}
+
+void cohort_arena_close(cohort_arena_t *a)
+{
+    if (a == NULL) {
+        return;
+    }
+    /* The processes that mapped it keep its memory until they let go. */
+    munmap(a->head, ARENA_BYTES);
+    close(a->fd);
+    free(a->blocks);
+    free(a);
+}
+
+static arena_block_t *arena_block_of(cohort_arena_t *a, const void *blk)
+{
+    uint32_t page = (uint32_t)(((const uint8_t *)blk - (const uint8_t *)a->head) / ARENA_PAGE);
+
+    for (uint32_t i = 0; i < a->nblocks; i++) {
+        if (a->blocks[i].page == page) {
+            return &a->blocks[i];
+        }
+    }
+    return NULL;
+}
+
+static void *arena_at(const cohort_arena_t *a, uint32_t page)
+{
+    return (uint8_t *)a->head + (size_t)page * ARENA_PAGE;
+}
+
+void *cohort_arena_take(cohort_arena_t *a, size_t bytes, int (*reusable)(const void *blk),
+                        int *fresh)
+{
+    uint32_t pages = (uint32_t)((bytes + ARENA_PAGE - 1) / ARENA_PAGE);
+    arena_block_t *b = NULL;
+
+    if (a->live >= ARENA_DIR / 2) {
+        return NULL;
+    }
+
+    /* A retired block of the same size that nobody reads any more; then new pages; then a
+     * larger retired one. */
+    for (int pass = 0; pass < 2 && b == NULL; pass++) {
+        for (uint32_t i = 0; i < a->nblocks && b == NULL; i++) {
+            arena_block_t *r = &a->blocks[i];
+            if (!r->live && (pass == 0 ? r->pages == pages : r->pages > pages) &&
+                reusable(arena_at(a, r->page))) {
+                b = r;
+            }
+        }
+        if (b == NULL && pass == 0 && (size_t)(a->next_page + pages) * ARENA_PAGE <= ARENA_BYTES) {
+            if (a->nblocks == a->cap) {
+                uint32_t cap = a->cap ? 2 * a->cap : 16;
+                arena_block_t *nb = realloc(a->blocks, cap * sizeof(*nb));
+                if (nb == NULL) {
+                    return NULL;
+                }
+                a->blocks = nb;
+                a->cap = cap;
+            }
+            b = &a->blocks[a->nblocks++];
+            b->page = a->next_page;
+            b->pages = pages;
+            a->next_page += pages;
+            *fresh = 1;
+            b->live = 1;
+            b->dir = ARENA_DIR;
+            a->live++;
+            return arena_at(a, b->page);
+        }
+    }
+    if (b == NULL) {
+        return NULL;
+    }
+    *fresh = 0;
+    b->live = 1;
+    b->dir = ARENA_DIR;
+    a->live++;
+    return arena_at(a, b->page);
+}
+
+void cohort_arena_publish(cohort_arena_t *a, void *blk, uint64_t id)
+{
+    arena_block_t *b = arena_block_of(a, blk);
+    uint32_t h = (uint32_t)(id % ARENA_DIR);
+
+    if (b == NULL || id == 0 || id == ARENA_TOMB) {
+        return;
+    }
+    for (uint32_t i = 0; i < ARENA_DIR; i++) {
+        arena_entry_t *e = &a->head->dir[(h + i) % ARENA_DIR];
+        uint64_t cur = __atomic_load_n(&e->id, __ATOMIC_RELAXED);
+        if (cur == 0 || cur == ARENA_TOMB) {
+            e->page = b->page;
+            e->pages = b->pages;
+            __atomic_store_n(&e->id, id, __ATOMIC_RELEASE);
+            b->dir = (h + i) % ARENA_DIR;
+            return;
+        }
+    }
+    /* Not reached: take() keeps live blocks at half the directory. */
+}
+
+void cohort_arena_retire(cohort_arena_t *a, void *blk)
+{
+    arena_block_t *b = arena_block_of(a, blk);
+
+    if (b == NULL || !b->live) {
+        return;
+    }
+    if (b->dir < ARENA_DIR) {
+        __atomic_store_n(&a->head->dir[b->dir].id, ARENA_TOMB, __ATOMIC_RELEASE);
+        b->dir = ARENA_DIR;
+    }
+    b->live = 0;
+    a->live--;
+}
+
+cohort_status_t cohort_arena_view_open(int32_t pid, const cohort_arena_ref_t *ref,
+                                       cohort_arena_view_t **v_p, char *why, size_t whylen)
+{
+    cohort_arena_view_t *v;
+    const arena_head_t *h;
+    struct stat st;
+    int pfd, fd;
+    void *m;
+
+    *v_p = NULL;
+    if (ref->fd < 0 || pid <= 0) {
+        snprintf(why, whylen, "its card names no arena");
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (pfd < 0) {
+        snprintf(why, whylen, "pidfd_open(%d): %s", (int)pid, strerror(errno));
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    fd = (int)syscall(SYS_pidfd_getfd, pfd, ref->fd, 0);
+    close(pfd);
+    if (fd < 0) {
+        snprintf(why, whylen, "pidfd_getfd(%d, %d): %s", (int)pid, (int)ref->fd, strerror(errno));
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    /* Before a byte is read: a plain file of ours, at least as large as an arena's head. */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (size_t)st.st_size < sizeof(arena_head_t)) {
+        close(fd);
+        snprintf(why, whylen, "descriptor %d of process %d is not an arena", (int)ref->fd,
+                 (int)pid);
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        snprintf(why, whylen, "mmap: %s", strerror(errno));
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    h = m;
+    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != ARENA_MAGIC || h->pid != pid ||
+        h->token != ref->token || h->bytes != (uint64_t)st.st_size) {
+        munmap(m, (size_t)st.st_size);
+        snprintf(why, whylen, "descriptor %d of process %d is not the arena its card names",
+                 (int)ref->fd, (int)pid);
+        return COHORT_ERR_UNSUPPORTED;
+    }
+    v = malloc(sizeof(*v));
+    if (v == NULL) {
+        munmap(m, (size_t)st.st_size);
+        snprintf(why, whylen, "out of memory");
+        return COHORT_ERR_NO_MEMORY;
+    }
+    v->head = h;
+    v->bytes = (size_t)st.st_size;
+    *v_p = v;
+    return COHORT_OK;
+}
+
+void *cohort_arena_view_find(const cohort_arena_view_t *v, uint64_t id, size_t *bytes)
+{
+    uint32_t h = (uint32_t)(id % ARENA_DIR);
+
+    for (uint32_t i = 0; i < ARENA_DIR; i++) {
+        const arena_entry_t *e = &v->head->dir[(h + i) % ARENA_DIR];
+        uint64_t cur = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
+        if (cur == 0) {
+            return NULL;
+        }
+        if (cur == id) {
+            uint32_t page = e->page, pages = e->pages;
+            /* The owner's word for where it is, checked against what we mapped. */
+            if (page < ARENA_FIRST_PAGE || (size_t)(page + pages) * ARENA_PAGE > v->bytes) {
+                return NULL;
+            }
+            *bytes = (size_t)pages * ARENA_PAGE;
+            return (uint8_t *)v->head + (size_t)page * ARENA_PAGE;
+        }
+    }
+    return NULL;
+}
+
+void cohort_arena_view_close(cohort_arena_view_t *v)
+{
+    if (v != NULL) {
+        munmap((void *)v->head, v->bytes);
+        free(v);
+    }
+}

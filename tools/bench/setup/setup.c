@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #ifdef BENCH_WITH_MPI
 #include <mpi.h>
 #endif
@@ -45,8 +46,13 @@ enum {
     M_CL_FIRST,
     M_MO_CREATE, /* MPI members only: MPI_Comm_create_group for own groups, us */
     M_MO_FIRST,
+    /* CPU time of this rank's process (every thread) over create + first allreduces, us: on an
+     * oversubscribed node the others wait for this, whoever runs it. */
+    M_CPU,
+    M_CL_CPU,
+    M_MO_CPU,
     /* Per kind k of the spec (index + k), what its group's first allreduce cost this rank: */
-    M_K_SIZE = M_MO_FIRST + 1,              /* the group's size (0: not a member) */
+    M_K_SIZE = M_MO_CPU + 1,                /* the group's size (0: not a member) */
     M_K_EPS = M_K_SIZE + SETUP_MAX_KINDS,   /* endpoints it added */
     M_K_MSGS = M_K_EPS + SETUP_MAX_KINDS,   /* messages it sent */
     M_K_AGAIN = M_K_MSGS + SETUP_MAX_KINDS, /* messages a second allreduce sent (0: the group
@@ -69,6 +75,15 @@ typedef struct {
 static double setup_now_us(void)
 {
     return bench_now() * 1e6;
+}
+
+/* This process's CPU time so far (all its threads), us. */
+static double setup_cpu_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 static void setup_usage(FILE *f)
@@ -179,11 +194,12 @@ static int setup_cohort(setup_t *s, double *m)
     cohort_layout_t *layout = NULL;
     cohort_stats_t before, after, kb, ka;
     cohort_status_t st;
-    double t0, t1, t2, tk;
+    double t0, t1, t2, tk, c0;
     int ngroups = 0;
 
     bench_run_sync(&s->run);
     cohort_stats(s->run.ctx, &before);
+    c0 = setup_cpu_us();
     t0 = setup_now_us();
     st = cohort_layout_create(s->run.ctx, s->spec_text, &layout);
     t1 = setup_now_us();
@@ -227,6 +243,7 @@ static int setup_cohort(setup_t *s, double *m)
         }
     }
     t2 = setup_now_us();
+    m[M_CPU] = setup_cpu_us() - c0;
     cohort_stats(s->run.ctx, &after);
     m[M_CREATE] = t1 - t0;
     m[M_FIRST] = t2 - t1;
@@ -315,7 +332,7 @@ static void setup_mpi(setup_t *s, double *m)
     MPI_Comm own[SETUP_MAX_KINDS];
     MPI_Group world_group, g;
     int *members = malloc((size_t)s->run.n * sizeof(int)), nkinds = 0;
-    double t0;
+    double t0, c0;
 
     if (members == NULL) {
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -330,6 +347,7 @@ static void setup_mpi(setup_t *s, double *m)
         own[k] = MPI_COMM_NULL;
     }
     bench_run_sync(&s->run);
+    c0 = setup_cpu_us();
     t0 = setup_now_us();
     for (int k = 0; k < nkinds; k++) {
         int ng = cohort_layout_ngroups(s->spec, cohort_layout_spec_kind_name(s->spec, k));
@@ -347,11 +365,13 @@ static void setup_mpi(setup_t *s, double *m)
     }
     m[M_CL_CREATE] = setup_now_us() - t0;
     m[M_CL_FIRST] = setup_mpi_first(s, own, nkinds);
+    m[M_CL_CPU] = setup_cpu_us() - c0;
     setup_mpi_check(s, own, nkinds, members);
     setup_mpi_free(own, nkinds);
 
     /* Members only: each rank creates its own groups, a tag per kind. */
     bench_run_sync(&s->run);
+    c0 = setup_cpu_us();
     t0 = setup_now_us();
     for (int k = 0; k < nkinds; k++) {
         int n = cohort_tools_rank_group(s->spec, cohort_layout_spec_kind_name(s->spec, k),
@@ -366,6 +386,7 @@ static void setup_mpi(setup_t *s, double *m)
     }
     m[M_MO_CREATE] = setup_now_us() - t0;
     m[M_MO_FIRST] = setup_mpi_first(s, own, nkinds);
+    m[M_MO_CPU] = setup_cpu_us() - c0;
     setup_mpi_check(s, own, nkinds, members);
     setup_mpi_free(own, nkinds);
     MPI_Group_free(&world_group);
@@ -414,6 +435,7 @@ static void setup_table(const setup_t *s, const char *title, const double *m, in
     setup_row("first allreduce in each group (us)", m[M_FIRST], m[M_CL_FIRST], m[M_MO_FIRST], mpi);
     setup_row("create + first allreduce (us)", m[M_CREATE] + m[M_FIRST],
               m[M_CL_CREATE] + m[M_CL_FIRST], m[M_MO_CREATE] + m[M_MO_FIRST], mpi);
+    setup_row("CPU in create + first (us, all threads)", m[M_CPU], m[M_CL_CPU], m[M_MO_CPU], mpi);
     setup_row("us per group created", m[M_CREATE] / m[M_GROUPS],
               m[M_CL_CREATE] / (double)s->total_groups, m[M_MO_CREATE] / m[M_GROUPS], mpi);
     if (mpi) {
@@ -484,19 +506,20 @@ static void setup_report(const setup_t *s, const char *plugin)
     printf("cohort_layout_create: %.0f messages sent, %.0f endpoints wired (both must be 0)\n",
            m[M_CREATE_MSGS], m[M_CREATE_EPS]);
     setup_kinds(s, m);
-    printf(
-        "setup: plugin=%s world=%d groups=%.0f classic_groups=%lld create_us=%.1f "
-        "first_us=%.1f endpoints=%.0f lookups=%.0f wire_us=%.1f create_msgs=%.0f create_eps=%.0f",
-        plugin, s->run.n, m[M_GROUPS], s->total_groups, m[M_CREATE], m[M_FIRST], m[M_ENDPOINTS],
-        m[M_LOOKUPS], m[M_WIRE], m[M_CREATE_MSGS], m[M_CREATE_EPS]);
+    printf("setup: plugin=%s world=%d groups=%.0f classic_groups=%lld create_us=%.1f "
+           "first_us=%.1f cpu_us=%.1f endpoints=%.0f lookups=%.0f wire_us=%.1f create_msgs=%.0f "
+           "create_eps=%.0f",
+           plugin, s->run.n, m[M_GROUPS], s->total_groups, m[M_CREATE], m[M_FIRST], m[M_CPU],
+           m[M_ENDPOINTS], m[M_LOOKUPS], m[M_WIRE], m[M_CREATE_MSGS], m[M_CREATE_EPS]);
     printf(" wire_retry_us=%.1f wire_server_us=%.1f wire_poll_us=%.1f wire_card_us=%.1f "
            "wire_ep_us=%.1f wire_first_send_us=%.1f wire_tries=%.0f",
            m[M_W_RETRY], m[M_W_SERVER], m[M_W_POLL], m[M_W_CARD], m[M_W_EP], m[M_W_FIRST],
            m[M_W_TRIES]);
     if (s->run.mpi) {
         printf(" mpi_classic_create_us=%.1f mpi_classic_first_us=%.1f mpi_members_create_us=%.1f "
-               "mpi_members_first_us=%.1f",
-               m[M_CL_CREATE], m[M_CL_FIRST], m[M_MO_CREATE], m[M_MO_FIRST]);
+               "mpi_members_first_us=%.1f mpi_classic_cpu_us=%.1f mpi_members_cpu_us=%.1f",
+               m[M_CL_CREATE], m[M_CL_FIRST], m[M_MO_CREATE], m[M_MO_FIRST], m[M_CL_CPU],
+               m[M_MO_CPU]);
     }
     printf("\n");
 }

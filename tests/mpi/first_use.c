@@ -4,8 +4,10 @@
 /* run: 8 COHORT_WATCH_S=0 COHORT_ALGO_ALLREDUCE=direct */
 /* run: 8 COHORT_WATCH_S=0 COHORT_ALGO_ALLREDUCE=ring */
 /* run: 4 FIRST_CASE=race */
+/* run: 4 COHORT_SHM_ARENA=off FIRST_CASE=race */
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=3 */
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=0 */
+/* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_ARENA=off FIRST_CASE=death DEATH_RANK=0 */
 /* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=3 */
 /* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=0 */
 /* run: 4 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=2 FIRST_CASE=defer */
@@ -33,11 +35,14 @@
  * FIRST_CASE=race: two groups with the same members and tag, created back to back (different
  * ids), run their first allreduces posted together and waited in reverse order, three times:
  * their segments' setups race and must not mix. Afterwards nothing of theirs is in /dev/shm.
+ * Both in group rank 0's arena (the default: two blocks, found by id) and as files of /dev/shm
+ * (COHORT_SHM_ARENA=off, the way where the kernel lets no process take another's descriptor).
  *
  * FIRST_CASE=death: the world runs a barrier by messages (the group's first collective, its
  * agreement done), then DEATH_RANK dies (SIGKILL) instead of the first allreduce, which sets up
- * the segment: rank 3 dies before it attaches (the name exists, the others attached and wait
- * for it), rank 0 before it makes it (the others poll for the name). The others get
+ * the segment: rank 3 dies before it attaches (the segment exists, the others attached and wait
+ * for it), rank 0 before it makes it (the others look for it in rank 0's arena, or poll for its
+ * name under COHORT_SHM_ARENA=off). The others get
  * COHORT_ERR_PEER_FAILED (found by watching the members their setup waits on: some hold no
  * endpoint to the dead rank) and no name of the group is left in /dev/shm. Under
  * COHORT_SHM_DEFER=1 the allreduce runs on messages while rank 0 makes the segment beside it and

@@ -3,7 +3,6 @@
 #include <time.h>
 #include "core/comm.h"
 #include "core/am.h"
-#include "proto/proto.h"
 #include "core/endpoint.h"
 #include "core/guard.h"
 #include "core/notify.h"
@@ -35,7 +34,7 @@ int cohort_progress(cohort_context_t *ctx)
         n += cohort_comm_progress(ctx);
     }
     n += cohort_notify_progress(ctx);
-    n += cohort_proto_progress(ctx);
+    n += ctx->proto_ops->progress(ctx); /* the protocols' own queues (core/proto_ops.h) */
     if (!cohort_list_empty(&ctx->copying)) {
         n += cohort_xfer_stage_progress(ctx);
     }

@@ -17,7 +17,6 @@
 #include "core/am.h"
 #include "mem/gpu.h"
 #include "core/log.h"
-#include "proto/proto.h"
 
 /* The transfer waits in ctx->copying for its copy (x->link is free: a send is not queued
  * anywhere else yet, a receive has left matching). */
@@ -64,7 +63,7 @@ cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
     if (ctx->ucx_mem_cuda) {
         return COHORT_OK;
     }
-    if (cohort_proto_claim(x)) {
+    if (ctx->proto_ops->claim(x)) {
         return COHORT_OK; /* a protocol carries it as it is (CUDA IPC: the peer copies it out) */
     }
     return cohort_xfer_bounce(x, 1);

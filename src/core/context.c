@@ -129,10 +129,11 @@ static const char *cohort_proto_ops_missing(const cohort_proto_ops_t *proto)
         int present;
     } verbs[] = {
         {"init", proto->init != NULL},         {"cleanup", proto->cleanup != NULL},
-        {"claim", proto->claim != NULL},       {"start", proto->start != NULL},
+        {"stage", proto->stage != NULL},       {"start", proto->start != NULL},
         {"progress", proto->progress != NULL}, {"sent", proto->sent != NULL},
         {"cancel", proto->cancel != NULL},     {"finish", proto->finish != NULL},
-        {"payload", proto->payload != NULL},
+        {"payload", proto->payload != NULL},   {"drain", proto->drain != NULL},
+        {"unstage", proto->unstage != NULL},
     };
 
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {

@@ -113,7 +113,7 @@ struct cohort_context {
     cohort_poison_t poisoned; /* ids whose messages are dropped on arrival (poison.h) */
     cohort_list_t ready;      /* requests a completion woke, to progress */
     cohort_list_t polling;    /* requests waiting on memory, progressed once a pass */
-    cohort_list_t copying;    /* transfers waiting on their staging copy (xfer_stage.c) */
+    cohort_list_t copying;    /* transfers waiting on their staging copy (proto/xfer_stage.c) */
     cohort_list_t notices;    /* revocations to tell members about (notify.c) */
     const cohort_proto_ops_t *proto_ops; /* the protocol layer api composed in (proto_ops.h) */
     void *protos;             /* the protocols' own state (proto/proto.c), opaque here */
@@ -148,7 +148,7 @@ struct cohort_context {
     uint64_t stat_ipc_opens;   /* peers' allocations mapped through CUDA IPC (cohort_ipc_map) */
     uint64_t stat_ipc_reuses;  /* mappings the IPC cache already held */
     uint64_t stat_stage_calls; /* collectives staged whole (coll/stage.c) */
-    uint64_t stat_stage_xfers; /* transfers staged one by one (core/xfer_stage.c) */
+    uint64_t stat_stage_xfers; /* transfers staged one by one (proto/xfer_stage.c) */
     uint64_t stat_ipc_calls;   /* collectives run through CUDA IPC (coll/cuda_ipc.c) */
     uint64_t stat_ipc_votes;   /* votes held on it (COHORT_CUDA_IPC=auto) */
     int in_progress;           /* guards against re-entering progress from a callback */

@@ -28,9 +28,12 @@ typedef struct cohort_proto_ops {
     /* At destruction, after the UCX worker is gone (nothing completes into a transfer then);
      * also after a failed creation that got past init. */
     void (*cleanup)(cohort_context_t *ctx);
-    /* At post of a send of device memory UCX cannot take: 1 when a protocol carries it as it is
-     * (the engine does not stage it). */
-    int (*claim)(cohort_xfer_t *x);
+    /* At post of a transfer of a request that may carry device memory (req->device): where its
+     * buffer lives, and whether a protocol carries device memory UCX cannot take as it is or it
+     * goes through a page-locked bounce (x->stage; a send's copy into it runs while
+     * x->stage_copy is set, and the engine waits for it: cohort_xfer_copy_wait). @return
+     * COHORT_OK, or COHORT_ERR_NO_MEMORY / COHORT_ERR_CUDA (logged) with nothing kept. */
+    cohort_status_t (*stage)(cohort_xfer_t *x);
     /* Send @a x to @a peer, now wired: the protocol's, or finished (cohort_xfer_finish). */
     void (*start)(cohort_xfer_t *x, cohort_peer_t *peer);
     /* Once per progress pass: what the protocols queued themselves. @return how many moved. */
@@ -45,6 +48,13 @@ typedef struct cohort_proto_ops {
     void (*finish)(cohort_xfer_t *x);
     /* What UCX reads for send @a x while it is in flight (*len bytes): x->buf, or a descriptor. */
     const void *(*payload)(const cohort_xfer_t *x, size_t *len);
+    /* At finish of a transfer that holds a bounce (x->stage): a receive that succeeded starts
+     * its copy to the device, @return 1 when the transfer waits for it (it is finished again
+     * then); 0 to finish now, *status an error if the copy could not start. */
+    int (*drain)(cohort_xfer_t *x, cohort_status_t *status);
+    /* Likewise: the bounce goes back once UCX lets go of it (a copy still running is waited
+     * for first: a cancel). @return the status to finish with. */
+    cohort_status_t (*unstage)(cohort_xfer_t *x, cohort_status_t status);
 } cohort_proto_ops_t;
 
 #endif

@@ -37,11 +37,43 @@ int cohort_xfer_ucx_started(cohort_xfer_t *x, void *r)
     return 1;
 }
 
+/* Device data goes through a page-locked bounce where it must (staging, the protocol layer's
+ * step, core/proto_ops.h); a request that may carry none, or a transfer that holds no bounce,
+ * never calls it. */
+static cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
+{
+    return x->req->device ? x->req->ctx->proto_ops->stage(x) : COHORT_OK;
+}
+
+static cohort_status_t cohort_xfer_unstage(cohort_xfer_t *x, cohort_status_t status)
+{
+    return x->stage != NULL ? x->req->ctx->proto_ops->unstage(x, status) : status;
+}
+
+void cohort_xfer_copy_wait(cohort_xfer_t *x)
+{
+    x->waiting = 1;
+    cohort_list_push(&x->req->ctx->copying, &x->link);
+}
+
+cohort_status_t cohort_xfer_fill(cohort_context_t *ctx, cohort_xfer_t *x, const void *data,
+                                 size_t len)
+{
+    if (len == 0) {
+        return COHORT_OK;
+    }
+    if (x->mem_type == COHORT_MEM_CUDA) {
+        return cohort_gpu_copy(ctx, x->buf, data, len);
+    }
+    memcpy(x->buf, data, len);
+    return COHORT_OK;
+}
+
 void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
 {
     cohort_request_t *req = x->req;
 
-    if (!x->done && cohort_xfer_drain(x, &status)) {
+    if (x->stage != NULL && !x->done && req->ctx->proto_ops->drain(x, &status)) {
         return; /* finished again once its data is on the device */
     }
     if (x->ucx_req == NULL) {
@@ -248,7 +280,9 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     hdr.flags = 0;
     cohort_am_hdr_encode(&hdr, x->hdr);
     cohort_list_push(&req->xfers, &x->req_link);
-    if (!cohort_xfer_stage_pending(x)) {
+    if (x->stage_copy != 0) {
+        cohort_xfer_copy_wait(x); /* the data is on its way into the bounce */
+    } else {
         cohort_xfer_post_send(x);
     }
     return COHORT_OK;

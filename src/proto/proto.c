@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "proto/proto.h"
 #include "proto/protos.h"
+#include "proto/xfer_stage.h"
 
 static const cohort_proto_t *const cohort_protos[] = {
     &cohort_proto_cuda_ipc,
@@ -107,7 +108,7 @@ void *cohort_proto_ctx(const cohort_context_t *ctx, const cohort_proto_t *row)
     return NULL;
 }
 
-static int cohort_proto_claim(cohort_xfer_t *x)
+int cohort_proto_claim(cohort_xfer_t *x)
 {
     for (size_t i = 0; i < COHORT_NPROTOS; i++) {
         if (cohort_protos[i]->claim != NULL && cohort_protos[i]->claim(x)) {
@@ -182,7 +183,8 @@ static int cohort_proto_progress(cohort_context_t *ctx)
             n += cohort_protos[i]->progress(ctx);
         }
     }
-    return n;
+    /* then the staging copies that are over: their sends go to a row, receives finish */
+    return n + cohort_xfer_stage_progress(ctx);
 }
 
 static int cohort_proto_sent(cohort_xfer_t *x)
@@ -227,11 +229,13 @@ const cohort_proto_ops_t cohort_proto_layer = {
     .name = "protocols",
     .init = cohort_proto_init,
     .cleanup = cohort_proto_cleanup,
-    .claim = cohort_proto_claim,
+    .stage = cohort_xfer_stage_post,
     .start = cohort_proto_start,
     .progress = cohort_proto_progress,
     .sent = cohort_proto_sent,
     .cancel = cohort_proto_cancel,
     .finish = cohort_proto_finish,
     .payload = cohort_proto_payload,
+    .drain = cohort_xfer_stage_drain,
+    .unstage = cohort_xfer_stage_release,
 };

@@ -10,10 +10,10 @@
  * failures and control messages through the handlers the engine registers
  * (cohort_peer_observe, cohort_am_kind_set).
  *
- * Staging (core/xfer_stage.c) is not a row: it changes where a transfer's bytes are (a
- * page-locked bounce instead of the device buffer) and any protocol then carries the bounce,
- * the peer's single copy out of it included. A protocol that can carry device memory as it is
- * claims the transfer at post (claim), before the engine stages it.
+ * Staging (xfer_stage.c) is not a row but this layer's own step around them: it changes where a
+ * transfer's bytes are (a page-locked bounce instead of the device buffer) and any protocol
+ * then carries the bounce, the peer's single copy out of it included. A protocol that can carry
+ * device memory as it is claims the transfer at post (claim), before staging would.
  */
 #ifndef COHORT_PROTO_H
 #define COHORT_PROTO_H
@@ -84,14 +84,17 @@ typedef struct cohort_proto {
  * - init: every row's state and init, and one peer observer for their aborts
  *   (COHORT_ERR_NO_MEMORY with nothing kept, or COHORT_OK); cleanup: every row's cleanup,
  *   then their state freed (after a failed init, nothing);
- * - claim: at post of a device send UCX cannot take, whether a row carries it unstaged;
+ * - stage, drain, unstage: staging (xfer_stage.h), which asks the rows' claim first;
  * - start: send @a x to wired @a peer through the first row that selects it; none does
  *   (device data neither claimed nor staged): finished with COHORT_ERR_CUDA. The choice for a
  *   plain send is cached per (peer, memory type, size class: below or from COHORT_CMA_MIN),
  *   and said in a debug line (COHORT_LOG=debug) when it is made;
- * - progress: every row's; sent, cancel, finish, payload: the hooks of @a x's row (no row:
- *   the plain answer). */
+ * - progress: every row's, then staging's; sent, cancel, finish, payload: the hooks of @a x's
+ *   row (no row: the plain answer). */
 extern const cohort_proto_ops_t cohort_proto_layer;
+/* At post of a device send UCX cannot take (xfer_stage.c): whether a row claims it, to carry it
+ * unstaged. */
+int cohort_proto_claim(cohort_xfer_t *x);
 /* The per-context state of row @a row (its ctx_size bytes), NULL when it keeps none. */
 void *cohort_proto_ctx(const cohort_context_t *ctx, const cohort_proto_t *row);
 /* What a row's select goes by changed (a peer or the kernel refused single copy): every cached

@@ -60,8 +60,8 @@ END_TEST
 /* Each verb in turn taken out of proto.c's layer: refused, naming it. */
 START_TEST(test_verb_missing)
 {
-    static const char *const verbs[] = {"init", "cleanup", "claim",  "start",  "progress",
-                                        "sent", "cancel",  "finish", "payload"};
+    static const char *const verbs[] = {"init",   "cleanup", "stage",   "start", "progress", "sent",
+                                        "cancel", "finish",  "payload", "drain", "unstage"};
     cohort_proto_ops_t ops = cohort_proto_layer;
     cohort_context_t *ctx = NULL;
     cohort_status_t st;
@@ -76,7 +76,7 @@ START_TEST(test_verb_missing)
         ops.cleanup = NULL;
         break;
     case 2:
-        ops.claim = NULL;
+        ops.stage = NULL;
         break;
     case 3:
         ops.start = NULL;
@@ -93,8 +93,14 @@ START_TEST(test_verb_missing)
     case 7:
         ops.finish = NULL;
         break;
-    default:
+    case 8:
         ops.payload = NULL;
+        break;
+    case 9:
+        ops.drain = NULL;
+        break;
+    default:
+        ops.unstage = NULL;
         break;
     }
     catch_stderr();
@@ -184,7 +190,7 @@ static Suite *context_suite(void)
 
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_no_layer);
-    tcase_add_loop_test(tc, test_verb_missing, 0, 9);
+    tcase_add_loop_test(tc, test_verb_missing, 0, 11);
     tcase_add_test(tc, test_layer_composed);
     suite_add_tcase(s, tc);
     return s;

@@ -1,5 +1,6 @@
 /* cohort_init / cohort_finalize: the one place that composes the layers — the engine, the
- * collective layer's configuration, the world group, layouts. */
+ * protocol layer it moves bytes with, the collective layer's configuration, the world group,
+ * layouts. */
 #include "coll/coll.h"
 #include "core/context.h"
 #include "core/exchange_user.h"
@@ -7,6 +8,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "group/group.h"
+#include "proto/proto.h"
 
 void cohort_layout_free_all(cohort_context_t *ctx);
 
@@ -21,8 +23,9 @@ static cohort_status_t cohort_init_with(const cohort_exchange_t *ex, cohort_cont
         cohort_error(NULL, "%s: ctx is NULL", what);
         return COHORT_ERR_INVALID_ARG;
     }
-    /* The collective layer's settings are read before anything connects. */
-    status = cohort_context_create(&ctx, cohort_coll_config, ex);
+    /* The collective layer's settings are read before anything connects; the engine moves
+     * bytes only through the protocol layer it is handed here (core/proto_ops.h). */
+    status = cohort_context_create(&ctx, cohort_coll_config, &cohort_proto_layer, ex);
     if (status != COHORT_OK) {
         return status;
     }

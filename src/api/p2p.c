@@ -39,7 +39,7 @@ static const cohort_request_ops_t cohort_p2p_ops = {
 };
 
 /* A request for one transfer. Its buffer may be device memory: the transfer layer looks, and
- * stages it where UCX takes none (core/xfer_stage.c). */
+ * stages it where UCX takes none (proto/xfer_stage.c). */
 static cohort_status_t cohort_p2p_alloc(cohort_group_t *g, cohort_request_t **req_p)
 {
     cohort_request_t *req = cohort_request_alloc(g->comm, &cohort_p2p_ops, 0);

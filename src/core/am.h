@@ -55,30 +55,16 @@ void cohort_xfer_mismatch(cohort_xfer_t *x);
 void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x);
 /* The transfer is over with @a status (the first one sticks); wakes its request. */
 void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status);
-/* Device memory (xfer_stage.c): a transfer of a request that may carry it is looked at when
- * posted, and staged through a page-locked bounce where UCX takes no CUDA memory (a send's
- * copy into it starts now). COHORT_ERR_NO_MEMORY or COHORT_ERR_CUDA (logged). */
-cohort_status_t cohort_xfer_stage(cohort_xfer_t *x);
-/* A device send offered through CUDA IPC that must go as data after all (the peer cannot
- * map it): staged now, synchronously (a rare path). */
-cohort_status_t cohort_xfer_stage_now(cohort_xfer_t *x);
-/* A send whose staging copy is still running waits for it in ctx->copying: @return 1. */
-int cohort_xfer_stage_pending(cohort_xfer_t *x);
-/* At finish, a staged receive that succeeded: its copy to the device is started, and @return 1
- * when the transfer must wait for it (finished again then); 0 to finish now, with *status an
- * error if the copy could not start. */
-int cohort_xfer_drain(cohort_xfer_t *x, cohort_status_t *status);
-/* Progress: the staging copies that are over move their transfers on. @return how many. */
-int cohort_xfer_stage_progress(cohort_context_t *ctx);
+/* A transfer whose staging copy runs (x->stage_copy, the protocol layer's staging step) waits
+ * for it in ctx->copying (x->link is free then: a send is not queued anywhere else yet, a
+ * receive has left matching); that step's progress moves it on. */
+void cohort_xfer_copy_wait(cohort_xfer_t *x);
 /* A send ready to go (its data in place): to its peer, or to wait for its communicator. */
 void cohort_xfer_post_send(cohort_xfer_t *x);
 /* A receive's data, arrived in host memory, into its buffer: a copy, through the module when
  * the buffer is device memory UCX takes (not staged). @return COHORT_OK or COHORT_ERR_CUDA. */
 cohort_status_t cohort_xfer_fill(cohort_context_t *ctx, cohort_xfer_t *x, const void *data,
                                  size_t len);
-/* At finish: the bounce goes back once UCX lets go of it (a staging copy still running is
- * waited for first: a cancel); @return the status to finish with. */
-cohort_status_t cohort_xfer_unstage(cohort_xfer_t *x, cohort_status_t status);
 /* Stop a transfer: a posted receive leaves matching, a waiting send is dropped. UCX operations
  * in flight cannot be stopped here; the request waits for them before its block is reused. */
 void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status);

@@ -7,7 +7,6 @@
 #include <string.h>
 #include "core/am.h"
 #include "core/address_card.h"
-#include "proto/proto.h"
 #include "core/comm.h"
 #include "core/context.h"
 #include "core/endpoint.h"
@@ -124,21 +123,59 @@ static void cohort_context_unregister(cohort_context_t *ctx)
     pthread_mutex_unlock(&cohort_live_lock);
 }
 
+/* The verb @a proto lacks, or NULL when it has them all (the engine calls them unchecked). */
+static const char *cohort_proto_ops_missing(const cohort_proto_ops_t *proto)
+{
+    const struct {
+        const char *verb;
+        int present;
+    } verbs[] = {
+        {"init", proto->init != NULL},         {"cleanup", proto->cleanup != NULL},
+        {"stage", proto->stage != NULL},       {"start", proto->start != NULL},
+        {"progress", proto->progress != NULL}, {"sent", proto->sent != NULL},
+        {"cancel", proto->cancel != NULL},     {"finish", proto->finish != NULL},
+        {"payload", proto->payload != NULL},   {"drain", proto->drain != NULL},
+        {"unstage", proto->unstage != NULL},
+    };
+
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+        if (!verbs[i].present) {
+            return verbs[i].verb;
+        }
+    }
+    return NULL;
+}
+
 cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
                                       cohort_context_configure_t configure,
-                                      const cohort_exchange_t *ex)
+                                      const cohort_proto_ops_t *proto, const cohort_exchange_t *ex)
 {
     cohort_context_t *ctx;
     cohort_pmix_opts_t opts;
     cohort_pmix_job_t job;
     cohort_status_t status;
     char err[512], warn[512];
+    const char *missing;
 
+    /* The composer (src/api) hands the engine its protocol layer; without one no transfer
+     * could move, so this is refused before anything is made, not found at the first send. */
+    if (proto == NULL) {
+        cohort_error(NULL, "cohort_init: the context was given no protocol layer (the api layer "
+                           "composes one in; nothing was made)");
+        return COHORT_ERR_INVALID_ARG;
+    }
+    if ((missing = cohort_proto_ops_missing(proto)) != NULL) {
+        cohort_error(NULL,
+                     "cohort_init: protocol layer '%s' lacks its '%s' verb (nothing was made)",
+                     proto->name != NULL ? proto->name : "(unnamed)", missing);
+        return COHORT_ERR_INVALID_ARG;
+    }
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
     ctx->magic = COHORT_CTX_MAGIC;
+    ctx->proto_ops = proto;
     cohort_guard_init(ctx);
     ctx->log.level = COHORT_LOG_WARN;
     ctx->log.rank = -1;
@@ -209,7 +246,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_xfer_init(ctx);
     cohort_notify_init(ctx);
     cohort_am_init(ctx);
-    status = cohort_proto_init(ctx);
+    status = ctx->proto_ops->init(ctx);
     if (status != COHORT_OK) {
         goto err_plugin;
     }
@@ -255,7 +292,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
 err_ucx:
     cohort_ucx_close(ctx, 0);
 err_protos:
-    cohort_proto_cleanup(ctx);
+    ctx->proto_ops->cleanup(ctx);
 err_plugin:
     /* The error that brought us here is the one to report. */
     (void)ctx->plugin->finalize(ctx->pmix);
@@ -309,7 +346,7 @@ cohort_status_t cohort_context_destroy(cohort_context_t *ctx)
     /* The worker goes first: once it is destroyed UCX can no longer complete into a request. */
     cohort_ucx_close(ctx, stuck > 0);
     cohort_notify_cleanup(ctx);
-    cohort_proto_cleanup(ctx);
+    ctx->proto_ops->cleanup(ctx);
     cohort_request_pool_cleanup(ctx);
     cohort_scratch_cleanup(ctx);
     cohort_gpu_cleanup(ctx);

@@ -12,6 +12,7 @@
 #include "mem/gpu.h"
 #include "base/list.h"
 #include "core/log.h"
+#include "core/proto_ops.h"
 #include "base/map.h"
 #include "base/poison.h"
 #include "mem/scratch.h"
@@ -116,8 +117,9 @@ struct cohort_context {
     cohort_poison_t poisoned; /* ids whose messages are dropped on arrival (poison.h) */
     cohort_list_t ready;      /* requests a completion woke, to progress */
     cohort_list_t polling;    /* requests waiting on memory, progressed once a pass */
-    cohort_list_t copying;    /* transfers waiting on their staging copy (xfer_stage.c) */
+    cohort_list_t copying;    /* transfers waiting on their staging copy (proto/xfer_stage.c) */
     cohort_list_t notices;    /* revocations to tell members about (notify.c) */
+    const cohort_proto_ops_t *proto_ops; /* the protocol layer api composed in (proto_ops.h) */
     void *protos;             /* the protocols' own state (proto/proto.c), opaque here */
     cohort_list_t ctl_inflight;  /* control messages UCX has not completed */
     cohort_list_t ctl_resend;    /* control messages a force-close cancelled, to send again */
@@ -150,7 +152,7 @@ struct cohort_context {
     uint64_t stat_ipc_opens;   /* peers' allocations mapped through CUDA IPC (cohort_ipc_map) */
     uint64_t stat_ipc_reuses;  /* mappings the IPC cache already held */
     uint64_t stat_stage_calls; /* collectives staged whole (coll/stage.c) */
-    uint64_t stat_stage_xfers; /* transfers staged one by one (core/xfer_stage.c) */
+    uint64_t stat_stage_xfers; /* transfers staged one by one (proto/xfer_stage.c) */
     uint64_t stat_ipc_calls;   /* collectives run through CUDA IPC (coll/cuda_ipc.c) */
     uint64_t stat_ipc_votes;   /* votes held on it (COHORT_CUDA_IPC=auto) */
     int in_progress;           /* guards against re-entering progress from a callback */
@@ -177,8 +179,11 @@ typedef cohort_status_t (*cohort_context_configure_t)(cohort_context_t *ctx, cha
 
 /* Create the engine part of a context: config (then @a configure), the exchange (the caller's
  * store @a ex, checked already, or with @a ex NULL the PMIx plugin COHORT_PMIX_PLUGIN names),
- * UCX worker, published address. */
+ * the protocol layer @a proto (its init), UCX worker, published address. @a proto is the
+ * composer's to give (src/api); NULL, or one that lacks a verb, is COHORT_ERR_INVALID_ARG
+ * (logged) before anything is made. */
 cohort_status_t cohort_context_create(cohort_context_t **ctx, cohort_context_configure_t configure,
+                                      const cohort_proto_ops_t *proto,
                                       const cohort_exchange_t *ex);
 /* Tear down what cohort_context_create made, after the layers above released theirs:
  * cancels every request, says goodbye to wired peers, closes endpoints (bounded). Torn down

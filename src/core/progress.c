@@ -3,7 +3,6 @@
 #include <time.h>
 #include "core/comm.h"
 #include "core/am.h"
-#include "proto/proto.h"
 #include "core/endpoint.h"
 #include "core/guard.h"
 #include "core/notify.h"
@@ -35,10 +34,8 @@ int cohort_progress(cohort_context_t *ctx)
         n += cohort_comm_progress(ctx);
     }
     n += cohort_notify_progress(ctx);
-    n += cohort_proto_progress(ctx);
-    if (!cohort_list_empty(&ctx->copying)) {
-        n += cohort_xfer_stage_progress(ctx);
-    }
+    /* the protocols' own queues, then the staging copies that are over (core/proto_ops.h) */
+    n += ctx->proto_ops->progress(ctx);
     if (!cohort_list_empty(&ctx->to_close)) {
         n += cohort_peer_close_failed(ctx);
     }

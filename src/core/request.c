@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/am.h"
-#include "proto/proto.h"
 #include "core/comm.h"
 #include "core/endpoint.h"
 #include "core/guard.h"
@@ -414,7 +413,7 @@ static int cohort_within(const void *p, size_t n, const void *lo, size_t cap)
 static int cohort_request_ucx_in_block(const cohort_request_t *req, const cohort_xfer_t *x)
 {
     size_t n;
-    const void *p = cohort_proto_payload(x, &n);
+    const void *p = req->ctx->proto_ops->payload(x, &n);
 
     return cohort_within(p, n, req, sizeof(cohort_req_block_t)) ||
            cohort_within(p, n, req->state_block, req->state_block_cap);

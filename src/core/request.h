@@ -15,7 +15,7 @@ typedef struct cohort_comm cohort_comm_t;
 typedef struct cohort_peer cohort_peer_t;
 
 /* Where a transfer's buffer lives: host unless its request may carry device memory (then
- * looked at per transfer, xfer_stage.c). */
+ * looked at per transfer, proto/xfer_stage.c). */
 typedef enum { COHORT_MEM_HOST = 0, COHORT_MEM_CUDA = 1 } cohort_mem_type_t;
 
 typedef struct cohort_xfer {
@@ -47,7 +47,7 @@ typedef struct cohort_xfer {
      * transfer and gives it back when the transfer ends (its finish); the engine never looks
      * inside, and only zeroes the pointer when the transfer is set up. */
     void *proto_state;
-    void *stage;             /* device data through page-locked memory (xfer_stage.c): the bounce */
+    void *stage; /* device data through page-locked memory (proto/xfer_stage.c): the bounce */
     void *stage_user;        /* the caller's device buffer behind it */
     uint64_t stage_copy;     /* the staging copy in flight (its ticket), 0: none */
     void *ucx_req;           /* UCX request while in flight */

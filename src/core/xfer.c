@@ -9,7 +9,6 @@
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "core/notify.h"
-#include "proto/proto.h"
 
 void cohort_xfer_ucx_param(cohort_xfer_t *x, ucp_request_param_t *param)
 {
@@ -28,7 +27,7 @@ int cohort_xfer_ucx_started(cohort_xfer_t *x, void *r)
         return 0;
     }
     if (r == NULL) {
-        if (!cohort_proto_sent(x)) {
+        if (!x->req->ctx->proto_ops->sent(x)) {
             cohort_xfer_finish(x, COHORT_OK); /* a single copy ends with the receiver's ACK */
         }
         return 0;
@@ -38,11 +37,43 @@ int cohort_xfer_ucx_started(cohort_xfer_t *x, void *r)
     return 1;
 }
 
+/* Device data goes through a page-locked bounce where it must (staging, the protocol layer's
+ * step, core/proto_ops.h); a request that may carry none, or a transfer that holds no bounce,
+ * never calls it. */
+static cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
+{
+    return x->req->device ? x->req->ctx->proto_ops->stage(x) : COHORT_OK;
+}
+
+static cohort_status_t cohort_xfer_unstage(cohort_xfer_t *x, cohort_status_t status)
+{
+    return x->stage != NULL ? x->req->ctx->proto_ops->unstage(x, status) : status;
+}
+
+void cohort_xfer_copy_wait(cohort_xfer_t *x)
+{
+    x->waiting = 1;
+    cohort_list_push(&x->req->ctx->copying, &x->link);
+}
+
+cohort_status_t cohort_xfer_fill(cohort_context_t *ctx, cohort_xfer_t *x, const void *data,
+                                 size_t len)
+{
+    if (len == 0) {
+        return COHORT_OK;
+    }
+    if (x->mem_type == COHORT_MEM_CUDA) {
+        return cohort_gpu_copy(ctx, x->buf, data, len);
+    }
+    memcpy(x->buf, data, len);
+    return COHORT_OK;
+}
+
 void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
 {
     cohort_request_t *req = x->req;
 
-    if (!x->done && cohort_xfer_drain(x, &status)) {
+    if (x->stage != NULL && !x->done && req->ctx->proto_ops->drain(x, &status)) {
         return; /* finished again once its data is on the device */
     }
     if (x->ucx_req == NULL) {
@@ -52,7 +83,7 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
     if (x->done) {
         return;
     }
-    cohort_proto_finish(x);
+    req->ctx->proto_ops->finish(x);
     x->done = 1;
     x->status = status;
     if (x->is_send && x->kind == COHORT_MSG_P2P && status != COHORT_OK &&
@@ -123,7 +154,7 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
         status = COHORT_ERR_UCX;
     }
     req->inflight--;
-    if (ucs == UCS_OK && cohort_proto_sent(x)) {
+    if (ucs == UCS_OK && req->ctx->proto_ops->sent(x)) {
         /* The descriptor went out; the receiver's ACK finishes the send. */
         if (req->user_freed && req->inflight == 0) {
             cohort_request_release(req);
@@ -166,7 +197,8 @@ static void cohort_xfer_setup(cohort_request_t *req, cohort_xfer_t *x, int is_se
 
 void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer)
 {
-    cohort_proto_start(x, peer); /* the protocol that carries it (src/proto) */
+    /* the protocol layer that carries it (core/proto_ops.h) */
+    peer->ctx->proto_ops->start(x, peer);
 }
 
 void cohort_xfer_route(cohort_xfer_t *x)
@@ -248,7 +280,9 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     hdr.flags = 0;
     cohort_am_hdr_encode(&hdr, x->hdr);
     cohort_list_push(&req->xfers, &x->req_link);
-    if (!cohort_xfer_stage_pending(x)) {
+    if (x->stage_copy != 0) {
+        cohort_xfer_copy_wait(x); /* the data is on its way into the bounce */
+    } else {
         cohort_xfer_post_send(x);
     }
     return COHORT_OK;
@@ -316,7 +350,7 @@ int cohort_xfer_cancel_p2p(cohort_xfer_t *x, cohort_status_t status)
      * and the cancel takes its place in the receiver's order. */
     h.fp = x->proto != NULL;
     (void)cohort_ctl_send(req->ctx, world, &h); /* a peer gone has nothing to be told */
-    if (cohort_proto_cancel(x, COHORT_ERR_CANCELED)) {
+    if (req->ctx->proto_ops->cancel(x, COHORT_ERR_CANCELED)) {
         return 1; /* a single-copy offer: over when its reader answers */
     }
     if (x->ucx_req != NULL) {
@@ -339,7 +373,7 @@ void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status)
     if (cohort_xfer_cancel_p2p(x, status)) {
         return;
     }
-    if (cohort_proto_cancel(x, status)) {
+    if (x->req->ctx->proto_ops->cancel(x, status)) {
         return; /* its protocol holds it until another process answers */
     }
     if (x->posted || x->waiting) {

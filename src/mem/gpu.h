@@ -45,7 +45,7 @@ typedef struct {
     int ipc_warned;                /* mappings that failed (the first one is a warning) */
     /* Device scratch (CUDA IPC's stand-in for host buffers, whose handle and the peers'
      * mappings of it then stay valid from call to call; algorithms on device buffers), and
-     * the page-locked bounce buffers of transfers staged one by one (xfer_stage.c). */
+     * the page-locked bounce buffers of transfers staged one by one (proto/xfer_stage.c). */
     cohort_gpu_pool_t scratch, bounce;
     cohort_gpu_slot_t scratch_slots[COHORT_GPU_DEV_SCRATCH], bounce_slots[COHORT_GPU_BOUNCE];
 } cohort_gpu_t;

@@ -16,6 +16,7 @@
 #include "proto/msg.h"
 #include "proto/protos.h"
 #include "proto/single_copy.h"
+#include "proto/xfer_stage.h"
 
 /* At post: device memory (not managed memory, which cannot be exported) of a point-to-point or
  * collective send to another rank of this node that has not refused it, COHORT_CMA_MIN bytes

@@ -1,8 +1,9 @@
 /*
- * The protocol table and the engine's calls through it. A new protocol is a file and a row
- * here. The rows are tried in order: the single copies first (one copy instead of two or
- * three, where the peer is on this node), the UCX message last (it carries anything UCX
- * takes).
+ * The protocol table, and the protocol layer the engine calls it through: the verbs of
+ * core/proto_ops.h, which src/api hands the context (cohort_proto_layer, at the end). A new
+ * protocol is a file and a row here. The rows are tried in order: the single copies first
+ * (one copy instead of two or three, where the peer is on this node), the UCX message last
+ * (it carries anything UCX takes).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "core/log.h"
 #include "proto/proto.h"
 #include "proto/protos.h"
+#include "proto/xfer_stage.h"
 
 static const cohort_proto_t *const cohort_protos[] = {
     &cohort_proto_cuda_ipc,
@@ -44,7 +46,7 @@ static void cohort_proto_peer_failed(cohort_peer_t *peer, cohort_status_t status
 static const cohort_peer_observer_t cohort_proto_observer = {.name = "protocols",
                                                              .failed = cohort_proto_peer_failed};
 
-cohort_status_t cohort_proto_init(cohort_context_t *ctx)
+static cohort_status_t cohort_proto_init(cohort_context_t *ctx)
 {
     cohort_proto_room_t *room = calloc(1, sizeof(*room));
 
@@ -75,7 +77,7 @@ cohort_status_t cohort_proto_init(cohort_context_t *ctx)
     return COHORT_OK;
 }
 
-void cohort_proto_cleanup(cohort_context_t *ctx)
+static void cohort_proto_cleanup(cohort_context_t *ctx)
 {
     cohort_proto_room_t *room = ctx->protos;
 
@@ -128,7 +130,7 @@ static int cohort_proto_pick_key(const cohort_xfer_t *x, const cohort_context_t 
     return (x->mem_type == COHORT_MEM_CUDA) * 2 + (x->len >= ctx->cfg.cma_min);
 }
 
-void cohort_proto_start(cohort_xfer_t *x, cohort_peer_t *peer)
+static void cohort_proto_start(cohort_xfer_t *x, cohort_peer_t *peer)
 {
     cohort_context_t *ctx = peer->ctx;
     cohort_proto_room_t *room = ctx->protos;
@@ -172,7 +174,7 @@ void cohort_proto_repick(cohort_context_t *ctx)
     room->epoch = room->epoch == UINT32_MAX ? 1 : room->epoch + 1;
 }
 
-int cohort_proto_progress(cohort_context_t *ctx)
+static int cohort_proto_progress(cohort_context_t *ctx)
 {
     int n = 0;
 
@@ -181,27 +183,28 @@ int cohort_proto_progress(cohort_context_t *ctx)
             n += cohort_protos[i]->progress(ctx);
         }
     }
-    return n;
+    /* then the staging copies that are over: their sends go to a row, receives finish */
+    return n + cohort_xfer_stage_progress(ctx);
 }
 
-int cohort_proto_sent(cohort_xfer_t *x)
+static int cohort_proto_sent(cohort_xfer_t *x)
 {
     return x->proto != NULL && x->proto->sent != NULL && x->proto->sent(x);
 }
 
-int cohort_proto_cancel(cohort_xfer_t *x, cohort_status_t status)
+static int cohort_proto_cancel(cohort_xfer_t *x, cohort_status_t status)
 {
     return x->proto != NULL && x->proto->cancel != NULL && x->proto->cancel(x, status);
 }
 
-void cohort_proto_finish(cohort_xfer_t *x)
+static void cohort_proto_finish(cohort_xfer_t *x)
 {
     if (x->proto != NULL && x->proto->finish != NULL) {
         x->proto->finish(x);
     }
 }
 
-const void *cohort_proto_payload(const cohort_xfer_t *x, size_t *len)
+static const void *cohort_proto_payload(const cohort_xfer_t *x, size_t *len)
 {
     if (x->proto != NULL && x->proto->payload != NULL) {
         const void *p = x->proto->payload(x, len);
@@ -221,3 +224,18 @@ void cohort_proto_describe(const cohort_xfer_t *x, char *buf, size_t len)
     }
     x->proto->describe(x, buf, len);
 }
+
+const cohort_proto_ops_t cohort_proto_layer = {
+    .name = "protocols",
+    .init = cohort_proto_init,
+    .cleanup = cohort_proto_cleanup,
+    .stage = cohort_xfer_stage_post,
+    .start = cohort_proto_start,
+    .progress = cohort_proto_progress,
+    .sent = cohort_proto_sent,
+    .cancel = cohort_proto_cancel,
+    .finish = cohort_proto_finish,
+    .payload = cohort_proto_payload,
+    .drain = cohort_xfer_stage_drain,
+    .unstage = cohort_xfer_stage_release,
+};

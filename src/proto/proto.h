@@ -4,19 +4,23 @@
  * ucp_proto_t. A send points at the protocol that carries it (x->proto, chosen when its peer
  * is wired: the first row of the table whose select takes it); a receive points at the one
  * its matched message says (NULL: a plain message). The engine calls protocols only through
- * this header (scripts/check-layers.sh), and protocols hear of peer failures and control
- * messages through the handlers the engine registers (cohort_peer_observe, cohort_am_kind_set).
+ * the verbs it declares itself (core/proto_ops.h), which this layer fills in
+ * (cohort_proto_layer) and src/api hands the context when it makes it: core includes nothing
+ * of src/proto and names none of its symbols (scripts/check-layers.sh). Protocols hear of peer
+ * failures and control messages through the handlers the engine registers
+ * (cohort_peer_observe, cohort_am_kind_set).
  *
- * Staging (core/xfer_stage.c) is not a row: it changes where a transfer's bytes are (a
- * page-locked bounce instead of the device buffer) and any protocol then carries the bounce,
- * the peer's single copy out of it included. A protocol that can carry device memory as it is
- * claims the transfer at post (claim), before the engine stages it.
+ * Staging (xfer_stage.c) is not a row but this layer's own step around them: it changes where a
+ * transfer's bytes are (a page-locked bounce instead of the device buffer) and any protocol
+ * then carries the bounce, the peer's single copy out of it included. A protocol that can carry
+ * device memory as it is claims the transfer at post (claim), before staging would.
  */
 #ifndef COHORT_PROTO_H
 #define COHORT_PROTO_H
 
 #include <stddef.h>
 #include "cohort.h"
+#include "core/proto_ops.h"
 
 typedef struct cohort_context cohort_context_t;
 typedef struct cohort_peer cohort_peer_t;
@@ -75,30 +79,28 @@ typedef struct cohort_proto {
     size_t ctx_size;
 } cohort_proto_t;
 
-/* Context creation: every protocol's state and init, and one peer observer for their aborts.
- * @return COHORT_ERR_NO_MEMORY (nothing kept) or COHORT_OK. */
-cohort_status_t cohort_proto_init(cohort_context_t *ctx);
-/* Every protocol's cleanup, then their state freed; after a failed init, nothing. */
-void cohort_proto_cleanup(cohort_context_t *ctx);
+/* The protocol layer, as the engine calls it (core/proto_ops.h), for src/api to hand the
+ * context at its creation:
+ * - init: every row's state and init, and one peer observer for their aborts
+ *   (COHORT_ERR_NO_MEMORY with nothing kept, or COHORT_OK); cleanup: every row's cleanup,
+ *   then their state freed (after a failed init, nothing);
+ * - stage, drain, unstage: staging (xfer_stage.h), which asks the rows' claim first;
+ * - start: send @a x to wired @a peer through the first row that selects it; none does
+ *   (device data neither claimed nor staged): finished with COHORT_ERR_CUDA. The choice for a
+ *   plain send is cached per (peer, memory type, size class: below or from COHORT_CMA_MIN),
+ *   and said in a debug line (COHORT_LOG=debug) when it is made;
+ * - progress: every row's, then staging's; sent, cancel, finish, payload: the hooks of @a x's
+ *   row (no row: the plain answer). */
+extern const cohort_proto_ops_t cohort_proto_layer;
+/* At post of a device send UCX cannot take (xfer_stage.c): whether a row claims it, to carry it
+ * unstaged. */
+int cohort_proto_claim(cohort_xfer_t *x);
 /* The per-context state of row @a row (its ctx_size bytes), NULL when it keeps none. */
 void *cohort_proto_ctx(const cohort_context_t *ctx, const cohort_proto_t *row);
-/* At post of a device send UCX cannot take: whether a protocol carries it unstaged. */
-int cohort_proto_claim(cohort_xfer_t *x);
-/* Send @a x to wired @a peer through the first protocol that selects it; none does (device
- * data neither claimed nor staged): finished with COHORT_ERR_CUDA. The choice for a plain send
- * is cached per (peer, memory type, size class: below or from COHORT_CMA_MIN), and said in a
- * debug line (COHORT_LOG=debug) when it is made. */
-void cohort_proto_start(cohort_xfer_t *x, cohort_peer_t *peer);
 /* What a row's select goes by changed (a peer or the kernel refused single copy): every cached
  * choice is made again at its next send. */
 void cohort_proto_repick(cohort_context_t *ctx);
-/* Every protocol's progress. @return how many things moved. */
-int cohort_proto_progress(cohort_context_t *ctx);
-/* The hooks of @a x's protocol, for the engine (no protocol: the plain answer). */
-int cohort_proto_sent(cohort_xfer_t *x);
-int cohort_proto_cancel(cohort_xfer_t *x, cohort_status_t status);
-void cohort_proto_finish(cohort_xfer_t *x);
-const void *cohort_proto_payload(const cohort_xfer_t *x, size_t *len);
+/* What @a x's protocol says of it (timeout messages). */
 void cohort_proto_describe(const cohort_xfer_t *x, char *buf, size_t len);
 
 #endif

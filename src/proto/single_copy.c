@@ -9,6 +9,7 @@
 #include "proto/msg.h"
 #include "proto/protos.h"
 #include "proto/single_copy.h"
+#include "proto/xfer_stage.h"
 
 /* An ACK to send from progress (never from inside a UCX callback), and the receive that
  * finishes when UCX has sent it (NULL when none waits on it). In the room's acks until handed

@@ -1,8 +1,10 @@
 /*
- * Device memory in a transfer, where UCX takes none (Debian's UCX 1.13 has no CUDA transport):
- * the transfer's buffer is a page-locked bounce. A send's is filled from the device by an
- * asynchronous copy started when the send is posted, and the send goes to UCX once the copy is
- * over; a receive lands in one and is copied to the device by another once it is complete,
+ * Staging, the protocol layer's own step before and after its rows (not a row: it changes
+ * where a transfer's bytes are, and any row then carries them). Device memory in a transfer,
+ * where UCX takes none (Debian's UCX 1.13 has no CUDA transport) and no row claims it as it is
+ * (CUDA IPC): the transfer's buffer is a page-locked bounce. A send's is filled from the device
+ * by an asynchronous copy started when the send is posted, and the send goes to UCX once the
+ * copy is over; a receive lands in one and is copied to the device by another once it is complete,
  * and its request hears of it only then. Progress polls the copies (ctx->copying), so nothing
  * here waits: each transfer is staged on its own, and an algorithm's segments are the
  * pipeline. While segment k is on its way (UCX, or the peer's single copy out of the bounce),
@@ -10,26 +12,22 @@
  * two streams, so they overlap each other. Where UCX does take CUDA memory the buffer goes to
  * it as it is, with its memory type.
  *
- * Only requests that may carry device memory (req->device) ask where a buffer lives: other
- * transfers pay nothing here.
+ * The engine reaches it through the protocol layer's verbs (core/proto_ops.h: stage at post,
+ * drain and unstage at finish, progress), and only for what may need it: a request that may
+ * carry device memory (req->device) at post, a transfer that holds a bounce (x->stage) at
+ * finish. Other transfers pay nothing here. A transfer whose copy runs waits in the engine's
+ * ctx->copying (cohort_xfer_copy_wait); this step's progress moves it on.
  */
 #include <string.h>
 #include "core/am.h"
 #include "mem/gpu.h"
 #include "core/log.h"
 #include "proto/proto.h"
-
-/* The transfer waits in ctx->copying for its copy (x->link is free: a send is not queued
- * anywhere else yet, a receive has left matching). */
-static void cohort_xfer_copy_wait(cohort_xfer_t *x)
-{
-    x->waiting = 1;
-    cohort_list_push(&x->req->ctx->copying, &x->link);
-}
+#include "proto/xfer_stage.h"
 
 /* @a x's device data through a page-locked bounce from now on: a send's copied into it
  * (asynchronously with @a async, its ticket in x->stage_copy), a receive's to land there. */
-static cohort_status_t cohort_xfer_bounce(cohort_xfer_t *x, int async)
+static cohort_status_t cohort_xfer_stage_bounce(cohort_xfer_t *x, int async)
 {
     cohort_context_t *ctx = x->req->ctx;
     void *bounce = NULL;
@@ -53,7 +51,7 @@ static cohort_status_t cohort_xfer_bounce(cohort_xfer_t *x, int async)
     return COHORT_OK;
 }
 
-cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
+cohort_status_t cohort_xfer_stage_post(cohort_xfer_t *x)
 {
     cohort_context_t *ctx = x->req->ctx;
 
@@ -67,24 +65,15 @@ cohort_status_t cohort_xfer_stage(cohort_xfer_t *x)
     if (cohort_proto_claim(x)) {
         return COHORT_OK; /* a protocol carries it as it is (CUDA IPC: the peer copies it out) */
     }
-    return cohort_xfer_bounce(x, 1);
+    return cohort_xfer_stage_bounce(x, 1);
 }
 
 cohort_status_t cohort_xfer_stage_now(cohort_xfer_t *x)
 {
-    return cohort_xfer_bounce(x, 0);
+    return cohort_xfer_stage_bounce(x, 0);
 }
 
-int cohort_xfer_stage_pending(cohort_xfer_t *x)
-{
-    if (x->stage_copy == 0) {
-        return 0;
-    }
-    cohort_xfer_copy_wait(x);
-    return 1;
-}
-
-int cohort_xfer_drain(cohort_xfer_t *x, cohort_status_t *status)
+int cohort_xfer_stage_drain(cohort_xfer_t *x, cohort_status_t *status)
 {
     if (x->stage == NULL || x->is_send || x->stage_drained || *status != COHORT_OK ||
         x->received == 0) {
@@ -105,6 +94,9 @@ int cohort_xfer_stage_progress(cohort_context_t *ctx)
     cohort_list_t *pos, *tmp, over;
     int n = 0;
 
+    if (cohort_list_empty(&ctx->copying)) {
+        return 0;
+    }
     /* The copies that are over first, then what follows them: a send that fails can revoke
      * its group, which cancels transfers still in either list (each leaves it). */
     cohort_list_init(&over);
@@ -133,20 +125,7 @@ int cohort_xfer_stage_progress(cohort_context_t *ctx)
     return n;
 }
 
-cohort_status_t cohort_xfer_fill(cohort_context_t *ctx, cohort_xfer_t *x, const void *data,
-                                 size_t len)
-{
-    if (len == 0) {
-        return COHORT_OK;
-    }
-    if (x->mem_type == COHORT_MEM_CUDA) {
-        return cohort_gpu_copy(ctx, x->buf, data, len);
-    }
-    memcpy(x->buf, data, len);
-    return COHORT_OK;
-}
-
-cohort_status_t cohort_xfer_unstage(cohort_xfer_t *x, cohort_status_t status)
+cohort_status_t cohort_xfer_stage_release(cohort_xfer_t *x, cohort_status_t status)
 {
     cohort_context_t *ctx = x->req->ctx;
 

@@ -51,8 +51,12 @@ enum {
     M_CPU,
     M_CL_CPU,
     M_MO_CPU,
+    /* A second allreduce in every own group right after the first ones: what a call costs once
+     * set up, so first - second is the setup's own cost, us. */
+    M_AGAIN,
+    M_MO_AGAIN,
     /* Per kind k of the spec (index + k), what its group's first allreduce cost this rank: */
-    M_K_SIZE = M_MO_CPU + 1,                /* the group's size (0: not a member) */
+    M_K_SIZE = M_MO_AGAIN + 1,              /* the group's size (0: not a member) */
     M_K_EPS = M_K_SIZE + SETUP_MAX_KINDS,   /* endpoints it added */
     M_K_MSGS = M_K_EPS + SETUP_MAX_KINDS,   /* messages it sent */
     M_K_AGAIN = M_K_MSGS + SETUP_MAX_KINDS, /* messages a second allreduce sent (0: the group
@@ -251,8 +255,9 @@ static int setup_cohort(setup_t *s, double *m)
     m[M_ENDPOINTS] = (double)after.endpoints;
     m[M_LOOKUPS] = (double)after.pmix_lookups;
     setup_wire(s->run.ctx, m);
-    /* Untimed: which path each group takes once set up (a second call that sends nothing ran
-     * on the group's shared segment). */
+    /* Which path each group takes once set up (a second call that sends nothing ran on the
+     * group's shared segment), and what the second calls take. */
+    tk = setup_now_us();
     for (int k = 0; k < cohort_layout_spec_kind_count(s->spec) && k < SETUP_MAX_KINDS; k++) {
         cohort_group_t *g = cohort_layout_group(layout, cohort_layout_spec_kind_name(s->spec, k));
         float one = 1.0f, sum = 0.0f;
@@ -269,6 +274,7 @@ static int setup_cohort(setup_t *s, double *m)
         }
         m[M_K_AGAIN + k] = (double)(ka.messages_sent - kb.messages_sent);
     }
+    m[M_AGAIN] = setup_now_us() - tk;
     cohort_layout_free(layout);
     return 0;
 }
@@ -387,6 +393,7 @@ static void setup_mpi(setup_t *s, double *m)
     m[M_MO_CREATE] = setup_now_us() - t0;
     m[M_MO_FIRST] = setup_mpi_first(s, own, nkinds);
     m[M_MO_CPU] = setup_cpu_us() - c0;
+    m[M_MO_AGAIN] = setup_mpi_first(s, own, nkinds);
     setup_mpi_check(s, own, nkinds, members);
     setup_mpi_free(own, nkinds);
     MPI_Group_free(&world_group);
@@ -435,6 +442,7 @@ static void setup_table(const setup_t *s, const char *title, const double *m, in
     setup_row("first allreduce in each group (us)", m[M_FIRST], m[M_CL_FIRST], m[M_MO_FIRST], mpi);
     setup_row("create + first allreduce (us)", m[M_CREATE] + m[M_FIRST],
               m[M_CL_CREATE] + m[M_CL_FIRST], m[M_MO_CREATE] + m[M_MO_FIRST], mpi);
+    setup_row("second allreduce in each group (us)", m[M_AGAIN], 0, m[M_MO_AGAIN], mpi);
     setup_row("CPU in create + first (us, all threads)", m[M_CPU], m[M_CL_CPU], m[M_MO_CPU], mpi);
     setup_row("us per group created", m[M_CREATE] / m[M_GROUPS],
               m[M_CL_CREATE] / (double)s->total_groups, m[M_MO_CREATE] / m[M_GROUPS], mpi);
@@ -507,19 +515,21 @@ static void setup_report(const setup_t *s, const char *plugin)
            m[M_CREATE_MSGS], m[M_CREATE_EPS]);
     setup_kinds(s, m);
     printf("setup: plugin=%s world=%d groups=%.0f classic_groups=%lld create_us=%.1f "
-           "first_us=%.1f cpu_us=%.1f endpoints=%.0f lookups=%.0f wire_us=%.1f create_msgs=%.0f "
+           "first_us=%.1f again_us=%.1f cpu_us=%.1f endpoints=%.0f lookups=%.0f wire_us=%.1f "
+           "create_msgs=%.0f "
            "create_eps=%.0f",
-           plugin, s->run.n, m[M_GROUPS], s->total_groups, m[M_CREATE], m[M_FIRST], m[M_CPU],
-           m[M_ENDPOINTS], m[M_LOOKUPS], m[M_WIRE], m[M_CREATE_MSGS], m[M_CREATE_EPS]);
+           plugin, s->run.n, m[M_GROUPS], s->total_groups, m[M_CREATE], m[M_FIRST], m[M_AGAIN],
+           m[M_CPU], m[M_ENDPOINTS], m[M_LOOKUPS], m[M_WIRE], m[M_CREATE_MSGS], m[M_CREATE_EPS]);
     printf(" wire_retry_us=%.1f wire_server_us=%.1f wire_poll_us=%.1f wire_card_us=%.1f "
            "wire_ep_us=%.1f wire_first_send_us=%.1f wire_tries=%.0f",
            m[M_W_RETRY], m[M_W_SERVER], m[M_W_POLL], m[M_W_CARD], m[M_W_EP], m[M_W_FIRST],
            m[M_W_TRIES]);
     if (s->run.mpi) {
         printf(" mpi_classic_create_us=%.1f mpi_classic_first_us=%.1f mpi_members_create_us=%.1f "
-               "mpi_members_first_us=%.1f mpi_classic_cpu_us=%.1f mpi_members_cpu_us=%.1f",
+               "mpi_members_first_us=%.1f mpi_classic_cpu_us=%.1f mpi_members_cpu_us=%.1f "
+               "mpi_members_again_us=%.1f",
                m[M_CL_CREATE], m[M_CL_FIRST], m[M_MO_CREATE], m[M_MO_FIRST], m[M_CL_CPU],
-               m[M_MO_CPU]);
+               m[M_MO_CPU], m[M_MO_AGAIN]);
     }
     printf("\n");
 }

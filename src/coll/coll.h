@@ -50,6 +50,10 @@ typedef struct cohort_coll_algo {
     const char *name;
     const char *description;
     cohort_coll_type_t coll;
+    /* Its public id (cohort_algo_info, cohort_bench algorithms): fixed once given, so users'
+     * scripts and stored results keep their meaning; a new row takes the next unused number.
+     * Unique over every table (check_select checks it). */
+    int id;
     /* Bytes of state (starting with cohort_coll_base_t) for these arguments on a group. */
     size_t (*state_size)(const cohort_coll_args_t *args, int gsize);
     cohort_status_t (*start)(cohort_request_t *req);
@@ -332,10 +336,36 @@ cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *
 /* Post and wait: the blocking collectives. */
 cohort_status_t cohort_coll_run(cohort_comm_t *comm, const cohort_coll_args_t *args);
 
-/* The value in effect of tuning parameter @a i of the request's algorithm. */
-size_t cohort_coll_knob(const cohort_request_t *req, int i);
+/* The tuning values in effect, by row id and knob (select.c sets them at init: the defaults,
+ * then COHORT_ALGO_<COLL>_<ALGO>_<PARAM>). The context's selection begins with them, so that a
+ * row reads its own without calling up into selection. */
+#define COHORT_ALGOS_MAX 48
+typedef struct {
+    size_t value[COHORT_ALGOS_MAX][COHORT_COLL_KNOBS_MAX];
+} cohort_coll_knobs_t;
 
-/* Algorithm table (select.c). @a node: the COHORT_NODE_* bits the group has. *vote: an
+/* The value in effect of tuning parameter @a i of the request's algorithm. */
+static inline size_t cohort_coll_knob(const cohort_request_t *req, int i)
+{
+    const struct cohort_coll_algo *algo = ((const cohort_coll_base_t *)req->state)->algo;
+    const cohort_coll_knobs_t *knobs = req->ctx->coll;
+
+    return knobs != NULL ? knobs->value[algo->id][i] : algo->knobs[i].def;
+}
+
+/* One collective's rows (src/coll/<collective>/table.c), in ascending id, the order in which
+ * an unknown COHORT_ALGO_<COLL> name's error lists the valid ones. Selection (select.c) asks
+ * these tables and names no row. */
+typedef struct {
+    cohort_coll_type_t coll;
+    int nrows;
+    const cohort_coll_algo_t *const *rows;
+} cohort_coll_table_t;
+extern const cohort_coll_table_t cohort_barrier_table, cohort_bcast_table, cohort_reduce_table,
+    cohort_allreduce_table, cohort_allgather_table, cohort_reduce_scatter_table,
+    cohort_alltoall_table;
+
+/* Selection (select.c). @a node: the COHORT_NODE_* bits the group has. *vote: an
  * algorithm to take instead if every member votes that its buffers are on the device (CUDA IPC
  * under COHORT_CUDA_IPC=auto), or NULL. */
 const cohort_coll_algo_t *cohort_coll_select(cohort_context_t *ctx, const cohort_coll_args_t *args,

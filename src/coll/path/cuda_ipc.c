@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "coll/coll_reduce.h"
+#include "coll/path/cuda_ipc.h"
 #include "core/context.h"
 #include "core/endpoint.h"
 #include "mem/gpu.h"
@@ -80,7 +81,7 @@ typedef struct {
     /* then xfers: IPC_STEPS rounds x (n receives + n sends), own rank's slots unused */
 } ipc_state_t;
 
-static size_t ipc_state_size(const cohort_coll_args_t *args, int n)
+size_t cohort_cuda_ipc_coll_state_size(const cohort_coll_args_t *args, int n)
 {
     return sizeof(ipc_state_t) + (size_t)n * (sizeof(ipc_desc_t) + 4 * sizeof(void *) + 2) +
            2 * IPC_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64;
@@ -119,7 +120,7 @@ static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const v
     if (s->scratch[k] == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
-    /* enqueued only: ipc_start's mark covers it */
+    /* enqueued only: cohort_cuda_ipc_coll_start's mark covers it */
     status = copy > 0 ? mod->copy_start(s->scratch[k], user, copy, IPC_LANE, NULL) : COHORT_OK;
     if (status == COHORT_OK) {
         status = mod->ipc_get(s->scratch[k], ipc);
@@ -133,7 +134,7 @@ static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const v
     return COHORT_OK;
 }
 
-static cohort_status_t ipc_start(cohort_request_t *req)
+cohort_status_t cohort_cuda_ipc_coll_start(cohort_request_t *req)
 {
     ipc_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
@@ -425,7 +426,7 @@ static cohort_status_t ipc_fallback(cohort_request_t *req, ipc_state_t *s)
     return ipc_finish(req, s, status, 1);
 }
 
-static cohort_status_t ipc_progress(cohort_request_t *req)
+cohort_status_t cohort_cuda_ipc_coll_progress(cohort_request_t *req)
 {
     ipc_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
@@ -528,7 +529,7 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
     return COHORT_ERR_INVALID_ARG; /* not reached */
 }
 
-static void ipc_cleanup(cohort_request_t *req)
+void cohort_cuda_ipc_coll_cleanup(cohort_request_t *req)
 {
     ipc_state_t *s = req->state;
     const cohort_gpu_module_t *mod = ipc_mod(req);
@@ -558,8 +559,8 @@ static void ipc_cleanup(cohort_request_t *req)
  * COHORT_ALGO_* names it) on a node with a CUDA driver: the driver, not a device, so that a rank
  * shown none (CUDA_VISIBLE_DEVICES="") still votes (no), where one that skipped the vote would
  * leave the others waiting for it. Every member on this node is the row's node bit. */
-static int ipc_usable(cohort_context_t *ctx, const cohort_coll_args_t *a, int gsize, int forced,
-                      const char **why)
+int cohort_cuda_ipc_coll_usable(cohort_context_t *ctx, const cohort_coll_args_t *a, int gsize,
+                                int forced, const char **why)
 {
     int auto_mode = ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_AUTO;
 
@@ -581,20 +582,3 @@ static int ipc_usable(cohort_context_t *ctx, const cohort_coll_args_t *a, int gs
     }
     return auto_mode ? COHORT_COLL_VOTE : COHORT_COLL_TAKE;
 }
-
-/* One row of the selection table per collective it serves (every one but barrier). */
-#define IPC_ROW(collective)                                                                        \
-    {                                                                                              \
-        .name = "cuda_ipc",                                                                        \
-        .description = "same node: members read each other's device buffers through CUDA IPC",     \
-        .coll = (collective), .state_size = ipc_state_size, .start = ipc_start,                    \
-        .progress = ipc_progress, .cleanup = ipc_cleanup, .usable = ipc_usable, .device = 1,       \
-        .node = COHORT_NODE_SAME, .ident = 1,                                                      \
-    }
-
-const cohort_coll_algo_t cohort_bcast_cuda_ipc = IPC_ROW(COHORT_COLL_BCAST);
-const cohort_coll_algo_t cohort_reduce_cuda_ipc = IPC_ROW(COHORT_COLL_REDUCE);
-const cohort_coll_algo_t cohort_allreduce_cuda_ipc = IPC_ROW(COHORT_COLL_ALLREDUCE);
-const cohort_coll_algo_t cohort_allgather_cuda_ipc = IPC_ROW(COHORT_COLL_ALLGATHER);
-const cohort_coll_algo_t cohort_reduce_scatter_cuda_ipc = IPC_ROW(COHORT_COLL_REDUCE_SCATTER);
-const cohort_coll_algo_t cohort_alltoall_cuda_ipc = IPC_ROW(COHORT_COLL_ALLTOALL);

@@ -203,6 +203,7 @@ const cohort_coll_algo_t cohort_reduce_scatter_ring = {
     .name = "ring",
     .description = "pipelined ring, n-1 steps of one block each",
     .coll = COHORT_COLL_REDUCE_SCATTER,
+    .id = 11,
     .state_size = rs_state_size,
     .start = rs_start,
     .progress = cohort_task_parent_progress,

@@ -31,6 +31,7 @@
 #include <sys/pidfd.h>
 #include <unistd.h>
 #include "coll/coll_reduce.h"
+#include "coll/path/direct.h"
 #include "coll/shm_seg.h"
 #include "proto/cma.h"
 #include "core/endpoint.h"
@@ -74,27 +75,25 @@ typedef struct {
      * segment call's (cohort_shm_call_extra) */
 } direct_state_t;
 
-#define DIRECT_CHUNK 0 /* knob index */
-
-static size_t direct_state_size(const cohort_coll_args_t *args, int n)
+size_t cohort_direct_coll_state_size(const cohort_coll_args_t *args, int n)
 {
     (void)args;
     return sizeof(direct_state_t) + (size_t)n * (sizeof(direct_desc_t) + 1) +
            2 * D_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64 + cohort_shm_call_extra(n);
 }
 
-static int direct_decline(const cohort_coll_args_t *args, int gsize)
+int cohort_direct_coll_decline(const cohort_coll_args_t *args, int gsize)
 {
     return gsize < 2 || args->count == 0;
 }
 
 /* The writing ones need the segment, whose words fence a write against its target leaving. */
-static int direct_decline_writer(const cohort_coll_args_t *args, int gsize)
+int cohort_direct_coll_decline_writer(const cohort_coll_args_t *args, int gsize)
 {
-    return direct_decline(args, gsize) || gsize > COHORT_SHM_MAX_N;
+    return cohort_direct_coll_decline(args, gsize) || gsize > COHORT_SHM_MAX_N;
 }
 
-static cohort_status_t direct_start(cohort_request_t *req)
+cohort_status_t cohort_direct_coll_start(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
@@ -117,7 +116,7 @@ static cohort_status_t direct_start(cohort_request_t *req)
     switch (a->coll) {
     case COHORT_COLL_ALLREDUCE:
     case COHORT_COLL_REDUCE_SCATTER:
-        s->tmp = cohort_scratch_get(req->ctx, cohort_coll_knob(req, DIRECT_CHUNK));
+        s->tmp = cohort_scratch_get(req->ctx, cohort_coll_knob(req, COHORT_DIRECT_CHUNK));
         if (s->tmp == NULL) {
             return COHORT_ERR_NO_MEMORY;
         }
@@ -253,7 +252,8 @@ static cohort_status_t direct_combine(cohort_request_t *req, direct_state_t *s, 
 {
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
-    size_t es = a->esize, chunk = cohort_coll_seg_elems(cohort_coll_knob(req, DIRECT_CHUNK), es);
+    size_t es = a->esize,
+           chunk = cohort_coll_seg_elems(cohort_coll_knob(req, COHORT_DIRECT_CHUNK), es);
     const char *own = (const char *)cohort_coll_input(a) + off;
     cohort_status_t status = COHORT_OK;
 
@@ -283,7 +283,7 @@ static cohort_status_t direct_allgather(cohort_request_t *req, direct_state_t *s
 {
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
-    size_t one = s->one, chunk = cohort_coll_knob(req, DIRECT_CHUNK);
+    size_t one = s->one, chunk = cohort_coll_knob(req, COHORT_DIRECT_CHUNK);
     char *mine = (char *)a->rbuf + (size_t)me * one;
     cohort_status_t status = COHORT_OK;
 
@@ -553,7 +553,7 @@ static cohort_status_t direct_run(cohort_request_t *req)
     return status;
 }
 
-static cohort_status_t direct_progress(cohort_request_t *req)
+cohort_status_t cohort_direct_coll_progress(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
     cohort_status_t status = direct_run(req);
@@ -564,7 +564,7 @@ static cohort_status_t direct_progress(cohort_request_t *req)
     return status;
 }
 
-static void direct_cleanup(cohort_request_t *req)
+void cohort_direct_coll_cleanup(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
 
@@ -573,7 +573,7 @@ static void direct_cleanup(cohort_request_t *req)
 }
 
 /* Every member but this one: all of them are read from or told. */
-static int direct_peers(const cohort_coll_args_t *args, int n, int me, int *out, int max)
+int cohort_direct_coll_peers(const cohort_coll_args_t *args, int n, int me, int *out, int max)
 {
     int m = 0;
 
@@ -583,14 +583,14 @@ static int direct_peers(const cohort_coll_args_t *args, int n, int me, int *out,
     return m;
 }
 
-static size_t direct_describe(const cohort_request_t *req, char *buf, size_t len, size_t used)
+size_t cohort_direct_coll_describe(const cohort_request_t *req, char *buf, size_t len, size_t used)
 {
     const direct_state_t *s = req->state;
 
     return s->on_shm ? cohort_shm_describe(req, &s->call, buf, len, used) : used;
 }
 
-static void direct_abandon(cohort_request_t *req, cohort_status_t status)
+void cohort_direct_coll_abandon(cohort_request_t *req, cohort_status_t status)
 {
     direct_state_t *s = req->state;
 
@@ -599,36 +599,3 @@ static void direct_abandon(cohort_request_t *req, cohort_status_t status)
         direct_leave(req, s);
     }
 }
-
-#define DIRECT_ALGO(coll_, what_, decline_, node_, knobs_...)                                      \
-    {                                                                                              \
-        .name = "direct", .description = "same node: " what_ " by single copy", .coll = coll_,     \
-        .state_size = direct_state_size, .start = direct_start, .progress = direct_progress,       \
-        .cleanup = direct_cleanup, .peers = direct_peers, .decline = decline_, .node = node_,      \
-        .describe = direct_describe, .abandon = direct_abandon, .ident = 1, .segment = 1, knobs_   \
-    }
-
-#define DIRECT_WRITES (COHORT_NODE_DIRECT | COHORT_NODE_SHM)
-
-#define DIRECT_CHUNK_KNOB(env_)                                                                    \
-    .nknobs = 1, .knobs = {                                                                        \
-                     {"chunk", env_, 256 * 1024, 4096, 64u << 20, 1,                               \
-                      "bytes read, combined or written at a time (cache-sized)"},                  \
-    }
-
-const cohort_coll_algo_t cohort_allreduce_direct = DIRECT_ALGO(
-    COHORT_COLL_ALLREDUCE, "each rank combines its block from every input and writes it to all",
-    direct_decline_writer, DIRECT_WRITES, DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLREDUCE_DIRECT_CHUNK"));
-const cohort_coll_algo_t cohort_reduce_scatter_direct =
-    DIRECT_ALGO(COHORT_COLL_REDUCE_SCATTER,
-                "each rank combines its block straight from every input", direct_decline,
-                COHORT_NODE_DIRECT, DIRECT_CHUNK_KNOB("COHORT_ALGO_REDUCE_SCATTER_DIRECT_CHUNK"));
-const cohort_coll_algo_t cohort_allgather_direct = DIRECT_ALGO(
-    COHORT_COLL_ALLGATHER, "each rank writes its block into every output", direct_decline_writer,
-    DIRECT_WRITES, DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLGATHER_DIRECT_CHUNK"));
-const cohort_coll_algo_t cohort_alltoall_direct =
-    DIRECT_ALGO(COHORT_COLL_ALLTOALL, "each rank reads its block of every input into place",
-                direct_decline, COHORT_NODE_DIRECT);
-const cohort_coll_algo_t cohort_bcast_direct =
-    DIRECT_ALGO(COHORT_COLL_BCAST, "the root writes a share into every member, which read the rest",
-                direct_decline_writer, DIRECT_WRITES);

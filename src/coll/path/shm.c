@@ -18,6 +18,7 @@
  */
 #include <string.h>
 #include "coll/coll_reduce.h"
+#include "coll/path/shm.h"
 #include "coll/shm_seg.h"
 
 typedef enum { SHM_BEGIN, SHM_WAIT, SHM_DONE } shm_phase_t;
@@ -45,20 +46,20 @@ static size_t shm_in_bytes(const cohort_coll_args_t *a, int n)
     }
 }
 
-static int shm_decline(const cohort_coll_args_t *args, int gsize)
+int cohort_shm_coll_decline(const cohort_coll_args_t *args, int gsize)
 {
     /* count 0 moves nothing: the other algorithms return at once, buffers maybe NULL */
     return gsize < 2 || gsize > COHORT_SHM_MAX_N || shm_in_bytes(args, gsize) > COHORT_SHM_SLOT ||
            (args->count == 0 && args->coll != COHORT_COLL_BARRIER);
 }
 
-static size_t shm_state_size(const cohort_coll_args_t *args, int n)
+size_t cohort_shm_coll_state_size(const cohort_coll_args_t *args, int n)
 {
     (void)args;
     return sizeof(shm_state_t) + cohort_shm_call_extra(n);
 }
 
-static cohort_status_t shm_start(cohort_request_t *req)
+cohort_status_t cohort_shm_coll_start(cohort_request_t *req)
 {
     shm_state_t *s = req->state;
 
@@ -111,7 +112,7 @@ static void shm_compute(cohort_request_t *req, shm_state_t *s)
     }
 }
 
-static cohort_status_t shm_progress(cohort_request_t *req)
+cohort_status_t cohort_shm_coll_progress(cohort_request_t *req)
 {
     shm_state_t *s = req->state;
     const cohort_coll_args_t *a = &s->base.args;
@@ -156,32 +157,16 @@ static cohort_status_t shm_progress(cohort_request_t *req)
     return status;
 }
 
-static size_t shm_describe(const cohort_request_t *req, char *buf, size_t len, size_t used)
+size_t cohort_shm_coll_describe(const cohort_request_t *req, char *buf, size_t len, size_t used)
 {
     const shm_state_t *s = req->state;
 
     return cohort_shm_describe(req, &s->call, buf, len, used);
 }
 
-static void shm_abandon(cohort_request_t *req, cohort_status_t status)
+void cohort_shm_coll_abandon(cohort_request_t *req, cohort_status_t status)
 {
     const shm_state_t *s = req->state;
 
     cohort_shm_abandon(req, &s->call, status);
 }
-
-#define SHM_ALGO(coll_)                                                                            \
-    {                                                                                              \
-        .name = "shm", .description = "same node, small: through one shared segment, no message",  \
-        .coll = coll_, .state_size = shm_state_size, .start = shm_start, .progress = shm_progress, \
-        .decline = shm_decline, .node = COHORT_NODE_SHM, .describe = shm_describe,                 \
-        .abandon = shm_abandon, .ident = 1, .segment = 1,                                          \
-    }
-
-const cohort_coll_algo_t cohort_allreduce_shm = SHM_ALGO(COHORT_COLL_ALLREDUCE);
-const cohort_coll_algo_t cohort_reduce_shm = SHM_ALGO(COHORT_COLL_REDUCE);
-const cohort_coll_algo_t cohort_reduce_scatter_shm = SHM_ALGO(COHORT_COLL_REDUCE_SCATTER);
-const cohort_coll_algo_t cohort_allgather_shm = SHM_ALGO(COHORT_COLL_ALLGATHER);
-const cohort_coll_algo_t cohort_alltoall_shm = SHM_ALGO(COHORT_COLL_ALLTOALL);
-const cohort_coll_algo_t cohort_bcast_shm = SHM_ALGO(COHORT_COLL_BCAST);
-const cohort_coll_algo_t cohort_barrier_shm = SHM_ALGO(COHORT_COLL_BARRIER);

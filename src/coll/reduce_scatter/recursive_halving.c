@@ -219,6 +219,7 @@ const cohort_coll_algo_t cohort_reduce_scatter_recursive_halving = {
     .name = "recursive_halving",
     .description = "log2(p) rounds halving the window; extra ranks folded in pairs",
     .coll = COHORT_COLL_REDUCE_SCATTER,
+    .id = 12,
     .state_size = rh_state_size,
     .start = rh_start,
     .progress = cohort_task_parent_progress,

@@ -118,7 +118,7 @@ typedef struct {
     int active;   /* the agreement is under way; the algorithm has not started */
     int settings; /* it carries the must-match settings (the group's first collective) */
     int round, dist;
-    uint32_t fp; /* the collective's fingerprint, set aside while the agreement runs */
+    uint32_t fingerprint; /* the collective's, set aside while the agreement runs */
     int64_t mine[COHORT_AGREE_FIELDS];
     cohort_coll_check_vals_t acc, in, out;
     cohort_xfer_t x[2];
@@ -131,8 +131,8 @@ typedef struct {
     void *host_r;    /* the staged receive buffer, which the algorithm sees as rbuf */
     void *user_rbuf; /* the caller's device rbuf, written from host_r at completion */
     size_t rout;     /* bytes to write there; 0 once the copy is enqueued */
-    uint64_t in;     /* the copies to the host: their mark until seen finished (polled, stage.c) */
-    uint64_t out;    /* the copy's ticket until it is seen finished (polled, stage.c) */
+    uint64_t in;     /* the copies to the host: their mark until a poll finds them over (stage.c) */
+    uint64_t out;    /* the copy's ticket until a poll finds it over (stage.c) */
 } cohort_coll_stage_t;
 
 /* One task of a collective's schedule (schedule.c): posted once, then progressed until it
@@ -148,10 +148,10 @@ typedef struct {
 typedef struct {
     const struct cohort_coll_algo *algo;
     cohort_coll_args_t args;
-    uint32_t seq; /* the group's collective number */
-    uint32_t fp;  /* fingerprint checked under COHORT_CHECK=1 */
-    int step;     /* the algorithm's current step, for timeout messages */
-    int agreed;   /* the error returned is every member's alike (direct.c): they stay in step */
+    uint32_t seq;         /* the group's collective number */
+    uint32_t fingerprint; /* of (collective, dtype, op, count, root): its messages carry it */
+    int step;             /* the algorithm's current step, for timeout messages */
+    int agreed; /* the error returned is every member's alike (direct.c): they stay in step */
     int nxfers;
     cohort_xfer_t *xfers;       /* every transfer the algorithm may post, for cancel/describe */
     cohort_coll_check_t *check; /* COHORT_CHECK=1 only: after the algorithm's state */
@@ -278,7 +278,7 @@ cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_ch
  * its first copy and never copies past those lengths (check.c). */
 typedef struct {
     uint64_t in_len, out_len;
-    uint32_t seq, fp;
+    uint32_t seq, fingerprint;
 } cohort_coll_ident_t;
 
 /* This rank's, from its own arguments: the same on every member of the same call. */

@@ -57,7 +57,7 @@ struct cohort_comm {
     /* The fingerprints of the last COHORT_COMM_RECENT collectives posted, collective #s at
      * [s % COHORT_COMM_RECENT]: a message of one of them that carries another is a mismatch
      * even where it matches no receive (am.c). */
-    uint32_t recent_fp[COHORT_COMM_RECENT];
+    uint32_t recent_fingerprint[COHORT_COMM_RECENT];
 };
 
 /* What a member that left said on its way out (node_shm_left). */

@@ -70,7 +70,7 @@ typedef struct {
     void *final_dst;    /* where: the caller's rbuf */
     uint8_t signal;     /* the byte each signal carries */
     uint8_t mapped;     /* IPC_*: this rank mapped every buffer of the others it needs */
-    uint64_t work;      /* the mark of the device work enqueued and not yet seen finished, or 0 */
+    uint64_t work;      /* the mark of the device work enqueued and not yet found finished, or 0 */
     int fb_posted;      /* the fallback's transfers are posted */
     char *fb_in;        /* fallback: device scratch for the members' inputs */
     ipc_desc_t mine;
@@ -94,7 +94,7 @@ static const cohort_gpu_module_t *ipc_mod(cohort_request_t *req)
 
 /* The call's device work enqueued so far, marked (whatever @a status says: what was enqueued
  * before a failure must be over before cleanup unmaps and gives back what it touches). Every
- * phase that marks comes after the last mark was seen finished (s->work 0): one mark at a time. */
+ * phase that marks comes after the last mark was found finished (s->work 0): one mark at a time. */
 static cohort_status_t ipc_work_mark(cohort_request_t *req, ipc_state_t *s, cohort_status_t status)
 {
     cohort_status_t mark = cohort_gpu_lane_mark(req->ctx, IPC_LANE, &s->work);
@@ -312,7 +312,7 @@ static cohort_status_t ipc_work_test(cohort_request_t *req, ipc_state_t *s)
 }
 
 /* The result into the caller's rbuf when it was computed in scratch (enqueued after whatever
- * computed it: @a enqueued, whose enqueueing said @a status), then all of it seen finished. */
+ * computed it: @a enqueued, whose enqueueing said @a status), then all of it found finished. */
 static cohort_status_t ipc_finish(cohort_request_t *req, ipc_state_t *s, cohort_status_t status,
                                   int enqueued)
 {

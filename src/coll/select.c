@@ -487,10 +487,32 @@ static int cohort_coll_parse_knob(cohort_coll_selection_t *sel, const cohort_con
     return 0;
 }
 
+/* Whether the tables give ids 0 to count - 1, each once, below COHORT_ALGOS_MAX (coll.h): a
+ * row added with a taken or a skipped id is said at init, not a crash on a missing row. */
+static cohort_status_t cohort_coll_tables_check(char *err, size_t errlen)
+{
+    int n = cohort_algo_count();
+
+    for (int id = 0; id < n; id++) {
+        if (cohort_algo_by_id(id) == NULL || n > COHORT_ALGOS_MAX) {
+            snprintf(err, errlen,
+                     "the algorithm tables (src/coll/<collective>/table.c) have %d rows but no "
+                     "row with id %d: ids must run from 0 to %d, each once, below %d",
+                     n, id, n - 1, COHORT_ALGOS_MAX);
+            return COHORT_ERR_INVALID_ARG;
+        }
+    }
+    return COHORT_OK;
+}
+
 cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errlen)
 {
-    cohort_coll_selection_t *sel = calloc(1, sizeof(*sel));
+    cohort_coll_selection_t *sel;
 
+    if (cohort_coll_tables_check(err, errlen) != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    sel = calloc(1, sizeof(*sel));
     if (sel == NULL) {
         snprintf(err, errlen, "out of memory");
         return COHORT_ERR_NO_MEMORY;

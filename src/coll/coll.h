@@ -35,10 +35,10 @@ typedef struct {
 } cohort_coll_knob_t;
 
 /* What a group allows beyond messages (cohort_coll_node_local). */
-#define COHORT_NODE_DIRECT 1 /* every member on this node, single copy allowed (direct.c) */
+#define COHORT_NODE_DIRECT 1 /* every member on this node, single copy allowed (path/direct.c) */
 /* The same, and calls start in the order they were posted (not so under COHORT_CHECK=1): the
- * members may share a segment (shm_seg.c), which shm.c runs on and which fences direct.c's
- * writes into the others' buffers. */
+ * members may share a segment (shm_seg.c), which path/shm.c runs on and which fences
+ * path/direct.c's writes into the others' buffers. */
 #define COHORT_NODE_SHM 2
 /* Every member is on this node, whether or not single copy may be tried (CUDA IPC's need). */
 #define COHORT_NODE_SAME 4
@@ -76,7 +76,7 @@ typedef struct cohort_coll_algo {
                   const char **why);
     int nknobs;
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
-    /* Nonzero: takes device buffers itself (cuda_ipc.c), so they are not staged. */
+    /* Nonzero: takes device buffers itself (path/cuda_ipc.c), so they are not staged. */
     int device;
     /* Nonzero: may run on device buffers as they are, its local copies, reductions and scratch
      * through the cohort_coll_mem_* calls (coll_mem.c) and its transfers staged one by one
@@ -151,14 +151,14 @@ typedef struct {
     uint32_t seq;         /* the group's collective number */
     uint32_t fingerprint; /* of (collective, dtype, op, count, root): its messages carry it */
     int step;             /* the algorithm's current step, for timeout messages */
-    int agreed; /* the error returned is every member's alike (direct.c): they stay in step */
+    int agreed; /* the error returned is every member's alike (path/direct.c): they stay in step */
     int nxfers;
     cohort_xfer_t *xfers;       /* every transfer the algorithm may post, for cancel/describe */
     cohort_coll_check_t *check; /* COHORT_CHECK=1 only: after the algorithm's state */
     cohort_coll_stage_t stage;
     int on_device; /* runs on this rank's device buffers (coll_mem.c) */
     /* COHORT_CUDA_IPC=auto: the algorithm taken instead of algo when every member votes that
-     * its buffers are on the device (cuda_ipc.c); NULL once decided, or without a vote */
+     * its buffers are on the device (path/cuda_ipc.c); NULL once decided, or without a vote */
     const struct cohort_coll_algo *vote_algo;
     /* cohort_group_set_stream: the work of the caller's stream at post, which the collective
      * waits for before it starts (0: none, or over); its buffers are staged after it */
@@ -273,9 +273,9 @@ void cohort_coll_settings_describe(const cohort_context_t *ctx, int f, char *buf
 cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_check_t *check);
 
 /* What a member's descriptor says of the call it belongs to, for those that read or write its
- * memory directly (direct.c, cuda_ipc.c): the call's number on the group, its fingerprint, and
- * the bytes of its input and output that it exposes. Every member checks every other's before
- * its first copy and never copies past those lengths (check.c). */
+ * memory directly (path/direct.c, path/cuda_ipc.c): the call's number on the group, its
+ * fingerprint, and the bytes of its input and output that it exposes. Every member checks every
+ * other's before its first copy and never copies past those lengths (check.c). */
 typedef struct {
     uint64_t in_len, out_len;
     uint32_t seq, fingerprint;

@@ -100,7 +100,7 @@ typedef struct {
  * rabenseifner's is half the vector).
  * reduce_scatter (bytes per rank): halving moves as many bytes as the ring in log2(n) steps,
  * but its scratch is twice the whole input; a fold (not a power of two) costs a whole input.
- * shm (every member on this node only, and only what fits its 64 KiB buffers: shm.c declines
+ * shm (every member on this node only, and only what fits its 64 KiB buffers: path/shm.c declines
  * the rest): no message per call, so it wins wherever per-call costs dominate. Measured at 2
  * ranks pinned and 4 oversubscribed against the rules below it (cohort_bench, median of 2
  * runs): allreduce 512 B 0.66 us against 1.46 (2 ranks), 2.9 against 6.4 (4); it keeps winning
@@ -125,7 +125,7 @@ typedef struct {
  * alltoall) run: allreduce, allgather and bcast write into the others' buffers, fenced by the
  * segment's words. */
 /* The first row of every collective but barrier is CUDA IPC, which takes itself out where
- * the settings, the node or the call leave it out (cuda_ipc.c): it used to be asked before the
+ * the settings, the node or the call leave it out (path/cuda_ipc.c): it used to be asked before the
  * table, and stays ahead of every other rule. "4k+1" bounds read "up to 4 KiB inclusive". */
 static const cohort_config_algo_t cohort_default_settings[] = {
     {"BARRIER", "shm,dissemination"},

@@ -40,7 +40,7 @@ static cohort_status_t rh_task_post(cohort_request_t *req, cohort_task_t *t)
     second = cohort_halving_off(c, c->p) - first;
     tmp_elems = req->comm->rank < 2 * c->r ? c->total : first > second ? first : second;
     acc_elems = h->acc == NULL ? c->total : 0;
-    /* One allocation for both: see reduce_knomial.c. */
+    /* One allocation for both: see reduce/knomial.c. */
     h->scratch = cohort_coll_mem_scratch(req, (acc_elems + tmp_elems) * esize + 1);
     if (h->scratch == NULL) {
         return COHORT_ERR_NO_MEMORY;

@@ -65,8 +65,8 @@ typedef struct cohort_coll_algo {
      * overlaps (one round trip, not one per step). Writes at most max; returns how many. */
     int (*peers)(const cohort_coll_args_t *args, int gsize, int grank, int *out, int max);
     /* Optional: nonzero when the algorithm cannot run this case; selection moves on to the
-     * next rule that matches. */
-    int (*decline)(const cohort_coll_args_t *args, int gsize);
+     * next rule that matches. @a algo: this row (a family's rows share one decline). */
+    int (*decline)(const struct cohort_coll_algo *algo, const cohort_coll_args_t *args, int gsize);
     /* Optional, for an algorithm that depends on settings and the machine (CUDA IPC):
      * COHORT_COLL_NO (selection moves on; @a why, when set, says why, for a user's rule),
      * COHORT_COLL_TAKE, or COHORT_COLL_VOTE: taken instead of what the following rules choose
@@ -99,6 +99,10 @@ typedef struct cohort_coll_algo {
     /* Optional: the call is given up here (cancelled, or freed after a timeout), with
      * @a status: tell the members that wait on it in shared memory, where no message says so. */
     void (*abandon)(cohort_request_t *req, cohort_status_t status);
+    /* A row of a same-node family (src/coll/path/): what this collective does differently, a
+     * table of the family's own type (path/<family>.h) that only the family's code reads;
+     * NULL for the other rows. */
+    const void *family;
 } cohort_coll_algo_t;
 
 /* The members' agreement before a collective (check.c): on its arguments (COHORT_CHECK=1),

@@ -172,7 +172,7 @@ static const cohort_coll_algo_t *cohort_rules_pick(cohort_context_t *ctx,
         int use = COHORT_COLL_TAKE;
 
         if (rules[i].coll != a->coll || !cohort_rule_matches(&rules[i], a, gsize) ||
-            (algo->node & ~node) != 0 || (algo->decline != NULL && algo->decline(a, gsize))) {
+            (algo->node & ~node) != 0 || (algo->decline != NULL && algo->decline(algo, a, gsize))) {
             continue;
         }
         if (algo->usable != NULL) {

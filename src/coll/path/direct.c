@@ -82,15 +82,18 @@ size_t cohort_direct_coll_state_size(const cohort_coll_args_t *args, int n)
            2 * D_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64 + cohort_shm_call_extra(n);
 }
 
-int cohort_direct_coll_decline(const cohort_coll_args_t *args, int gsize)
+int cohort_direct_coll_decline(const cohort_coll_algo_t *algo, const cohort_coll_args_t *args,
+                               int gsize)
 {
+    (void)algo;
     return gsize < 2 || args->count == 0;
 }
 
 /* The writing ones need the segment, whose words fence a write against its target leaving. */
-int cohort_direct_coll_decline_writer(const cohort_coll_args_t *args, int gsize)
+int cohort_direct_coll_decline_writer(const cohort_coll_algo_t *algo,
+                                      const cohort_coll_args_t *args, int gsize)
 {
-    return cohort_direct_coll_decline(args, gsize) || gsize > COHORT_SHM_MAX_N;
+    return cohort_direct_coll_decline(algo, args, gsize) || gsize > COHORT_SHM_MAX_N;
 }
 
 cohort_status_t cohort_direct_coll_start(cohort_request_t *req)

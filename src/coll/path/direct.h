@@ -10,10 +10,12 @@
 
 size_t cohort_direct_coll_state_size(const cohort_coll_args_t *args, int n);
 /* Fewer than 2 members or nothing to move: the other rules choose. */
-int cohort_direct_coll_decline(const cohort_coll_args_t *args, int gsize);
+int cohort_direct_coll_decline(const cohort_coll_algo_t *algo, const cohort_coll_args_t *args,
+                               int gsize);
 /* The same, and more members than the segment holds: the rows that write into the others'
  * buffers need the segment, whose words fence a write against its target leaving. */
-int cohort_direct_coll_decline_writer(const cohort_coll_args_t *args, int gsize);
+int cohort_direct_coll_decline_writer(const cohort_coll_algo_t *algo,
+                                      const cohort_coll_args_t *args, int gsize);
 cohort_status_t cohort_direct_coll_start(cohort_request_t *req);
 cohort_status_t cohort_direct_coll_progress(cohort_request_t *req);
 void cohort_direct_coll_cleanup(cohort_request_t *req);

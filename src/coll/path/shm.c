@@ -14,7 +14,8 @@
  *
  * Chosen by placement only (every member on this node, single copy allowed) for calls whose data
  * fit a buffer (COHORT_SHM_SLOT bytes: for alltoall and reduce_scatter every block, for
- * allgather one member's).
+ * allgather one member's). What each collective puts in and computes is its row's
+ * (cohort_shm_row_t, in <collective>/shm.c); the rest is here, once.
  */
 #include <string.h>
 #include "coll/coll_reduce.h"
@@ -30,27 +31,33 @@ typedef struct {
     /* then cohort_shm_call_extra() */
 } shm_state_t;
 
-/* Bytes this rank writes into its buffer (its contribution), or SIZE_MAX when none fits. */
-static size_t shm_in_bytes(const cohort_coll_args_t *a, int n)
+size_t cohort_shm_coll_one(const cohort_coll_args_t *a, int n)
 {
-    size_t one = a->count * a->esize;
-
-    switch (a->coll) {
-    case COHORT_COLL_ALLTOALL:
-    case COHORT_COLL_REDUCE_SCATTER:
-        return a->count > SIZE_MAX / a->esize / (size_t)n ? SIZE_MAX : one * (size_t)n;
-    case COHORT_COLL_BARRIER:
-        return 0;
-    default:
-        return one;
-    }
+    (void)n;
+    return a->count * a->esize;
 }
 
-int cohort_shm_coll_decline(const cohort_coll_args_t *args, int gsize)
+size_t cohort_shm_coll_all(const cohort_coll_args_t *a, int n)
 {
-    /* count 0 moves nothing: the other algorithms return at once, buffers maybe NULL */
-    return gsize < 2 || gsize > COHORT_SHM_MAX_N || shm_in_bytes(args, gsize) > COHORT_SHM_SLOT ||
-           (args->count == 0 && args->coll != COHORT_COLL_BARRIER);
+    return a->count > SIZE_MAX / a->esize / (size_t)n ? SIZE_MAX : a->count * a->esize * (size_t)n;
+}
+
+/* Bytes this rank writes into its buffer (its contribution), SIZE_MAX when they overflow. */
+static size_t shm_in_bytes(const cohort_shm_row_t *row, const cohort_coll_args_t *a, int n)
+{
+    return row->in_bytes != NULL ? row->in_bytes(a, n) : 0;
+}
+
+int cohort_shm_coll_decline(const cohort_coll_algo_t *algo, const cohort_coll_args_t *args,
+                            int gsize)
+{
+    const cohort_shm_row_t *row = algo->family;
+
+    /* count 0 moves nothing: the other algorithms return at once, buffers maybe NULL; a row
+     * that contributes nothing (barrier) runs whatever the count */
+    return gsize < 2 || gsize > COHORT_SHM_MAX_N ||
+           shm_in_bytes(row, args, gsize) > COHORT_SHM_SLOT ||
+           (args->count == 0 && row->in_bytes != NULL);
 }
 
 size_t cohort_shm_coll_state_size(const cohort_coll_args_t *args, int n)
@@ -67,67 +74,32 @@ cohort_status_t cohort_shm_coll_start(cohort_request_t *req)
     return cohort_shm_call_start(req, &s->call, (char *)(s + 1));
 }
 
-/* The result from the published buffers. */
-static void shm_compute(cohort_request_t *req, shm_state_t *s)
+void cohort_shm_coll_reduce(cohort_request_t *req, const cohort_shm_call_t *call, size_t off)
 {
-    const cohort_coll_args_t *a = &s->base.args;
-    int n = req->comm->size, me = req->comm->rank;
-    size_t one = a->count * a->esize;
+    const cohort_coll_args_t *a = &cohort_coll_base(req)->args;
+    int n = req->comm->size;
     char *r = a->rbuf;
 
-    switch (a->coll) {
-    case COHORT_COLL_ALLREDUCE:
-    case COHORT_COLL_REDUCE:
-    case COHORT_COLL_REDUCE_SCATTER: {
-        size_t off = a->coll == COHORT_COLL_REDUCE_SCATTER ? (size_t)me * one : 0;
-        if (a->coll == COHORT_COLL_REDUCE && me != a->root) {
-            return;
-        }
-        cohort_reduce_local(r, cohort_shm_buf(req, &s->call, 0) + off,
-                            cohort_shm_buf(req, &s->call, 1) + off, a->count, a->dt, a->op);
-        for (int k = 2; k < n; k++) {
-            cohort_reduce_local(r, r, cohort_shm_buf(req, &s->call, k) + off, a->count, a->dt,
-                                a->op);
-        }
-        cohort_reduce_finish(r, a->count, a->dt, a->op, n);
-        return;
+    cohort_reduce_local(r, cohort_shm_buf(req, call, 0) + off, cohort_shm_buf(req, call, 1) + off,
+                        a->count, a->dt, a->op);
+    for (int k = 2; k < n; k++) {
+        cohort_reduce_local(r, r, cohort_shm_buf(req, call, k) + off, a->count, a->dt, a->op);
     }
-    case COHORT_COLL_ALLGATHER:
-        for (int k = 0; k < n; k++) {
-            memcpy(r + (size_t)k * one, cohort_shm_buf(req, &s->call, k), one);
-        }
-        return;
-    case COHORT_COLL_ALLTOALL:
-        for (int k = 0; k < n; k++) {
-            memcpy(r + (size_t)k * one, cohort_shm_buf(req, &s->call, k) + (size_t)me * one, one);
-        }
-        return;
-    case COHORT_COLL_BCAST:
-        if (me != a->root) {
-            memcpy(r, cohort_shm_buf(req, &s->call, a->root), one);
-        }
-        return;
-    default: /* barrier */
-        return;
-    }
+    cohort_reduce_finish(r, a->count, a->dt, a->op, n);
 }
 
 cohort_status_t cohort_shm_coll_progress(cohort_request_t *req)
 {
     shm_state_t *s = req->state;
+    const cohort_shm_row_t *row = s->base.algo->family;
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
     cohort_status_t status = COHORT_OK;
 
     s->base.step = (int)s->phase;
     if (s->phase == SHM_BEGIN) {
-        /* bcast: only the root contributes */
-        const char *src =
-            a->coll != COHORT_COLL_BCAST || me == a->root ? cohort_coll_input(a) : NULL;
-        if (src != NULL && a->coll == COHORT_COLL_ALLGATHER && a->sbuf == COHORT_IN_PLACE) {
-            src += (size_t)me * shm_in_bytes(a, n);
-        }
-        status = cohort_shm_put(req, &s->call, src, shm_in_bytes(a, n));
+        const void *src = row->input != NULL ? row->input(req) : cohort_coll_input(a);
+        status = cohort_shm_put(req, &s->call, src, shm_in_bytes(row, a, n));
         if (status != COHORT_OK) {
             return status;
         }
@@ -146,8 +118,8 @@ cohort_status_t cohort_shm_coll_progress(cohort_request_t *req)
                 status = COHORT_ERR_MISMATCH;
             }
         }
-        if (status == COHORT_OK) {
-            shm_compute(req, s);
+        if (status == COHORT_OK && row->compute != NULL) {
+            row->compute(req, &s->call);
         }
         cohort_shm_publish(req, &s->call, COHORT_SHM_DONE);
         cohort_shm_call_end(req, &s->call);

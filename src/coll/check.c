@@ -75,7 +75,7 @@ static void cohort_check_init(cohort_request_t *req, cohort_coll_check_t *c)
     memcpy(c->mine, mine, sizeof(mine));
     c->active = 1;
     c->dist = 1;
-    c->fp = b->fp;
+    c->fingerprint = b->fingerprint;
 }
 
 cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check_t *c)
@@ -84,7 +84,7 @@ cohort_status_t cohort_coll_check_start(cohort_request_t *req, cohort_coll_check
 
     cohort_check_init(req, c);
     /* The agreement's messages carry no fingerprint: they must match whatever was called. */
-    b->fp = 0;
+    b->fingerprint = 0;
     b->xfers = c->x;
     b->nxfers = 2;
     if (req->comm->size == 1) {
@@ -204,7 +204,7 @@ static cohort_status_t cohort_check_verdict(cohort_request_t *req, cohort_coll_c
             return COHORT_ERR_MISMATCH;
         }
     }
-    b->fp = c->fp;
+    b->fingerprint = c->fingerprint;
     return COHORT_OK;
 }
 
@@ -245,14 +245,14 @@ void cohort_coll_ident(const cohort_request_t *req, cohort_coll_ident_t *id)
         a->coll == COHORT_COLL_REDUCE_SCATTER || a->coll == COHORT_COLL_ALLTOALL ? all : one;
     id->out_len = a->coll == COHORT_COLL_ALLGATHER || a->coll == COHORT_COLL_ALLTOALL ? all : one;
     id->seq = b->seq;
-    id->fp = b->fp;
+    id->fingerprint = b->fingerprint;
 }
 
 int cohort_coll_ident_same(cohort_request_t *req, const cohort_coll_ident_t *mine,
                            const cohort_coll_ident_t *its, int k)
 {
-    if (its->seq == mine->seq && its->fp == mine->fp && its->in_len == mine->in_len &&
-        its->out_len == mine->out_len) {
+    if (its->seq == mine->seq && its->fingerprint == mine->fingerprint &&
+        its->in_len == mine->in_len && its->out_len == mine->out_len) {
         return 1;
     }
     cohort_error(req->ctx,
@@ -260,9 +260,9 @@ int cohort_coll_ident_same(cohort_request_t *req, const cohort_coll_ident_t *min
                  "bytes in/out, this rank #%u (0x%08x) with %llu/%llu: a different count, root, "
                  "type or operation; COHORT_ERR_MISMATCH on every member, nothing copied",
                  req->comm->label, cohort_coll_names[cohort_coll_base(req)->args.coll], k, its->seq,
-                 its->fp, (unsigned long long)its->in_len, (unsigned long long)its->out_len,
-                 mine->seq, mine->fp, (unsigned long long)mine->in_len,
-                 (unsigned long long)mine->out_len);
+                 its->fingerprint, (unsigned long long)its->in_len,
+                 (unsigned long long)its->out_len, mine->seq, mine->fingerprint,
+                 (unsigned long long)mine->in_len, (unsigned long long)mine->out_len);
     return 0;
 }
 

@@ -141,8 +141,8 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
      * therefore revokes the group. */
     b->seq = g->coll_seq++;
     b->seg_call = seg ? cohort_shm_call_number(g) : 0;
-    b->fp = cohort_coll_fingerprint(&a);
-    cohort_am_coll_posted(g, b->seq, b->fp);
+    b->fingerprint = cohort_coll_fingerprint(&a);
+    cohort_am_coll_posted(g, b->seq, b->fingerprint);
     /* A call on the segment sends nothing once it is there, nor to set it up: its peers are
      * not wired (direct's pids are fetched without an endpoint, cohort_coll_pids_know). */
     if (!seg) {

@@ -35,10 +35,10 @@ typedef struct {
 } cohort_coll_knob_t;
 
 /* What a group allows beyond messages (cohort_coll_node_local). */
-#define COHORT_NODE_DIRECT 1 /* every member on this node, single copy allowed (direct.c) */
+#define COHORT_NODE_DIRECT 1 /* every member on this node, single copy allowed (path/direct.c) */
 /* The same, and calls start in the order they were posted (not so under COHORT_CHECK=1): the
- * members may share a segment (shm_seg.c), which shm.c runs on and which fences direct.c's
- * writes into the others' buffers. */
+ * members may share a segment (shm_seg.c), which path/shm.c runs on and which fences
+ * path/direct.c's writes into the others' buffers. */
 #define COHORT_NODE_SHM 2
 /* Every member is on this node, whether or not single copy may be tried (CUDA IPC's need). */
 #define COHORT_NODE_SAME 4
@@ -50,6 +50,10 @@ typedef struct cohort_coll_algo {
     const char *name;
     const char *description;
     cohort_coll_type_t coll;
+    /* Its public id (cohort_algo_info, cohort_bench algorithms): fixed once given, so users'
+     * scripts and stored results keep their meaning; a new row takes the next unused number.
+     * Unique over every table (check_select checks it). */
+    int id;
     /* Bytes of state (starting with cohort_coll_base_t) for these arguments on a group. */
     size_t (*state_size)(const cohort_coll_args_t *args, int gsize);
     cohort_status_t (*start)(cohort_request_t *req);
@@ -61,8 +65,8 @@ typedef struct cohort_coll_algo {
      * overlaps (one round trip, not one per step). Writes at most max; returns how many. */
     int (*peers)(const cohort_coll_args_t *args, int gsize, int grank, int *out, int max);
     /* Optional: nonzero when the algorithm cannot run this case; selection moves on to the
-     * next rule that matches. */
-    int (*decline)(const cohort_coll_args_t *args, int gsize);
+     * next rule that matches. @a algo: this row (a family's rows share one decline). */
+    int (*decline)(const struct cohort_coll_algo *algo, const cohort_coll_args_t *args, int gsize);
     /* Optional, for an algorithm that depends on settings and the machine (CUDA IPC):
      * COHORT_COLL_NO (selection moves on; @a why, when set, says why, for a user's rule),
      * COHORT_COLL_TAKE, or COHORT_COLL_VOTE: taken instead of what the following rules choose
@@ -72,11 +76,11 @@ typedef struct cohort_coll_algo {
                   const char **why);
     int nknobs;
     cohort_coll_knob_t knobs[COHORT_COLL_KNOBS_MAX];
-    /* Nonzero: takes device buffers itself (cuda_ipc.c), so they are not staged. */
+    /* Nonzero: takes device buffers itself (path/cuda_ipc.c), so they are not staged. */
     int device;
     /* Nonzero: may run on device buffers as they are, its local copies, reductions and scratch
      * through the cohort_coll_mem_* calls (coll_mem.c) and its transfers staged one by one
-     * (core/xfer_stage.c); otherwise device buffers are staged whole around it (stage.c). */
+     * (proto/xfer_stage.c); otherwise device buffers are staged whole around it (stage.c). */
     int device_ok;
     /* COHORT_NODE_* bits the group must have for this to be chosen (0: any group). */
     int node;
@@ -95,6 +99,10 @@ typedef struct cohort_coll_algo {
     /* Optional: the call is given up here (cancelled, or freed after a timeout), with
      * @a status: tell the members that wait on it in shared memory, where no message says so. */
     void (*abandon)(cohort_request_t *req, cohort_status_t status);
+    /* A row of a same-node family (src/coll/path/): what this collective does differently, a
+     * table of the family's own type (path/<family>.h) that only the family's code reads;
+     * NULL for the other rows. */
+    const void *family;
 } cohort_coll_algo_t;
 
 /* The members' agreement before a collective (check.c): on its arguments (COHORT_CHECK=1),
@@ -114,7 +122,7 @@ typedef struct {
     int active;   /* the agreement is under way; the algorithm has not started */
     int settings; /* it carries the must-match settings (the group's first collective) */
     int round, dist;
-    uint32_t fp; /* the collective's fingerprint, set aside while the agreement runs */
+    uint32_t fingerprint; /* the collective's, set aside while the agreement runs */
     int64_t mine[COHORT_AGREE_FIELDS];
     cohort_coll_check_vals_t acc, in, out;
     cohort_xfer_t x[2];
@@ -127,8 +135,8 @@ typedef struct {
     void *host_r;    /* the staged receive buffer, which the algorithm sees as rbuf */
     void *user_rbuf; /* the caller's device rbuf, written from host_r at completion */
     size_t rout;     /* bytes to write there; 0 once the copy is enqueued */
-    uint64_t in;     /* the copies to the host: their mark until seen finished (polled, stage.c) */
-    uint64_t out;    /* the copy's ticket until it is seen finished (polled, stage.c) */
+    uint64_t in;     /* the copies to the host: their mark until a poll finds them over (stage.c) */
+    uint64_t out;    /* the copy's ticket until a poll finds it over (stage.c) */
 } cohort_coll_stage_t;
 
 /* One task of a collective's schedule (schedule.c): posted once, then progressed until it
@@ -144,17 +152,17 @@ typedef struct {
 typedef struct {
     const struct cohort_coll_algo *algo;
     cohort_coll_args_t args;
-    uint32_t seq; /* the group's collective number */
-    uint32_t fp;  /* fingerprint checked under COHORT_CHECK=1 */
-    int step;     /* the algorithm's current step, for timeout messages */
-    int agreed;   /* the error returned is every member's alike (direct.c): they stay in step */
+    uint32_t seq;         /* the group's collective number */
+    uint32_t fingerprint; /* of (collective, dtype, op, count, root): its messages carry it */
+    int step;             /* the algorithm's current step, for timeout messages */
+    int agreed; /* the error returned is every member's alike (path/direct.c): they stay in step */
     int nxfers;
     cohort_xfer_t *xfers;       /* every transfer the algorithm may post, for cancel/describe */
     cohort_coll_check_t *check; /* COHORT_CHECK=1 only: after the algorithm's state */
     cohort_coll_stage_t stage;
     int on_device; /* runs on this rank's device buffers (coll_mem.c) */
     /* COHORT_CUDA_IPC=auto: the algorithm taken instead of algo when every member votes that
-     * its buffers are on the device (cuda_ipc.c); NULL once decided, or without a vote */
+     * its buffers are on the device (path/cuda_ipc.c); NULL once decided, or without a vote */
     const struct cohort_coll_algo *vote_algo;
     /* cohort_group_set_stream: the work of the caller's stream at post, which the collective
      * waits for before it starts (0: none, or over); its buffers are staged after it */
@@ -269,12 +277,12 @@ void cohort_coll_settings_describe(const cohort_context_t *ctx, int f, char *buf
 cohort_status_t cohort_coll_check_progress(cohort_request_t *req, cohort_coll_check_t *check);
 
 /* What a member's descriptor says of the call it belongs to, for those that read or write its
- * memory directly (direct.c, cuda_ipc.c): the call's number on the group, its fingerprint, and
- * the bytes of its input and output that it exposes. Every member checks every other's before
- * its first copy and never copies past those lengths (check.c). */
+ * memory directly (path/direct.c, path/cuda_ipc.c): the call's number on the group, its
+ * fingerprint, and the bytes of its input and output that it exposes. Every member checks every
+ * other's before its first copy and never copies past those lengths (check.c). */
 typedef struct {
     uint64_t in_len, out_len;
-    uint32_t seq, fp;
+    uint32_t seq, fingerprint;
 } cohort_coll_ident_t;
 
 /* This rank's, from its own arguments: the same on every member of the same call. */
@@ -332,10 +340,36 @@ cohort_status_t cohort_coll_post(cohort_comm_t *comm, const cohort_coll_args_t *
 /* Post and wait: the blocking collectives. */
 cohort_status_t cohort_coll_run(cohort_comm_t *comm, const cohort_coll_args_t *args);
 
-/* The value in effect of tuning parameter @a i of the request's algorithm. */
-size_t cohort_coll_knob(const cohort_request_t *req, int i);
+/* The tuning values in effect, by row id and knob (select.c sets them at init: the defaults,
+ * then COHORT_ALGO_<COLL>_<ALGO>_<PARAM>). The context's selection begins with them, so that a
+ * row reads its own without calling up into selection. */
+#define COHORT_ALGOS_MAX 48
+typedef struct {
+    size_t value[COHORT_ALGOS_MAX][COHORT_COLL_KNOBS_MAX];
+} cohort_coll_knobs_t;
 
-/* Algorithm table (select.c). @a node: the COHORT_NODE_* bits the group has. *vote: an
+/* The value in effect of tuning parameter @a i of the request's algorithm. */
+static inline size_t cohort_coll_knob(const cohort_request_t *req, int i)
+{
+    const struct cohort_coll_algo *algo = ((const cohort_coll_base_t *)req->state)->algo;
+    const cohort_coll_knobs_t *knobs = req->ctx->coll;
+
+    return knobs != NULL ? knobs->value[algo->id][i] : algo->knobs[i].def;
+}
+
+/* One collective's rows (src/coll/<collective>/table.c), in ascending id, the order in which
+ * an unknown COHORT_ALGO_<COLL> name's error lists the valid ones. Selection (select.c) asks
+ * these tables and names no row. */
+typedef struct {
+    cohort_coll_type_t coll;
+    int nrows;
+    const cohort_coll_algo_t *const *rows;
+} cohort_coll_table_t;
+extern const cohort_coll_table_t cohort_barrier_table, cohort_bcast_table, cohort_reduce_table,
+    cohort_allreduce_table, cohort_allgather_table, cohort_reduce_scatter_table,
+    cohort_alltoall_table;
+
+/* Selection (select.c). @a node: the COHORT_NODE_* bits the group has. *vote: an
  * algorithm to take instead if every member votes that its buffers are on the device (CUDA IPC
  * under COHORT_CUDA_IPC=auto), or NULL. */
 const cohort_coll_algo_t *cohort_coll_select(cohort_context_t *ctx, const cohort_coll_args_t *args,

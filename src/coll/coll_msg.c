@@ -13,8 +13,8 @@ cohort_status_t cohort_coll_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     cohort_coll_base_t *b = cohort_coll_base(req);
 
     b->step = step;
-    return cohort_xfer_send(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->algo->ident ? 0 : b->fp,
-                            buf, len);
+    return cohort_xfer_send(req, x, peer, COHORT_MSG_COLL, b->seq, step,
+                            b->algo->ident ? 0 : b->fingerprint, buf, len);
 }
 
 cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, int step,
@@ -23,8 +23,8 @@ cohort_status_t cohort_coll_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
     cohort_coll_base_t *b = cohort_coll_base(req);
 
     b->step = step;
-    return cohort_xfer_recv(req, x, peer, COHORT_MSG_COLL, b->seq, step, b->algo->ident ? 0 : b->fp,
-                            buf, len);
+    return cohort_xfer_recv(req, x, peer, COHORT_MSG_COLL, b->seq, step,
+                            b->algo->ident ? 0 : b->fingerprint, buf, len);
 }
 
 cohort_status_t cohort_coll_flat_round(cohort_request_t *req, cohort_xfer_t *x, int *posted,
@@ -90,4 +90,3 @@ int cohort_coll_peers_dist(int n, int me, int sign, int *out, int max)
     }
     return k;
 }
-

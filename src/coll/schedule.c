@@ -1,7 +1,7 @@
 /*
  * A collective as a short schedule of tasks (UCC's ucc_schedule_t is the model): wait for the
  * group's stream, stage the buffers in late, the members' agreement (COHORT_CHECK, the CUDA IPC
- * vote, a group's first-call settings), the staging copies seen finished, the algorithm, the
+ * vote, a group's first-call settings), the staging copies found finished, the algorithm, the
  * group's first-use step over (the exchange plugin's), stage out.
  * cohort_coll_post picks the tasks a call needs and takes every number the call uses (the group's
  * sequence, the shared segment's call) before any task runs, so a task that waits never changes how

@@ -1,5 +1,8 @@
 /*
- * The algorithm table and default selection. COHORT_ALGO_<COLLECTIVE>=<name> forces one.
+ * Selection: which row of a collective's table (src/coll/<collective>/table.c) runs a call, by
+ * rules written in COHORT_ALGO_<COLLECTIVE>'s syntax, the user's first, then the defaults
+ * below; the tuning knobs (COHORT_ALGO_<COLL>_<ALGO>_<PARAM>); the public list of rows
+ * (cohort_algo_info). It names the tables, never a row.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,83 +13,34 @@
 #include "core/endpoint.h"
 #include "proto/cma.h"
 
-const char *const cohort_coll_env_names[COHORT_COLL_LAST] = {
-    "BARRIER", "BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL"};
-const char *const cohort_coll_names[COHORT_COLL_LAST] = {
-    "barrier", "bcast", "reduce", "allreduce", "allgather", "reduce_scatter", "alltoall"};
-
-extern const cohort_coll_algo_t cohort_barrier_dissemination;
-extern const cohort_coll_algo_t cohort_bcast_knomial;
-extern const cohort_coll_algo_t cohort_bcast_scatter_allgather;
-extern const cohort_coll_algo_t cohort_allgather_bruck;
-extern const cohort_coll_algo_t cohort_allgather_ring;
-extern const cohort_coll_algo_t cohort_alltoall_bruck;
-extern const cohort_coll_algo_t cohort_alltoall_pairwise;
-extern const cohort_coll_algo_t cohort_allreduce_recursive_doubling;
-extern const cohort_coll_algo_t cohort_allreduce_ring;
-extern const cohort_coll_algo_t cohort_allreduce_rabenseifner;
-extern const cohort_coll_algo_t cohort_reduce_knomial;
-extern const cohort_coll_algo_t cohort_reduce_scatter_ring;
-extern const cohort_coll_algo_t cohort_reduce_scatter_recursive_halving;
-extern const cohort_coll_algo_t cohort_allreduce_direct;
-extern const cohort_coll_algo_t cohort_reduce_scatter_direct;
-extern const cohort_coll_algo_t cohort_allgather_direct;
-extern const cohort_coll_algo_t cohort_alltoall_direct;
-extern const cohort_coll_algo_t cohort_bcast_direct;
-extern const cohort_coll_algo_t cohort_allreduce_shm;
-extern const cohort_coll_algo_t cohort_reduce_shm;
-extern const cohort_coll_algo_t cohort_reduce_scatter_shm;
-extern const cohort_coll_algo_t cohort_allgather_shm;
-extern const cohort_coll_algo_t cohort_alltoall_shm;
-extern const cohort_coll_algo_t cohort_bcast_shm;
-extern const cohort_coll_algo_t cohort_barrier_shm;
-extern const cohort_coll_algo_t cohort_bcast_cuda_ipc;
-extern const cohort_coll_algo_t cohort_reduce_cuda_ipc;
-extern const cohort_coll_algo_t cohort_allreduce_cuda_ipc;
-extern const cohort_coll_algo_t cohort_allgather_cuda_ipc;
-extern const cohort_coll_algo_t cohort_reduce_scatter_cuda_ipc;
-extern const cohort_coll_algo_t cohort_alltoall_cuda_ipc;
-
-static const cohort_coll_algo_t *const cohort_algos[] = {
-    &cohort_barrier_dissemination,
-    &cohort_bcast_knomial,
-    &cohort_bcast_scatter_allgather,
-    &cohort_allgather_bruck,
-    &cohort_allgather_ring,
-    &cohort_alltoall_bruck,
-    &cohort_alltoall_pairwise,
-    &cohort_allreduce_recursive_doubling,
-    &cohort_allreduce_ring,
-    &cohort_allreduce_rabenseifner,
-    &cohort_reduce_knomial,
-    &cohort_reduce_scatter_ring,
-    &cohort_reduce_scatter_recursive_halving,
-    &cohort_allreduce_direct,
-    &cohort_reduce_scatter_direct,
-    &cohort_allgather_direct,
-    &cohort_alltoall_direct,
-    &cohort_bcast_direct,
-    &cohort_allreduce_shm,
-    &cohort_reduce_shm,
-    &cohort_reduce_scatter_shm,
-    &cohort_allgather_shm,
-    &cohort_alltoall_shm,
-    &cohort_bcast_shm,
-    &cohort_barrier_shm,
-    &cohort_bcast_cuda_ipc,
-    &cohort_reduce_cuda_ipc,
-    &cohort_allreduce_cuda_ipc,
-    &cohort_allgather_cuda_ipc,
-    &cohort_reduce_scatter_cuda_ipc,
-    &cohort_alltoall_cuda_ipc,
-    NULL,
+/* Every collective's table, indexed by cohort_coll_type_t: selection, the names' check and the
+ * public list ask these, and none of them names a row. */
+static const cohort_coll_table_t *const cohort_coll_tables[COHORT_COLL_LAST] = {
+    &cohort_barrier_table,   &cohort_bcast_table,     &cohort_reduce_table,
+    &cohort_allreduce_table, &cohort_allgather_table, &cohort_reduce_scatter_table,
+    &cohort_alltoall_table,
 };
 
 static const cohort_coll_algo_t *cohort_coll_find(cohort_coll_type_t coll, const char *name)
 {
-    for (int i = 0; cohort_algos[i] != NULL; i++) {
-        if (cohort_algos[i]->coll == coll && strcmp(cohort_algos[i]->name, name) == 0) {
-            return cohort_algos[i];
+    const cohort_coll_table_t *t = cohort_coll_tables[coll];
+
+    for (int i = 0; i < t->nrows; i++) {
+        if (strcmp(t->rows[i]->name, name) == 0) {
+            return t->rows[i];
+        }
+    }
+    return NULL;
+}
+
+/* The row whose public id is @a id, NULL when none is. */
+static const cohort_coll_algo_t *cohort_algo_by_id(int id)
+{
+    for (int c = 0; c < COHORT_COLL_LAST; c++) {
+        for (int i = 0; i < cohort_coll_tables[c]->nrows; i++) {
+            if (cohort_coll_tables[c]->rows[i]->id == id) {
+                return cohort_coll_tables[c]->rows[i];
+            }
         }
     }
     return NULL;
@@ -116,36 +70,15 @@ static const cohort_coll_algo_t *cohort_coll_find(cohort_coll_type_t coll, const
 
 #define COHORT_RULES_MAX 16
 
-#define COHORT_ALGOS_MAX 48
-
 /* What COHORT_ALGO_* said and the defaults, per context. */
 typedef struct {
+    cohort_coll_knobs_t knobs; /* first: the rows read it (cohort_coll_knob, coll.h) */
     int nrules[COHORT_COLL_LAST];
     cohort_coll_rule_t rules[COHORT_COLL_LAST][COHORT_RULES_MAX];
     int ndefaults[COHORT_COLL_LAST];
     cohort_coll_rule_t defaults[COHORT_COLL_LAST][COHORT_RULES_MAX];
     int told[COHORT_COLL_LAST]; /* a user's rule was unusable here, and the log said so */
-    size_t knob[COHORT_ALGOS_MAX][COHORT_COLL_KNOBS_MAX];
 } cohort_coll_selection_t;
-
-static int cohort_algo_index(const cohort_coll_algo_t *algo)
-{
-    for (int i = 0; cohort_algos[i] != NULL; i++) {
-        if (cohort_algos[i] == algo) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-size_t cohort_coll_knob(const cohort_request_t *req, int i)
-{
-    const cohort_coll_algo_t *algo = cohort_coll_base((cohort_request_t *)req)->algo;
-    const cohort_coll_selection_t *sel = req->ctx->coll;
-    int a = cohort_algo_index(algo);
-
-    return sel != NULL && a >= 0 ? sel->knob[a][i] : algo->knobs[i].def;
-}
 
 /* Thresholds measured on a 2-core machine with 2-16 oversubscribed ranks over shared memory
  * (min of two quiet runs); there, ranks share cores, so total copy work decides more than
@@ -167,7 +100,7 @@ size_t cohort_coll_knob(const cohort_request_t *req, int i)
  * rabenseifner's is half the vector).
  * reduce_scatter (bytes per rank): halving moves as many bytes as the ring in log2(n) steps,
  * but its scratch is twice the whole input; a fold (not a power of two) costs a whole input.
- * shm (every member on this node only, and only what fits its 64 KiB buffers: shm.c declines
+ * shm (every member on this node only, and only what fits its 64 KiB buffers: path/shm.c declines
  * the rest): no message per call, so it wins wherever per-call costs dominate. Measured at 2
  * ranks pinned and 4 oversubscribed against the rules below it (cohort_bench, median of 2
  * runs): allreduce 512 B 0.66 us against 1.46 (2 ranks), 2.9 against 6.4 (4); it keeps winning
@@ -192,7 +125,7 @@ size_t cohort_coll_knob(const cohort_request_t *req, int i)
  * alltoall) run: allreduce, allgather and bcast write into the others' buffers, fenced by the
  * segment's words. */
 /* The first row of every collective but barrier is CUDA IPC, which takes itself out where
- * the settings, the node or the call leave it out (cuda_ipc.c): it used to be asked before the
+ * the settings, the node or the call leave it out (path/cuda_ipc.c): it used to be asked before the
  * table, and stays ahead of every other rule. "4k+1" bounds read "up to 4 KiB inclusive". */
 static const cohort_config_algo_t cohort_default_settings[] = {
     {"BARRIER", "shm,dissemination"},
@@ -239,7 +172,7 @@ static const cohort_coll_algo_t *cohort_rules_pick(cohort_context_t *ctx,
         int use = COHORT_COLL_TAKE;
 
         if (rules[i].coll != a->coll || !cohort_rule_matches(&rules[i], a, gsize) ||
-            (algo->node & ~node) != 0 || (algo->decline != NULL && algo->decline(a, gsize))) {
+            (algo->node & ~node) != 0 || (algo->decline != NULL && algo->decline(algo, a, gsize))) {
             continue;
         }
         if (algo->usable != NULL) {
@@ -395,10 +328,10 @@ static int cohort_parse_size(const char *s, size_t len, size_t *out)
 
 static int cohort_coll_names_list(int c, char *err, size_t errlen, size_t used)
 {
-    for (int j = 0; cohort_algos[j] != NULL && used < errlen; j++) {
-        if ((int)cohort_algos[j]->coll == c) {
-            used += (size_t)snprintf(err + used, errlen - used, " %s", cohort_algos[j]->name);
-        }
+    const cohort_coll_table_t *t = cohort_coll_tables[c];
+
+    for (int j = 0; j < t->nrows && used < errlen; j++) {
+        used += (size_t)snprintf(err + used, errlen - used, " %s", t->rows[j]->name);
     }
     return (int)used;
 }
@@ -531,9 +464,10 @@ static int cohort_coll_by_env_name(const char *name)
 static int cohort_coll_parse_knob(cohort_coll_selection_t *sel, const cohort_config_algo_t *set,
                                   char *err, size_t errlen)
 {
-    for (int a = 0; cohort_algos[a] != NULL; a++) {
-        for (int k = 0; k < cohort_algos[a]->nknobs; k++) {
-            const cohort_coll_knob_t *kn = &cohort_algos[a]->knobs[k];
+    for (int a = 0; a < cohort_algo_count(); a++) {
+        const cohort_coll_algo_t *algo = cohort_algo_by_id(a);
+        for (int k = 0; k < algo->nknobs; k++) {
+            const cohort_coll_knob_t *kn = &algo->knobs[k];
             size_t v;
 
             if (strcmp(kn->env + strlen("COHORT_ALGO_"), set->name) != 0) {
@@ -546,24 +480,47 @@ static int cohort_coll_parse_knob(cohort_coll_selection_t *sel, const cohort_con
                          kn->bytes ? "bytes (k/m suffixes accepted)" : "a count", kn->min, kn->max);
                 return -1;
             }
-            sel->knob[a][k] = v;
+            sel->knobs.value[a][k] = v;
             return 1;
         }
     }
     return 0;
 }
 
+/* Whether the tables give ids 0 to count - 1, each once, below COHORT_ALGOS_MAX (coll.h): a
+ * row added with a taken or a skipped id is said at init, not a crash on a missing row. */
+static cohort_status_t cohort_coll_tables_check(char *err, size_t errlen)
+{
+    int n = cohort_algo_count();
+
+    for (int id = 0; id < n; id++) {
+        if (cohort_algo_by_id(id) == NULL || n > COHORT_ALGOS_MAX) {
+            snprintf(err, errlen,
+                     "the algorithm tables (src/coll/<collective>/table.c) have %d rows but no "
+                     "row with id %d: ids must run from 0 to %d, each once, below %d",
+                     n, id, n - 1, COHORT_ALGOS_MAX);
+            return COHORT_ERR_INVALID_ARG;
+        }
+    }
+    return COHORT_OK;
+}
+
 cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errlen)
 {
-    cohort_coll_selection_t *sel = calloc(1, sizeof(*sel));
+    cohort_coll_selection_t *sel;
 
+    if (cohort_coll_tables_check(err, errlen) != COHORT_OK) {
+        return COHORT_ERR_INVALID_ARG;
+    }
+    sel = calloc(1, sizeof(*sel));
     if (sel == NULL) {
         snprintf(err, errlen, "out of memory");
         return COHORT_ERR_NO_MEMORY;
     }
-    for (int a = 0; cohort_algos[a] != NULL; a++) {
-        for (int k = 0; k < cohort_algos[a]->nknobs; k++) {
-            sel->knob[a][k] = cohort_algos[a]->knobs[k].def;
+    for (int a = 0; a < cohort_algo_count(); a++) {
+        const cohort_coll_algo_t *algo = cohort_algo_by_id(a);
+        for (int k = 0; k < algo->nknobs; k++) {
+            sel->knobs.value[a][k] = algo->knobs[k].def;
         }
     }
     for (int i = 0; i < ctx->cfg.nalgo; i++) {
@@ -609,34 +566,38 @@ cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errl
     return COHORT_OK;
 }
 
-/* The public table (cohort.h): an algorithm's id is its position in cohort_algos, so new
- * algorithms are appended and none is ever removed or moved (a retired one would keep its slot
- * and decline every case). */
+/* The public table (cohort.h): every collective's rows, each under the id it carries
+ * (coll.h: ids are 0 to count - 1, each once, never reused or moved; a retired row would keep
+ * its id and decline every case). */
 int cohort_algo_count(void)
 {
     int n = 0;
 
-    while (cohort_algos[n] != NULL) {
-        n++;
+    for (int c = 0; c < COHORT_COLL_LAST; c++) {
+        n += cohort_coll_tables[c]->nrows;
     }
     return n;
 }
 
 cohort_status_t cohort_algo_info(int index, cohort_algo_info_t *info)
 {
-    if (info == NULL || index < 0 || index >= cohort_algo_count()) {
+    const cohort_coll_algo_t *algo = cohort_algo_by_id(index);
+
+    if (info == NULL || algo == NULL) {
         return COHORT_ERR_INVALID_ARG;
     }
     info->id = index;
-    info->collective = cohort_coll_names[cohort_algos[index]->coll];
-    info->name = cohort_algos[index]->name;
-    info->description = cohort_algos[index]->description;
+    info->collective = cohort_coll_names[algo->coll];
+    info->name = algo->name;
+    info->description = algo->description;
     return COHORT_OK;
 }
 
 int cohort_algo_param_count(int index)
 {
-    return index >= 0 && index < cohort_algo_count() ? cohort_algos[index]->nknobs : 0;
+    const cohort_coll_algo_t *algo = cohort_algo_by_id(index);
+
+    return algo != NULL ? algo->nknobs : 0;
 }
 
 cohort_status_t cohort_algo_param_info(int index, int param, cohort_algo_param_t *info)
@@ -646,7 +607,7 @@ cohort_status_t cohort_algo_param_info(int index, int param, cohort_algo_param_t
     if (info == NULL || param < 0 || param >= cohort_algo_param_count(index)) {
         return COHORT_ERR_INVALID_ARG;
     }
-    kn = &cohort_algos[index]->knobs[param];
+    kn = &cohort_algo_by_id(index)->knobs[param];
     info->name = kn->name;
     info->env = kn->env;
     info->default_value = kn->def;

@@ -826,7 +826,7 @@ static uint64_t *shm_tag(cohort_request_t *req, const cohort_shm_call_t *c, int 
 
 static uint64_t shm_call_tag(cohort_request_t *req, const cohort_shm_call_t *c)
 {
-    return (c->s & 0xffffffffu) << 32 | cohort_coll_base(req)->fp;
+    return (c->s & 0xffffffffu) << 32 | cohort_coll_base(req)->fingerprint;
 }
 
 uint8_t *cohort_shm_buf(cohort_request_t *req, const cohort_shm_call_t *c, int k)

@@ -1,7 +1,7 @@
 /*
  * Device buffers of a collective, staged through page-locked host memory around the host
  * algorithm: the input's copy to the host is enqueued when the call is made (the caller's data
- * is ready then, DESIGN.md "CUDA streams") and the algorithm starts once it is seen finished
+ * is ready then, DESIGN.md "CUDA streams") and the algorithm starts once a poll finds it finished
  * (polled: progress never waits for a copy), runs on host buffers as it always does, and the
  * result's copy to the device is enqueued and polled before the request completes. Each buffer is
  * looked at on its own, so host and device buffers mix in one call; a call with host buffers only

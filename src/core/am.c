@@ -77,13 +77,13 @@ static void cohort_xfer_consume(cohort_context_t *ctx, cohort_xfer_t *x, cohort_
     /* Always, not only under COHORT_CHECK: a member that passed another count (or root, dtype,
      * op) than this one would otherwise have its message taken for this call's, and the two
      * ends report success or wait on each other. P2P messages carry 0 on both sides. */
-    if (m->hdr.fp != x->fp) {
+    if (m->hdr.fingerprint != x->fingerprint) {
         cohort_error(ctx,
                      "group 0x%016llx: operation mismatch with rank %d at collective %u step %d "
                      "(fingerprint %08x here, %08x there): members called different "
                      "collectives or arguments",
-                     (unsigned long long)m->hdr.gid, m->hdr.src, m->hdr.seq, m->hdr.tag, x->fp,
-                     m->hdr.fp);
+                     (unsigned long long)m->hdr.gid, m->hdr.src, m->hdr.seq, m->hdr.tag,
+                     x->fingerprint, m->hdr.fingerprint);
         cohort_msg_unread(ctx, m); /* a single-copy sender holds its buffer until told */
         cohort_xfer_mismatch(x);
         return;
@@ -173,8 +173,9 @@ static int cohort_coll_msg_odd(const cohort_comm_t *c, const cohort_am_hdr_t *h)
 {
     uint32_t back = c->coll_seq - h->seq;
 
-    return h->kind == COHORT_MSG_COLL && h->fp != 0 && back >= 1 && back <= COHORT_COMM_RECENT &&
-           c->recent_fp[h->seq % COHORT_COMM_RECENT] != h->fp;
+    return h->kind == COHORT_MSG_COLL && h->fingerprint != 0 && back >= 1 &&
+           back <= COHORT_COMM_RECENT &&
+           c->recent_fingerprint[h->seq % COHORT_COMM_RECENT] != h->fingerprint;
 }
 
 static void cohort_coll_msg_mismatch(cohort_comm_t *c, const cohort_am_hdr_t *h)
@@ -183,16 +184,16 @@ static void cohort_coll_msg_mismatch(cohort_comm_t *c, const cohort_am_hdr_t *h)
                  "group 0x%016llx: a message of collective %u (step %d) from rank %d carries "
                  "fingerprint %08x, called here with %08x: members called different collectives "
                  "or arguments",
-                 (unsigned long long)c->id, h->seq, h->tag, h->src, h->fp,
-                 c->recent_fp[h->seq % COHORT_COMM_RECENT]);
+                 (unsigned long long)c->id, h->seq, h->tag, h->src, h->fingerprint,
+                 c->recent_fingerprint[h->seq % COHORT_COMM_RECENT]);
     cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a message of another call arrived");
 }
 
-void cohort_am_coll_posted(cohort_comm_t *c, uint32_t seq, uint32_t fp)
+void cohort_am_coll_posted(cohort_comm_t *c, uint32_t seq, uint32_t fingerprint)
 {
     cohort_list_t *pos, *tmp;
 
-    c->recent_fp[seq % COHORT_COMM_RECENT] = fp;
+    c->recent_fingerprint[seq % COHORT_COMM_RECENT] = fingerprint;
     cohort_list_for_each(pos, tmp, &c->unexpected)
     {
         cohort_msg_t *m = cohort_container_of(pos, cohort_msg_t, link);

@@ -34,10 +34,11 @@ void cohort_xfer_init(cohort_context_t *ctx);
  * themselves. A send to a peer not wired yet waits for it inside progress. On error nothing is
  * posted and nothing is logged twice: the caller reports. */
 cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
-                                 uint32_t seq, int32_t tag, uint32_t fp, const void *buf,
+                                 uint32_t seq, int32_t tag, uint32_t fingerprint, const void *buf,
                                  size_t len);
 cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
-                                 uint32_t seq, int32_t tag, uint32_t fp, void *buf, size_t len);
+                                 uint32_t seq, int32_t tag, uint32_t fingerprint, void *buf,
+                                 size_t len);
 /* Hand a send to UCX on @a peer's endpoint (the peer is wired). */
 void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer);
 /* A send whose communicator just became ready: on to its peer. */
@@ -71,10 +72,10 @@ void cohort_xfer_cancel(cohort_xfer_t *x, cohort_status_t status);
 
 /* A communicator was just created: deliver the messages that arrived for it before. */
 void cohort_am_adopt(cohort_comm_t *comm);
-/* Collective #@a seq was posted here with fingerprint @a fp: remembered, and a message for it
+/* Collective #@a seq was posted here with @a fingerprint: remembered, and a message for it
  * that arrived first with another fingerprint (whatever its step) is a mismatch, which revokes
  * the group (MISMATCH, told). */
-void cohort_am_coll_posted(cohort_comm_t *comm, uint32_t seq, uint32_t fp);
+void cohort_am_coll_posted(cohort_comm_t *comm, uint32_t seq, uint32_t fingerprint);
 /* Drop a communicator's queued messages (revoke)... */
 void cohort_am_comm_drop(cohort_comm_t *comm);
 /* ...and remember it is gone, so later messages for it are dropped on arrival (destroy). */

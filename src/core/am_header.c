@@ -32,7 +32,8 @@ static uint64_t cohort_get_le64(const uint8_t *p)
     return le64toh(v);
 }
 
-/* Layout: magic(1) kind(1) flags(1) pad(1) seq(4) gid(8) src(4) tag(4) fp(4) wsrc(4). */
+/* Layout: magic(1) kind(1) flags(1) pad(1) seq(4) gid(8) src(4) tag(4) fingerprint, status or
+ * left (4: one word, am_header.h) wsrc(4). */
 void cohort_am_hdr_encode(const cohort_am_hdr_t *hdr, uint8_t *buf)
 {
     memset(buf, 0, COHORT_AM_HDR_BYTES);
@@ -43,7 +44,7 @@ void cohort_am_hdr_encode(const cohort_am_hdr_t *hdr, uint8_t *buf)
     cohort_put_le64(buf + 8, hdr->gid);
     cohort_put_le32(buf + 16, (uint32_t)hdr->src);
     cohort_put_le32(buf + 20, (uint32_t)hdr->tag);
-    cohort_put_le32(buf + 24, hdr->fp);
+    cohort_put_le32(buf + 24, hdr->fingerprint); /* status and left are the same word */
     cohort_put_le32(buf + 28, (uint32_t)hdr->wsrc);
 }
 
@@ -63,7 +64,7 @@ int cohort_am_hdr_decode(const void *buf, size_t len, cohort_am_hdr_t *hdr)
     hdr->gid = cohort_get_le64(p + 8);
     hdr->src = (int32_t)cohort_get_le32(p + 16);
     hdr->tag = (int32_t)cohort_get_le32(p + 20);
-    hdr->fp = cohort_get_le32(p + 24);
+    hdr->fingerprint = cohort_get_le32(p + 24);
     hdr->wsrc = (int32_t)cohort_get_le32(p + 28);
     /* No rank is negative; a message that says otherwise was not written by cohort. */
     if (hdr->src < 0 || hdr->wsrc < 0) {

@@ -75,7 +75,7 @@ static void cohort_cancel_member(cohort_comm_t *c, const cohort_am_hdr_t *h)
     }
     if ((int32_t)(h->seq - c->recv_seq[h->src]) >= 0) {
         /* Not here yet. */
-        if (h->fp == 0) {
+        if (h->left == 0) {
             /* Never sent: this stands in for it, in its place in the sender's order. */
             cohort_msg_t *t = calloc(1, sizeof(*t));
             if (t == NULL) {
@@ -88,7 +88,7 @@ static void cohort_cancel_member(cohort_comm_t *c, const cohort_am_hdr_t *h)
             cohort_list_init(&t->link);
             t->hdr = *h;
             t->hdr.kind = COHORT_MSG_P2P;
-            t->hdr.fp = 0;
+            t->hdr.fingerprint = 0;
             t->canceled = 1;
             (void)cohort_am_deliver(c, t, 0, 0);
             return;

@@ -29,8 +29,8 @@ struct cohort_comm {
     uint8_t prepared;  /* the plugin's first-use step succeeded: release it at the end */
     int8_t node_local; /* every member on this node: 0 not asked yet, 1 yes, -1 no */
     uint8_t node_off;  /* a member could not reach another's memory: node-only algorithms
-                        * off (coll/direct.c, coll/shm.c) */
-    void *node_shm;    /* the members' shared segment (coll/shm.c), made at first use */
+                        * off (coll/path/direct.c, coll/path/shm.c) */
+    void *node_shm;    /* the members' shared segment (coll/shm_seg.c), made at first use */
     void (*node_shm_free)(void *);
     /* What member @a k said in the segment before it let go of it (coll/shm_seg.c): 0 nothing
      * (still in, or the segment cannot say), COHORT_COMM_MEMBER_FREED it freed the group,
@@ -57,7 +57,7 @@ struct cohort_comm {
     /* The fingerprints of the last COHORT_COMM_RECENT collectives posted, collective #s at
      * [s % COHORT_COMM_RECENT]: a message of one of them that carries another is a mismatch
      * even where it matches no receive (am.c). */
-    uint32_t recent_fp[COHORT_COMM_RECENT];
+    uint32_t recent_fingerprint[COHORT_COMM_RECENT];
 };
 
 /* What a member that left said on its way out (node_shm_left). */

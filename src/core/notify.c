@@ -66,7 +66,7 @@ void cohort_notify_revoke(cohort_comm_t *c)
 void cohort_notify_recv(cohort_comm_t *c, const cohort_am_hdr_t *h)
 {
     cohort_context_t *ctx = c->ctx;
-    cohort_status_t status = (cohort_status_t)(int32_t)h->fp;
+    cohort_status_t status = (cohort_status_t)(int32_t)h->status;
     char why[160];
 
     if (h->seq >= (uint32_t)c->size || h->tag < -1 || h->tag >= ctx->size) {
@@ -253,7 +253,7 @@ static void cohort_notice_send(cohort_context_t *ctx, const cohort_notice_t *n)
     h.src = c->rank;
     h.wsrc = ctx->rank;
     h.tag = n->dead;
-    h.fp = (uint32_t)n->status;
+    h.status = (uint32_t)n->status;
     cohort_notify_subtree(c, &h, n->root, (c->rank - n->root + c->size) % c->size, n->dead);
 }
 

@@ -33,7 +33,7 @@ typedef struct cohort_xfer {
     uint8_t canceling; /* P2P send: freed, its receiver told (cancel.c); ends COHORT_ERR_CANCELED */
     uint32_t seq;      /* recv of P2P: the number of the message it matched */
     int32_t tag;
-    uint32_t fp;
+    uint32_t fingerprint; /* COLL: the call's (am_header.h); P2P: 0 */
     cohort_status_t status;
     void *buf;
     size_t len; /* send: bytes; recv: capacity */

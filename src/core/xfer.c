@@ -178,8 +178,8 @@ void cohort_xfer_ucx_complete(void *ucx_req, ucs_status_t ucs, cohort_xfer_t *x)
 }
 
 static void cohort_xfer_setup(cohort_request_t *req, cohort_xfer_t *x, int is_send, int peer,
-                              uint8_t kind, uint32_t seq, int32_t tag, uint32_t fp, void *buf,
-                              size_t len)
+                              uint8_t kind, uint32_t seq, int32_t tag, uint32_t fingerprint,
+                              void *buf, size_t len)
 {
     memset(x, 0, sizeof(*x));
     cohort_list_init(&x->link);
@@ -190,7 +190,7 @@ static void cohort_xfer_setup(cohort_request_t *req, cohort_xfer_t *x, int is_se
     x->kind = kind;
     x->seq = seq;
     x->tag = tag;
-    x->fp = fp;
+    x->fingerprint = fingerprint;
     x->buf = buf;
     x->len = len;
 }
@@ -243,14 +243,14 @@ void cohort_xfer_route(cohort_xfer_t *x)
 }
 
 cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
-                                 uint32_t seq, int32_t tag, uint32_t fp, const void *buf,
+                                 uint32_t seq, int32_t tag, uint32_t fingerprint, const void *buf,
                                  size_t len)
 {
     cohort_comm_t *c = req->comm;
     cohort_am_hdr_t hdr;
     cohort_status_t status;
 
-    cohort_xfer_setup(req, x, 1, peer, kind, seq, tag, fp, (void *)buf, len);
+    cohort_xfer_setup(req, x, 1, peer, kind, seq, tag, fingerprint, (void *)buf, len);
     status = cohort_comm_use(c);
     if (status != COHORT_OK) {
         return status;
@@ -274,7 +274,7 @@ cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int pe
     hdr.seq = x->seq;
     hdr.src = c->rank;
     hdr.tag = tag;
-    hdr.fp = fp;
+    hdr.fingerprint = fingerprint;
     hdr.wsrc = req->ctx->rank;
     hdr.kind = kind;
     hdr.flags = 0;
@@ -303,12 +303,13 @@ void cohort_xfer_post_send(cohort_xfer_t *x)
 cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x);
 
 cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
-                                 uint32_t seq, int32_t tag, uint32_t fp, void *buf, size_t len)
+                                 uint32_t seq, int32_t tag, uint32_t fingerprint, void *buf,
+                                 size_t len)
 {
     cohort_comm_t *c = req->comm;
     cohort_status_t status;
 
-    cohort_xfer_setup(req, x, 0, peer, kind, seq, tag, fp, buf, len);
+    cohort_xfer_setup(req, x, 0, peer, kind, seq, tag, fingerprint, buf, len);
     status = cohort_comm_use(c);
     if (status == COHORT_OK) {
         status = cohort_xfer_stage(x);
@@ -348,7 +349,7 @@ int cohort_xfer_cancel_p2p(cohort_xfer_t *x, cohort_status_t status)
     h.flags = 0;
     /* Handed to a protocol: the message (or its descriptor) may be out. Else it never left,
      * and the cancel takes its place in the receiver's order. */
-    h.fp = x->proto != NULL;
+    h.left = x->proto != NULL;
     (void)cohort_ctl_send(req->ctx, world, &h); /* a peer gone has nothing to be told */
     if (req->ctx->proto_ops->cancel(x, COHORT_ERR_CANCELED)) {
         return 1; /* a single-copy offer: over when its reader answers */

@@ -70,7 +70,7 @@ cohort_status_t cohort_gpu_copy_start(cohort_context_t *ctx, void *dst, const vo
 cohort_status_t cohort_gpu_copy_test(cohort_context_t *ctx, uint64_t ticket);
 /* The work *@a ticket names, polled for @a req: COHORT_OK once it is over (or with no ticket),
  * COHORT_INPROGRESS (the request is polled again: no completion announces the end of device
- * work), or the device's error; the ticket is spent (0) unless in progress. */
+ * work), or the device's error; the ticket is used up (set to 0) unless in progress. */
 cohort_status_t cohort_gpu_ticket_poll(cohort_request_t *req, uint64_t *ticket);
 /* A ticket as a copy's, for the work enqueued on @a lane so far (copy_start with no ticket,
  * cohort_gpu_reduce_multi_start). */

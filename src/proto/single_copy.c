@@ -131,7 +131,7 @@ static cohort_sc_ack_t *cohort_sc_answer_to(cohort_context_t *ctx, int world_ran
     a->world_rank = world_rank;
     a->hdr.kind = COHORT_MSG_SINGLE_COPY_ACK;
     a->hdr.gid = token;
-    a->hdr.fp = (uint32_t)status;
+    a->hdr.status = (uint32_t)status;
     a->hdr.seq = rtoken;
     a->hdr.src = ctx->rank;
     a->hdr.wsrc = ctx->rank;
@@ -379,7 +379,7 @@ static void cohort_sc_ack(cohort_context_t *ctx, const cohort_am_hdr_t *h)
 {
     cohort_sc_room_t *room = cohort_sc_room(ctx);
     cohort_xfer_t *x = cohort_map_get(&room->sends, h->gid);
-    cohort_status_t status = (cohort_status_t)(int32_t)h->fp;
+    cohort_status_t status = (cohort_status_t)(int32_t)h->status;
     cohort_request_t *req;
 
     if (x == NULL || cohort_sc_phase(x) != COHORT_SC_SENT || cohort_sc_world(x) != h->wsrc) {

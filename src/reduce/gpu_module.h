@@ -67,13 +67,13 @@ typedef struct cohort_gpu_module {
      * its end told by a later ticket on the same lane (lane_mark). */
     cohort_status_t (*copy_start)(void *dst, const void *src, size_t bytes, int lane,
                                   uint64_t *ticket);
-    /* A ticket, polled and spent as a copy's, for all the work enqueued on @a lane so far. */
+    /* A ticket, polled and used up as a copy's, for all the work enqueued on @a lane so far. */
     cohort_status_t (*lane_mark)(int lane, uint64_t *ticket);
-    /* COHORT_OK: done (the ticket is spent), COHORT_INPROGRESS, or COHORT_ERR_CUDA (spent). */
+    /* COHORT_OK: done (the ticket is used up), COHORT_INPROGRESS, or COHORT_ERR_CUDA (used up). */
     cohort_status_t (*copy_test)(uint64_t ticket);
-    /* Waits for it; the ticket is spent. */
+    /* Waits for it; the ticket is used up. */
     cohort_status_t (*copy_finish)(uint64_t ticket);
-    /* A ticket, polled and spent as a copy's, for the work enqueued on the caller's @a stream
+    /* A ticket, polled and used up as a copy's, for the work enqueued on the caller's @a stream
      * (a cudaStream_t) so far (0: it is over already). */
     cohort_status_t (*stream_mark)(void *stream, uint64_t *ticket);
     /* Spend a stream mark's ticket without waiting (the stream's work may never end). */

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cohort_am_hdr_encode(&h, buf);
     if (cohort_am_hdr_decode(buf, sizeof(buf), &back) != 0 || back.gid != h.gid ||
         back.seq != h.seq || back.src != h.src || back.wsrc != h.wsrc || back.tag != h.tag ||
-        back.fp != h.fp || back.kind != h.kind || back.flags != h.flags || h.src < 0 ||
+        back.fingerprint != h.fingerprint || back.kind != h.kind || back.flags != h.flags || h.src < 0 ||
         h.wsrc < 0) {
         __builtin_trap();
     }

@@ -12,7 +12,7 @@ START_TEST(test_roundtrip)
                           .seq = 0xfffffffeu,
                           .src = 12345,
                           .tag = -7,
-                          .fp = 0xdeadbeefu,
+                          .fingerprint = 0xdeadbeefu,
                           .wsrc = 70000,
                           .kind = COHORT_MSG_COLL};
     cohort_am_hdr_t out;
@@ -25,7 +25,7 @@ START_TEST(test_roundtrip)
     ck_assert_uint_eq(out.seq, in.seq);
     ck_assert_int_eq(out.src, in.src);
     ck_assert_int_eq(out.tag, in.tag);
-    ck_assert_uint_eq(out.fp, in.fp);
+    ck_assert_uint_eq(out.fingerprint, in.fingerprint);
     ck_assert_int_eq(out.wsrc, in.wsrc);
     ck_assert_uint_eq(out.kind, in.kind);
 }
@@ -38,7 +38,7 @@ START_TEST(test_wire_layout)
                           .seq = 0x0a0b0c0d,
                           .src = 1,
                           .tag = 2,
-                          .fp = 3,
+                          .fingerprint = 3,
                           .wsrc = 4,
                           .kind = COHORT_MSG_P2P};
     uint8_t buf[COHORT_AM_HDR_BYTES];

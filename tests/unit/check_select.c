@@ -378,6 +378,79 @@ static void expect(cohort_coll_type_t coll, size_t bytes, int gsize, int node, c
     ck_assert(v == NULL || v->coll == coll);
 }
 
+/* The public ids are a contract (cohort.h: cohort_algo_info, cohort_bench algorithms): with
+ * the rows in one table per collective, each row carries its id, and this pins every one to
+ * its collective and name, and checks the tables: each row in its own collective's table,
+ * ascending ids there (the order an unknown name's error lists them), ids 0 to count - 1 each
+ * once, below COHORT_ALGOS_MAX (the knobs' room). */
+START_TEST(test_tables)
+{
+    static const struct {
+        const char *coll, *name;
+    } ids[] = {{"barrier", "dissemination"},
+               {"bcast", "knomial"},
+               {"bcast", "scatter_allgather"},
+               {"allgather", "bruck"},
+               {"allgather", "ring"},
+               {"alltoall", "bruck"},
+               {"alltoall", "pairwise"},
+               {"allreduce", "recursive_doubling"},
+               {"allreduce", "ring"},
+               {"allreduce", "rabenseifner"},
+               {"reduce", "knomial"},
+               {"reduce_scatter", "ring"},
+               {"reduce_scatter", "recursive_halving"},
+               {"allreduce", "direct"},
+               {"reduce_scatter", "direct"},
+               {"allgather", "direct"},
+               {"alltoall", "direct"},
+               {"bcast", "direct"},
+               {"allreduce", "shm"},
+               {"reduce", "shm"},
+               {"reduce_scatter", "shm"},
+               {"allgather", "shm"},
+               {"alltoall", "shm"},
+               {"bcast", "shm"},
+               {"barrier", "shm"},
+               {"bcast", "cuda_ipc"},
+               {"reduce", "cuda_ipc"},
+               {"allreduce", "cuda_ipc"},
+               {"allgather", "cuda_ipc"},
+               {"reduce_scatter", "cuda_ipc"},
+               {"alltoall", "cuda_ipc"}};
+    const cohort_coll_table_t *tables[COHORT_COLL_LAST] = {
+        &cohort_barrier_table,   &cohort_bcast_table,     &cohort_reduce_table,
+        &cohort_allreduce_table, &cohort_allgather_table, &cohort_reduce_scatter_table,
+        &cohort_alltoall_table};
+    int seen[COHORT_ALGOS_MAX] = {0}, total = 0;
+
+    ck_assert_int_eq(cohort_algo_count(), (int)(sizeof(ids) / sizeof(ids[0])));
+    for (int i = 0; i < cohort_algo_count(); i++) {
+        cohort_algo_info_t info;
+        ck_assert_int_eq(cohort_algo_info(i, &info), COHORT_OK);
+        ck_assert_int_eq(info.id, i);
+        ck_assert_str_eq(info.collective, ids[i].coll);
+        ck_assert_str_eq(info.name, ids[i].name);
+    }
+    for (int c = 0; c < COHORT_COLL_LAST; c++) {
+        ck_assert_int_eq(tables[c]->coll, c);
+        for (int r = 0; r < tables[c]->nrows; r++) {
+            const cohort_coll_algo_t *row = tables[c]->rows[r];
+            ck_assert_int_eq(row->coll, c);
+            ck_assert_int_ge(row->id, 0);
+            ck_assert_int_lt(row->id, COHORT_ALGOS_MAX);
+            ck_assert_int_eq(seen[row->id]++, 0);
+            if (r > 0) {
+                ck_assert_int_gt(row->id, tables[c]->rows[r - 1]->id);
+            }
+            total++;
+        }
+    }
+    ck_assert_int_eq(total, cohort_algo_count());
+    ck_assert_int_eq(cohort_algo_info(total, &(cohort_algo_info_t){0}), COHORT_ERR_INVALID_ARG);
+}
+END_TEST
+
 /* CUDA IPC is a row of the table: listed, voted on from COHORT_CUDA_IPC_MIN under auto, taken
  * under on, never under off; a user's COHORT_ALGO_ rule may name it (a vote from any size) or
  * leave it out. */
@@ -469,6 +542,7 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_rule_syntax);
     tcase_add_test(tc, test_bad_rule_syntax);
     tcase_add_test(tc, test_cuda_ipc_rows);
+    tcase_add_test(tc, test_tables);
     suite_add_tcase(s, tc);
     return s;
 }

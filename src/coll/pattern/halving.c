@@ -2,8 +2,8 @@
  * What recursive halving and doubling share (halving.h): the fold and the cut, the exchange
  * with a partner in segments, the loop over a task's rounds, the fold and the hand-back as
  * rounds, and the recursive-doubling allgather task. The halving reduce-scatter task is in
- * reduce_scatter_recursive_halving.c, the whole-vector allreduce task in
- * allreduce_recursive_doubling.c, each beside its row.
+ * reduce_scatter/recursive_halving.c, the whole-vector allreduce task in
+ * allreduce/recursive_doubling.c, each beside its row.
  */
 #include "coll/coll_reduce.h"
 #include "coll/pattern/halving.h"

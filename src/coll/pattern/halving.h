@@ -1,7 +1,7 @@
 /*
  * Recursive halving and doubling as tasks (task.h): the recursive-halving reduce-scatter
- * (reduce_scatter_recursive_halving.c), the recursive-doubling allgather (halving.c) and the
- * whole-vector recursive-doubling allreduce (allreduce_recursive_doubling.c). The
+ * (reduce_scatter/recursive_halving.c), the recursive-doubling allgather (halving.c) and the
+ * whole-vector recursive-doubling allreduce (allreduce/recursive_doubling.c). The
  * reduce_scatter recursive_halving row runs the first alone; allreduce_rabenseifner runs one,
  * then the second; the allreduce recursive_doubling row runs the third.
  *

@@ -1,6 +1,6 @@
 /*
  * The windowed ring pipeline, and the two ring tasks built on it (task.h): the ring
- * reduce-scatter (reduce_scatter_ring.c) and the ring allgather (allgather_ring.c). Their rows
+ * reduce-scatter (reduce_scatter/ring.c) and the ring allgather (allgather/ring.c). Their rows
  * run them alone; allreduce_ring runs one, then the other.
  *
  * The pipeline: a sequence of units (step t, segment j; u = t * nseg + j, also the task's message
@@ -90,7 +90,7 @@ typedef enum {
                                 out at the end */
 } cohort_ring_acc_t;
 
-/* The ring reduce-scatter (reduce_scatter_ring.c): n - 1 steps; at step t a rank sends the
+/* The ring reduce-scatter (reduce_scatter/ring.c): n - 1 steps; at step t a rank sends the
  * partial sum of block (rank + own - t - 1) to the right, receives that of block
  * (rank + own - t - 2) from the left and adds its own input's. Block b is combined along the
  * ranks b - own + 1, b - own + 2, ..., in that order, as dst = incoming op mine, and finished
@@ -106,7 +106,7 @@ typedef struct {
 } cohort_ring_rs_t;
 extern const cohort_task_row_t cohort_task_ring_reduce_scatter;
 
-/* The ring allgather (allgather_ring.c): n - 1 steps; at step t a rank sends block
+/* The ring allgather (allgather/ring.c): n - 1 steps; at step t a rank sends block
  * (rank + own - t) to the right and receives block (rank + own - t - 1) from the left, straight
  * into @a buf (which spans every block); a block is sent on once it has arrived. */
 typedef struct {

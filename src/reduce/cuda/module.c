@@ -278,7 +278,7 @@ static int cohort_cuda_copy_find(uint64_t ticket)
 }
 
 /* Whether the copy is over (@a how 0), waiting for it (1), or not asking (2: a stream mark
- * given up; the event is recorded anew at its next use); once it is, the ticket is spent. */
+ * given up; the event is recorded anew at its next use); once it is, the ticket is used up. */
 static cohort_status_t cohort_cuda_copy_end(uint64_t ticket, int how)
 {
     int i = cohort_cuda_copy_find(ticket);

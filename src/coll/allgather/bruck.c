@@ -145,6 +145,7 @@ const cohort_coll_algo_t cohort_allgather_bruck = {
     .name = "bruck",
     .description = "ceil(log2 n) rounds, any n; rotated gather then one local rotation",
     .coll = COHORT_COLL_ALLGATHER,
+    .id = 3,
     .state_size = ag_bruck_state_size,
     .start = ag_bruck_start,
     .progress = ag_bruck_progress,

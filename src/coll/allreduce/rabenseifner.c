@@ -72,6 +72,7 @@ const cohort_coll_algo_t cohort_allreduce_rabenseifner = {
     .name = "rabenseifner",
     .description = "recursive-halving reduce-scatter + recursive-doubling allgather",
     .coll = COHORT_COLL_ALLREDUCE,
+    .id = 9,
     .state_size = rab_state_size,
     .start = rab_start,
     .progress = cohort_task_parent_progress,

@@ -114,6 +114,7 @@ const cohort_coll_algo_t cohort_alltoall_pairwise = {
     .name = "pairwise",
     .description = "n-1 steps, send to rank+k and receive from rank-k, 4 steps in flight",
     .coll = COHORT_COLL_ALLTOALL,
+    .id = 6,
     .state_size = a2a_pw_state_size,
     .start = a2a_pw_start,
     .progress = a2a_pw_progress,

@@ -116,6 +116,7 @@ const cohort_coll_algo_t cohort_allgather_ring = {
     .name = "ring",
     .description = "n-1 steps to the right neighbour, blocks forwarded as they arrive",
     .coll = COHORT_COLL_ALLGATHER,
+    .id = 4,
     .state_size = ag_ring_state_size,
     .start = ag_ring_start,
     .progress = cohort_task_parent_progress,

@@ -230,6 +230,7 @@ const cohort_coll_algo_t cohort_reduce_knomial = {
     .name = "knomial",
     .description = "radix-4 k-nomial tree to any root, pipelined in 128 KiB segments",
     .coll = COHORT_COLL_REDUCE,
+    .id = 10,
     .state_size = kn_state_size,
     .start = kn_start,
     .progress = kn_progress,

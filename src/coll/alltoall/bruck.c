@@ -207,6 +207,7 @@ const cohort_coll_algo_t cohort_alltoall_bruck = {
     .name = "bruck",
     .description = "ceil(log2 n) rounds with packing, any n; for small blocks",
     .coll = COHORT_COLL_ALLTOALL,
+    .id = 5,
     .state_size = a2a_bruck_state_size,
     .start = a2a_bruck_start,
     .progress = a2a_bruck_progress,

@@ -1,5 +1,5 @@
 /*
- * Same-node collectives by single copy (the host twin of cuda_ipc.c): every member reads the
+ * Same-node collectives by single copy (the host twin of path/cuda_ipc.c): every member reads the
  * others' buffers straight out of their address spaces, or writes into them (cma.h), so each
  * byte crosses memory once and no rank waits on a chain of steps.
  *
@@ -11,7 +11,8 @@
  * written n times); alltoall reads the peers' blocks straight into the receive buffer; bcast's
  * members read most of the root's buffer while the root writes the rest into theirs; signal. A
  * rank completes only once every rank that reads or writes its buffers has signalled, so its
- * buffers stay valid while they are used.
+ * buffers stay valid while they are used. The copy phase and what a member exposes are each
+ * collective's row's (cohort_direct_row_t, in <collective>/direct.c); the rest is here, once.
  *
  * The rounds go through the group's shared segment (shm_seg.c: a descriptor in each member's
  * buffer, signals in its words) where the group has one, else as messages (COHORT_CHECK=1).
@@ -31,6 +32,7 @@
 #include <sys/pidfd.h>
 #include <unistd.h>
 #include "coll/coll_reduce.h"
+#include "coll/path/direct.h"
 #include "coll/shm_seg.h"
 #include "proto/cma.h"
 #include "core/endpoint.h"
@@ -61,7 +63,7 @@ typedef struct {
     int posted;         /* the current round's messages are posted */
     size_t one;         /* bytes of one block (per rank, per pair) */
     char *tmp;          /* a chunk of a peer's input, for the reductions */
-    char *copy;         /* in-place alltoall: the input, read by the others */
+    char *copy;         /* the row's own scratch (cohort_direct_coll_scratch) */
     uint8_t signal;     /* D_READ_* this rank sends */
     cohort_status_t rc; /* this rank's own read error, returned after the signal */
     direct_desc_t mine;
@@ -74,32 +76,34 @@ typedef struct {
      * segment call's (cohort_shm_call_extra) */
 } direct_state_t;
 
-#define DIRECT_CHUNK 0 /* knob index */
-
-static size_t direct_state_size(const cohort_coll_args_t *args, int n)
+size_t cohort_direct_coll_state_size(const cohort_coll_args_t *args, int n)
 {
     (void)args;
     return sizeof(direct_state_t) + (size_t)n * (sizeof(direct_desc_t) + 1) +
            2 * D_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64 + cohort_shm_call_extra(n);
 }
 
-static int direct_decline(const cohort_coll_args_t *args, int gsize)
+int cohort_direct_coll_decline(const cohort_coll_algo_t *algo, const cohort_coll_args_t *args,
+                               int gsize)
 {
+    (void)algo;
     return gsize < 2 || args->count == 0;
 }
 
 /* The writing ones need the segment, whose words fence a write against its target leaving. */
-static int direct_decline_writer(const cohort_coll_args_t *args, int gsize)
+int cohort_direct_coll_decline_writer(const cohort_coll_algo_t *algo,
+                                      const cohort_coll_args_t *args, int gsize)
 {
-    return direct_decline(args, gsize) || gsize > COHORT_SHM_MAX_N;
+    return cohort_direct_coll_decline(algo, args, gsize) || gsize > COHORT_SHM_MAX_N;
 }
 
-static cohort_status_t direct_start(cohort_request_t *req)
+cohort_status_t cohort_direct_coll_start(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
+    const cohort_direct_row_t *row = s->base.algo->family;
     const cohort_coll_args_t *a = &s->base.args;
-    int n = req->comm->size, me = req->comm->rank;
-    const char *in = cohort_coll_input(a);
+    int n = req->comm->size;
+    const void *in = cohort_coll_input(a);
     char *p = (char *)(s + 1);
 
     s->peers = (direct_desc_t *)p;
@@ -114,35 +118,11 @@ static cohort_status_t direct_start(cohort_request_t *req)
     cohort_coll_pids_know(req);
     s->mine.out = (uint64_t)(uintptr_t)a->rbuf;
     cohort_coll_ident(req, &s->mine.id);
-    switch (a->coll) {
-    case COHORT_COLL_ALLREDUCE:
-    case COHORT_COLL_REDUCE_SCATTER:
-        s->tmp = cohort_scratch_get(req->ctx, cohort_coll_knob(req, DIRECT_CHUNK));
-        if (s->tmp == NULL) {
-            return COHORT_ERR_NO_MEMORY;
+    if (row->prepare != NULL) {
+        cohort_status_t status = row->prepare(req, &in);
+        if (status != COHORT_OK) {
+            return status;
         }
-        break;
-    case COHORT_COLL_ALLGATHER:
-        if (a->sbuf == COHORT_IN_PLACE) {
-            in = (const char *)a->rbuf + (size_t)me * s->one;
-        }
-        break;
-    case COHORT_COLL_ALLTOALL:
-        /* In place, this rank writes the blocks the others read: they read a copy. */
-        if (a->sbuf == COHORT_IN_PLACE) {
-            s->copy = cohort_scratch_get(req->ctx, (size_t)n * s->one);
-            if (s->copy == NULL) {
-                return COHORT_ERR_NO_MEMORY;
-            }
-            memcpy(s->copy, a->rbuf, (size_t)n * s->one);
-            in = s->copy;
-        } else {
-            memcpy((char *)a->rbuf + (size_t)me * s->one, in + (size_t)me * s->one, s->one);
-        }
-        break;
-    default: /* bcast: the root's buffer */
-        in = a->rbuf;
-        break;
     }
     s->mine.in = (uint64_t)(uintptr_t)in;
     s->phase = D_EXCHANGE;
@@ -216,31 +196,6 @@ static cohort_status_t direct_copy(cohort_request_t *req, direct_state_t *s, int
     return status;
 }
 
-static cohort_status_t direct_pull(cohort_request_t *req, direct_state_t *s, int k, int out,
-                                   void *dst, size_t off, size_t len)
-{
-    return direct_copy(req, s, k, out, dst, off, len, 0);
-}
-
-/* Bcast: the buffer cut in n blocks; the root writes block 0 into every other member while
- * each of them reads blocks 1..n-1, so the root's core copies too (2 ranks: half each). */
-static cohort_status_t direct_bcast(cohort_request_t *req, direct_state_t *s)
-{
-    const cohort_coll_args_t *a = &s->base.args;
-    int n = req->comm->size, me = req->comm->rank, root = a->root;
-    size_t es = a->esize, len0 = cohort_coll_block_len(a->count, n, 0) * es;
-    char *r = a->rbuf;
-    cohort_status_t status = COHORT_OK;
-
-    if (me == root) {
-        for (int j = 1; j < n && status == COHORT_OK; j++) {
-            status = direct_copy(req, s, (me + j) % n, 1, r, 0, len0, 1);
-        }
-        return status;
-    }
-    return direct_pull(req, s, root, 0, r + len0, len0, s->one - len0);
-}
-
 /* dst = the members' @a count elements at byte offset @a off of their inputs, combined: this
  * rank's first, then in ring order from it, so each block is computed once, by its owner, and
  * every member ends with the same bits. With @a push (allreduce) each finished chunk is written
@@ -253,14 +208,15 @@ static cohort_status_t direct_combine(cohort_request_t *req, direct_state_t *s, 
 {
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
-    size_t es = a->esize, chunk = cohort_coll_seg_elems(cohort_coll_knob(req, DIRECT_CHUNK), es);
+    size_t es = a->esize,
+           chunk = cohort_coll_seg_elems(cohort_coll_knob(req, COHORT_DIRECT_CHUNK), es);
     const char *own = (const char *)cohort_coll_input(a) + off;
     cohort_status_t status = COHORT_OK;
 
     for (size_t c = 0; c < count && status == COHORT_OK; c += chunk) {
         size_t len = count - c < chunk ? count - c : chunk;
         for (int j = 1; j < n && status == COHORT_OK; j++) {
-            status = direct_pull(req, s, (me + j) % n, 0, s->tmp, off + c * es, len * es);
+            status = direct_copy(req, s, (me + j) % n, 0, s->tmp, off + c * es, len * es, 0);
             if (status == COHORT_OK) {
                 cohort_reduce_local(dst + c * es, j == 1 ? own + c * es : dst + c * es, s->tmp, len,
                                     a->dt, a->op);
@@ -276,59 +232,40 @@ static cohort_status_t direct_combine(cohort_request_t *req, direct_state_t *s, 
     return status;
 }
 
-/* Allgather: this rank's block, a cache-sized chunk at a time, copied into place and then
- * written into every other member's output while it is in cache: read once, written n times,
- * where reading every block from its owner reads n blocks and writes n. */
-static cohort_status_t direct_allgather(cohort_request_t *req, direct_state_t *s)
+/* The rows' calls (direct.h): the state is the request's. */
+cohort_status_t cohort_direct_coll_pull(cohort_request_t *req, int k, int out, void *dst,
+                                        size_t off, size_t len)
 {
-    const cohort_coll_args_t *a = &s->base.args;
-    int n = req->comm->size, me = req->comm->rank;
-    size_t one = s->one, chunk = cohort_coll_knob(req, DIRECT_CHUNK);
-    char *mine = (char *)a->rbuf + (size_t)me * one;
-    cohort_status_t status = COHORT_OK;
-
-    for (size_t c = 0; c < one && status == COHORT_OK; c += chunk) {
-        size_t len = one - c < chunk ? one - c : chunk;
-        if (a->sbuf != COHORT_IN_PLACE) {
-            memcpy(mine + c, (const char *)a->sbuf + c, len);
-        }
-        for (int j = 1; j < n && status == COHORT_OK; j++) {
-            status = direct_copy(req, s, (me + j) % n, 1, mine + c, (size_t)me * one + c, len, 1);
-        }
-    }
-    return status;
+    return direct_copy(req, req->state, k, out, dst, off, len, 0);
 }
 
-/* This rank's reads and writes. */
-static cohort_status_t direct_read(cohort_request_t *req, direct_state_t *s)
+cohort_status_t cohort_direct_coll_push(cohort_request_t *req, int k, const void *src, size_t off,
+                                        size_t len)
 {
-    const cohort_coll_args_t *a = &s->base.args;
-    int n = req->comm->size, me = req->comm->rank;
-    size_t es = a->esize, one = s->one;
-    char *r = a->rbuf;
-    cohort_status_t status = COHORT_OK;
+    return direct_copy(req, req->state, k, 1, (void *)src, off, len, 1);
+}
 
-    switch (a->coll) {
-    case COHORT_COLL_ALLREDUCE: {
-        size_t off = cohort_coll_block_off(a->count, n, me) * es;
-        return direct_combine(req, s, r + off, off, cohort_coll_block_len(a->count, n, me), 1);
-    }
-    case COHORT_COLL_REDUCE_SCATTER:
-        /* In place the result belongs at rbuf's start, which rank 0 still reads: it is made in
-         * this rank's own block (read by nobody else) and moved after the signal. */
-        return direct_combine(req, s, a->sbuf == COHORT_IN_PLACE ? r + (size_t)me * one : r,
-                              (size_t)me * one, a->count, 0);
-    case COHORT_COLL_ALLGATHER:
-        return direct_allgather(req, s);
-    case COHORT_COLL_ALLTOALL:
-        for (int j = 1; j < n && status == COHORT_OK; j++) {
-            int k = (me + j) % n;
-            status = direct_pull(req, s, k, 0, r + (size_t)k * one, (size_t)me * one, one);
-        }
-        return status;
-    default:
-        return direct_bcast(req, s);
-    }
+cohort_status_t cohort_direct_coll_combine(cohort_request_t *req, char *dst, size_t off,
+                                           size_t count, int push)
+{
+    return direct_combine(req, req->state, dst, off, count, push);
+}
+
+cohort_status_t cohort_direct_coll_combine_prepare(cohort_request_t *req, const void **in)
+{
+    direct_state_t *s = req->state;
+
+    (void)in; /* the others read the call's input */
+    s->tmp = cohort_scratch_get(req->ctx, cohort_coll_knob(req, COHORT_DIRECT_CHUNK));
+    return s->tmp != NULL ? COHORT_OK : COHORT_ERR_NO_MEMORY;
+}
+
+void *cohort_direct_coll_scratch(cohort_request_t *req, size_t bytes)
+{
+    direct_state_t *s = req->state;
+
+    s->copy = cohort_scratch_get(req->ctx, bytes);
+    return s->copy;
 }
 
 static uint8_t direct_signal_of(cohort_status_t status)
@@ -505,7 +442,7 @@ static void direct_leave(cohort_request_t *req, direct_state_t *s)
 static cohort_status_t direct_run(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
-    const cohort_coll_args_t *a = &s->base.args;
+    const cohort_direct_row_t *row = s->base.algo->family;
     cohort_status_t status;
 
     if (s->phase == D_EXCHANGE || s->phase == D_DESCS) {
@@ -527,7 +464,7 @@ static cohort_status_t direct_run(cohort_request_t *req)
             }
         }
         if (s->rc == COHORT_OK) {
-            s->rc = direct_read(req, s);
+            s->rc = row->copy(req);
         }
         s->signal = direct_signal_of(s->rc);
         if (s->rc == COHORT_ERR_PEER_FAILED) {
@@ -546,14 +483,13 @@ static cohort_status_t direct_run(cohort_request_t *req)
     if (s->on_shm) {
         cohort_shm_call_end(req, &s->call);
     }
-    if (status == COHORT_OK && a->coll == COHORT_COLL_REDUCE_SCATTER &&
-        a->sbuf == COHORT_IN_PLACE) {
-        memmove(a->rbuf, (char *)a->rbuf + (size_t)req->comm->rank * s->one, s->one);
+    if (status == COHORT_OK && row->finish != NULL) {
+        row->finish(req);
     }
     return status;
 }
 
-static cohort_status_t direct_progress(cohort_request_t *req)
+cohort_status_t cohort_direct_coll_progress(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
     cohort_status_t status = direct_run(req);
@@ -564,7 +500,7 @@ static cohort_status_t direct_progress(cohort_request_t *req)
     return status;
 }
 
-static void direct_cleanup(cohort_request_t *req)
+void cohort_direct_coll_cleanup(cohort_request_t *req)
 {
     direct_state_t *s = req->state;
 
@@ -573,7 +509,7 @@ static void direct_cleanup(cohort_request_t *req)
 }
 
 /* Every member but this one: all of them are read from or told. */
-static int direct_peers(const cohort_coll_args_t *args, int n, int me, int *out, int max)
+int cohort_direct_coll_peers(const cohort_coll_args_t *args, int n, int me, int *out, int max)
 {
     int m = 0;
 
@@ -583,14 +519,14 @@ static int direct_peers(const cohort_coll_args_t *args, int n, int me, int *out,
     return m;
 }
 
-static size_t direct_describe(const cohort_request_t *req, char *buf, size_t len, size_t used)
+size_t cohort_direct_coll_describe(const cohort_request_t *req, char *buf, size_t len, size_t used)
 {
     const direct_state_t *s = req->state;
 
     return s->on_shm ? cohort_shm_describe(req, &s->call, buf, len, used) : used;
 }
 
-static void direct_abandon(cohort_request_t *req, cohort_status_t status)
+void cohort_direct_coll_abandon(cohort_request_t *req, cohort_status_t status)
 {
     direct_state_t *s = req->state;
 
@@ -599,36 +535,3 @@ static void direct_abandon(cohort_request_t *req, cohort_status_t status)
         direct_leave(req, s);
     }
 }
-
-#define DIRECT_ALGO(coll_, what_, decline_, node_, knobs_...)                                      \
-    {                                                                                              \
-        .name = "direct", .description = "same node: " what_ " by single copy", .coll = coll_,     \
-        .state_size = direct_state_size, .start = direct_start, .progress = direct_progress,       \
-        .cleanup = direct_cleanup, .peers = direct_peers, .decline = decline_, .node = node_,      \
-        .describe = direct_describe, .abandon = direct_abandon, .ident = 1, .segment = 1, knobs_   \
-    }
-
-#define DIRECT_WRITES (COHORT_NODE_DIRECT | COHORT_NODE_SHM)
-
-#define DIRECT_CHUNK_KNOB(env_)                                                                    \
-    .nknobs = 1, .knobs = {                                                                        \
-                     {"chunk", env_, 256 * 1024, 4096, 64u << 20, 1,                               \
-                      "bytes read, combined or written at a time (cache-sized)"},                  \
-    }
-
-const cohort_coll_algo_t cohort_allreduce_direct = DIRECT_ALGO(
-    COHORT_COLL_ALLREDUCE, "each rank combines its block from every input and writes it to all",
-    direct_decline_writer, DIRECT_WRITES, DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLREDUCE_DIRECT_CHUNK"));
-const cohort_coll_algo_t cohort_reduce_scatter_direct =
-    DIRECT_ALGO(COHORT_COLL_REDUCE_SCATTER,
-                "each rank combines its block straight from every input", direct_decline,
-                COHORT_NODE_DIRECT, DIRECT_CHUNK_KNOB("COHORT_ALGO_REDUCE_SCATTER_DIRECT_CHUNK"));
-const cohort_coll_algo_t cohort_allgather_direct = DIRECT_ALGO(
-    COHORT_COLL_ALLGATHER, "each rank writes its block into every output", direct_decline_writer,
-    DIRECT_WRITES, DIRECT_CHUNK_KNOB("COHORT_ALGO_ALLGATHER_DIRECT_CHUNK"));
-const cohort_coll_algo_t cohort_alltoall_direct =
-    DIRECT_ALGO(COHORT_COLL_ALLTOALL, "each rank reads its block of every input into place",
-                direct_decline, COHORT_NODE_DIRECT);
-const cohort_coll_algo_t cohort_bcast_direct =
-    DIRECT_ALGO(COHORT_COLL_BCAST, "the root writes a share into every member, which read the rest",
-                direct_decline_writer, DIRECT_WRITES);

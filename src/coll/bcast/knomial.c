@@ -134,6 +134,7 @@ const cohort_coll_algo_t cohort_bcast_knomial = {
     .name = "knomial",
     .description = "radix-4 k-nomial tree, any root; 1 MiB segments forwarded on arrival",
     .coll = COHORT_COLL_BCAST,
+    .id = 1,
     .state_size = knomial_state_size,
     .start = knomial_start,
     .progress = knomial_progress,

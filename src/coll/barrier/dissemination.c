@@ -74,6 +74,7 @@ const cohort_coll_algo_t cohort_barrier_dissemination = {
     .name = "dissemination",
     .description = "ceil(log2 n) rounds of zero-byte messages to rank+2^k",
     .coll = COHORT_COLL_BARRIER,
+    .id = 0,
     .state_size = barrier_state_size,
     .start = barrier_start,
     .progress = barrier_progress,

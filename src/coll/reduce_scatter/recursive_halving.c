@@ -40,7 +40,7 @@ static cohort_status_t rh_task_post(cohort_request_t *req, cohort_task_t *t)
     second = cohort_halving_off(c, c->p) - first;
     tmp_elems = req->comm->rank < 2 * c->r ? c->total : first > second ? first : second;
     acc_elems = h->acc == NULL ? c->total : 0;
-    /* One allocation for both: see reduce_knomial.c. */
+    /* One allocation for both: see reduce/knomial.c. */
     h->scratch = cohort_coll_mem_scratch(req, (acc_elems + tmp_elems) * esize + 1);
     if (h->scratch == NULL) {
         return COHORT_ERR_NO_MEMORY;
@@ -219,6 +219,7 @@ const cohort_coll_algo_t cohort_reduce_scatter_recursive_halving = {
     .name = "recursive_halving",
     .description = "log2(p) rounds halving the window; extra ranks folded in pairs",
     .coll = COHORT_COLL_REDUCE_SCATTER,
+    .id = 12,
     .state_size = rh_state_size,
     .start = rh_start,
     .progress = cohort_task_parent_progress,

@@ -144,6 +144,7 @@ const cohort_coll_algo_t cohort_allreduce_recursive_doubling = {
     .name = "recursive_doubling",
     .description = "log2(p) whole-vector swaps with rank^2^k; extra ranks folded in pairs",
     .coll = COHORT_COLL_ALLREDUCE,
+    .id = 7,
     .state_size = rd_state_size,
     .start = rd_start,
     .progress = cohort_task_parent_progress,

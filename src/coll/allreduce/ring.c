@@ -82,6 +82,7 @@ const cohort_coll_algo_t cohort_allreduce_ring = {
     .name = "ring",
     .description = "pipelined ring: reduce-scatter then allgather, 2(n-1) steps",
     .coll = COHORT_COLL_ALLREDUCE,
+    .id = 8,
     .state_size = ring_state_size,
     .start = ring_start,
     .progress = cohort_task_parent_progress,

@@ -120,7 +120,7 @@ static cohort_status_t rs_task_post(cohort_request_t *req, cohort_task_t *t)
     tmp_bytes = (size_t)s->shape.window * s->shape.seg_elems * esize;
     own_len = cohort_coll_block_len(s->shape.total, req->comm->size,
                                     (req->comm->rank + s->shape.own) % req->comm->size);
-    /* One allocation for both: see reduce_knomial.c. */
+    /* One allocation for both: see reduce/knomial.c. */
     s->tmp = cohort_coll_mem_scratch(
         req, tmp_bytes + (s->acc_at == COHORT_RING_ACC_SCRATCH ? own_len * esize : 0));
     if (s->tmp == NULL) {
@@ -203,6 +203,7 @@ const cohort_coll_algo_t cohort_reduce_scatter_ring = {
     .name = "ring",
     .description = "pipelined ring, n-1 steps of one block each",
     .coll = COHORT_COLL_REDUCE_SCATTER,
+    .id = 11,
     .state_size = rs_state_size,
     .start = rs_start,
     .progress = cohort_task_parent_progress,

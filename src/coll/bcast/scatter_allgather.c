@@ -198,6 +198,7 @@ const cohort_coll_algo_t cohort_bcast_scatter_allgather = {
     .name = "scatter_allgather",
     .description = "binomial scatter of n chunks from the root, then a ring allgather",
     .coll = COHORT_COLL_BCAST,
+    .id = 2,
     .state_size = sag_state_size,
     .start = sag_start,
     .progress = sag_progress,

@@ -21,13 +21,16 @@
  * reduce_scatter and reduce (at the root) are the same into this rank's output only;
  * allgather, alltoall and bcast copy what this rank needs of the others' inputs into its
  * output. Before any of that the members tell each other whether they could map what they
- * need; if one could not, all fall back to messages (ipc_fallback). Then one signal to every
- * member, and completion only once all have signalled: until then they read this rank's input and
- * write into its output.
+ * need; if one could not, all fall back to messages (ipc_fallback). What each collective
+ * exports, reads and computes, and its fallback's messages, are its row's
+ * (cohort_cuda_ipc_row_t, in <collective>/cuda_ipc.c); the rest is here, once. Then one signal to
+ * every member, and completion only once all have signalled: until then they read this rank's input
+ * and write into its output.
  */
 #include <stddef.h>
 #include <string.h>
 #include "coll/coll_reduce.h"
+#include "coll/path/cuda_ipc.h"
 #include "core/context.h"
 #include "core/endpoint.h"
 #include "mem/gpu.h"
@@ -43,44 +46,21 @@ typedef enum {
     IPC_FINISHING
 } ipc_phase_t;
 
-/* Every device copy and kernel of a call goes on one lane, in order, and is never waited for
- * inside progress: the lane's mark is polled (ipc_work_test). */
-#define IPC_LANE COHORT_GPU_LANE_TO_DEVICE
+/* Every device copy and kernel of a call goes on one lane (path/cuda_ipc.h), in order, and is
+ * never waited for inside progress: the lane's mark is polled (ipc_work_test). */
+#define IPC_LANE COHORT_CUDA_IPC_LANE
 
 enum { IPC_STEP_DESC, IPC_STEP_AGREE, IPC_STEP_SYNC, IPC_STEP_FALLBACK, IPC_STEPS };
 
-typedef struct {
-    cohort_gpu_ipc_t in, out;
-    cohort_coll_ident_t id; /* the call and the lengths, checked before anything is mapped */
-} ipc_desc_t;
+typedef cohort_cuda_ipc_desc_t ipc_desc_t;
 
 /* The agreement's byte: whether the member mapped what it needs, or found that some member's
  * descriptor names another call or other lengths (nobody maps or copies then). */
 enum { IPC_UNMAPPED, IPC_MAPPED, IPC_MISMATCH };
 
-typedef struct {
-    cohort_coll_base_t base;
-    ipc_phase_t phase;
-    int posted; /* the current phase's messages are posted */
-    size_t in_bytes, out_bytes;
-    char *din, *dout;   /* device input and output this rank exports */
-    void *scratch[2];   /* device scratch standing in for host or unexportable buffers */
-    int out_is_scratch; /* the result goes to the caller's rbuf at the end */
-    void *final_dst;    /* where: the caller's rbuf */
-    uint8_t signal;     /* the byte each signal carries */
-    uint8_t mapped;     /* IPC_*: this rank mapped every buffer of the others it needs */
-    uint64_t work;      /* the mark of the device work enqueued and not yet seen finished, or 0 */
-    int fb_posted;      /* the fallback's transfers are posted */
-    char *fb_in;        /* fallback: device scratch for the members' inputs */
-    ipc_desc_t mine;
-    ipc_desc_t *peers;        /* n descriptors */
-    char **in_map, **out_map; /* n: every member's input and output as mapped here */
-    void **opened;            /* 2n: bases mapped through the IPC cache, to give back */
-    uint8_t *sig_rx;          /* 2n: the agreement's and the signal's receive bytes */
-    /* then xfers: IPC_STEPS rounds x (n receives + n sends), own rank's slots unused */
-} ipc_state_t;
+typedef cohort_cuda_ipc_state_t ipc_state_t;
 
-static size_t ipc_state_size(const cohort_coll_args_t *args, int n)
+size_t cohort_cuda_ipc_coll_state_size(const cohort_coll_args_t *args, int n)
 {
     return sizeof(ipc_state_t) + (size_t)n * (sizeof(ipc_desc_t) + 4 * sizeof(void *) + 2) +
            2 * IPC_STEPS * (size_t)n * sizeof(cohort_xfer_t) + 64;
@@ -93,7 +73,7 @@ static const cohort_gpu_module_t *ipc_mod(cohort_request_t *req)
 
 /* The call's device work enqueued so far, marked (whatever @a status says: what was enqueued
  * before a failure must be over before cleanup unmaps and gives back what it touches). Every
- * phase that marks comes after the last mark was seen finished (s->work 0): one mark at a time. */
+ * phase that marks comes after the last mark was found finished (s->work 0): one mark at a time. */
 static cohort_status_t ipc_work_mark(cohort_request_t *req, ipc_state_t *s, cohort_status_t status)
 {
     cohort_status_t mark = cohort_gpu_lane_mark(req->ctx, IPC_LANE, &s->work);
@@ -103,9 +83,9 @@ static cohort_status_t ipc_work_mark(cohort_request_t *req, ipc_state_t *s, coho
 
 /* @a user as an exportable device buffer of @a bytes: itself, or scratch slot @a k holding a
  * copy of its first @a copy bytes. */
-static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const void *user,
-                                  size_t bytes, size_t copy, int k, char **dev,
-                                  cohort_gpu_ipc_t *ipc)
+cohort_status_t cohort_cuda_ipc_coll_export(cohort_request_t *req, cohort_cuda_ipc_state_t *s,
+                                            const void *user, size_t bytes, size_t copy, int k,
+                                            char **dev, cohort_gpu_ipc_t *ipc)
 {
     const cohort_gpu_module_t *mod = ipc_mod(req);
     cohort_status_t status;
@@ -119,7 +99,7 @@ static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const v
     if (s->scratch[k] == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
-    /* enqueued only: ipc_start's mark covers it */
+    /* enqueued only: cohort_cuda_ipc_coll_start's mark covers it */
     status = copy > 0 ? mod->copy_start(s->scratch[k], user, copy, IPC_LANE, NULL) : COHORT_OK;
     if (status == COHORT_OK) {
         status = mod->ipc_get(s->scratch[k], ipc);
@@ -133,13 +113,44 @@ static cohort_status_t ipc_export(cohort_request_t *req, ipc_state_t *s, const v
     return COHORT_OK;
 }
 
-static cohort_status_t ipc_start(cohort_request_t *req)
+cohort_status_t cohort_cuda_ipc_coll_export_both(cohort_request_t *req, cohort_cuda_ipc_state_t *s)
+{
+    const cohort_coll_args_t *a = &s->base.args;
+    cohort_status_t status = cohort_cuda_ipc_coll_export(req, s, cohort_coll_input(a), s->in_bytes,
+                                                         s->in_bytes, 0, &s->din, &s->mine.in);
+
+    return status != COHORT_OK ? status
+                               : cohort_cuda_ipc_coll_export(req, s, a->rbuf, s->out_bytes, 0, 1,
+                                                             &s->dout, &s->mine.out);
+}
+
+cohort_status_t cohort_cuda_ipc_coll_export_shared(cohort_request_t *req,
+                                                   cohort_cuda_ipc_state_t *s, size_t copy)
+{
+    cohort_status_t status = cohort_cuda_ipc_coll_export(req, s, s->base.args.rbuf, s->in_bytes,
+                                                         copy, 0, &s->din, &s->mine.in);
+
+    s->dout = s->din;
+    s->mine.out = s->mine.in;
+    return status;
+}
+
+cohort_status_t cohort_cuda_ipc_coll_export_apart(cohort_request_t *req, cohort_cuda_ipc_state_t *s)
+{
+    cohort_status_t status = cohort_cuda_ipc_coll_export(req, s, s->base.args.rbuf, s->in_bytes,
+                                                         s->in_bytes, 0, &s->din, &s->mine.in);
+
+    return status != COHORT_OK ? status
+                               : cohort_cuda_ipc_coll_export(req, s, NULL, s->out_bytes, 0, 1,
+                                                             &s->dout, &s->mine.out);
+}
+
+cohort_status_t cohort_cuda_ipc_coll_start(cohort_request_t *req)
 {
     ipc_state_t *s = req->state;
+    const cohort_cuda_ipc_row_t *row = s->base.algo->family;
     const cohort_coll_args_t *a = &s->base.args;
-    int n = req->comm->size, me = req->comm->rank;
-    size_t one = a->count * a->esize, all = one * (size_t)n;
-    const char *in = cohort_coll_input(a);
+    int n = req->comm->size;
     char *p = (char *)(s + 1);
     cohort_status_t status;
 
@@ -157,43 +168,7 @@ static cohort_status_t ipc_start(cohort_request_t *req)
     s->base.nxfers = 2 * IPC_STEPS * n;
     req->ctx->stat_ipc_calls++;
     req->device = 1; /* the fallback's transfers carry device memory */
-    s->in_bytes =
-        a->coll == COHORT_COLL_REDUCE_SCATTER || a->coll == COHORT_COLL_ALLTOALL ? all : one;
-    s->out_bytes = a->coll == COHORT_COLL_ALLGATHER || a->coll == COHORT_COLL_ALLTOALL ? all : one;
-    if (a->coll == COHORT_COLL_BCAST) {
-        /* one buffer: the root's is read, the others' written by their owners only */
-        status = ipc_export(req, s, a->rbuf, one, me == a->root ? one : 0, 0, &s->din, &s->mine.in);
-        s->dout = s->din;
-        s->mine.out = s->mine.in;
-    } else if (a->coll == COHORT_COLL_REDUCE && me != a->root) {
-        /* no output: the root writes its own */
-        s->out_bytes = 0;
-        status = ipc_export(req, s, in, one, one, 0, &s->din, &s->mine.in);
-        s->dout = NULL;
-    } else if (a->sbuf != COHORT_IN_PLACE) {
-        status = ipc_export(req, s, in, s->in_bytes, s->in_bytes, 0, &s->din, &s->mine.in);
-        if (status == COHORT_OK) {
-            status = ipc_export(req, s, a->rbuf, s->out_bytes, 0, 1, &s->dout, &s->mine.out);
-        }
-    } else if (a->coll == COHORT_COLL_ALLREDUCE || a->coll == COHORT_COLL_REDUCE) {
-        /* one buffer: block i is written by rank i only, and read by others only after the
-         * first signal (reduce: the root's, read by nobody else) */
-        status = ipc_export(req, s, a->rbuf, one, one, 0, &s->din, &s->mine.in);
-        s->dout = s->din;
-        s->mine.out = s->mine.in;
-    } else if (a->coll == COHORT_COLL_REDUCE_SCATTER || a->coll == COHORT_COLL_ALLTOALL) {
-        /* the result would overwrite input that others read: scratch */
-        status = ipc_export(req, s, a->rbuf, all, all, 0, &s->din, &s->mine.in);
-        if (status == COHORT_OK) {
-            status = ipc_export(req, s, NULL, s->out_bytes, 0, 1, &s->dout, &s->mine.out);
-        }
-    } else {
-        /* allgather: the input is this rank's block of rbuf */
-        status = ipc_export(req, s, a->rbuf, all, all, 1, &s->dout, &s->mine.out);
-        s->din = s->dout + (size_t)me * one;
-        s->mine.in = s->mine.out;
-        s->mine.in.offset += (size_t)me * one;
-    }
+    status = row->exports(req, s);
     /* Copies into scratch, if any, are over before this rank says it mapped (IPC_AGREE): the
      * others read its input from then on. Marked even after a failure, so that cleanup waits
      * for what was enqueued before it returns the scratch. */
@@ -244,21 +219,9 @@ static cohort_status_t ipc_map_one(cohort_request_t *req, ipc_state_t *s, int k,
     return COHORT_OK;
 }
 
-/* Whether this rank reads member @a k's input (allreduce also writes into every output). */
-static int ipc_reads(const cohort_coll_args_t *a, int me, int k)
-{
-    switch (a->coll) {
-    case COHORT_COLL_BCAST:
-        return k == a->root && me != a->root;
-    case COHORT_COLL_REDUCE:
-        return me == a->root;
-    default:
-        return 1;
-    }
-}
-
 static cohort_status_t ipc_map(cohort_request_t *req, ipc_state_t *s)
 {
+    const cohort_cuda_ipc_row_t *row = s->base.algo->family;
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
     cohort_status_t status = COHORT_OK;
@@ -269,10 +232,10 @@ static cohort_status_t ipc_map(cohort_request_t *req, ipc_state_t *s)
             s->out_map[k] = s->dout;
             continue;
         }
-        if (ipc_reads(a, me, k)) {
+        if (row->reads == NULL || row->reads(a, me, k)) {
             status = ipc_map_one(req, s, k, 0, &s->peers[k].in, "input", &s->in_map[k]);
         }
-        if (status == COHORT_OK && a->coll == COHORT_COLL_ALLREDUCE) {
+        if (status == COHORT_OK && row->writes_outputs) {
             status = ipc_map_one(req, s, k, 1, &s->peers[k].out, "output", &s->out_map[k]);
         }
     }
@@ -282,8 +245,9 @@ static cohort_status_t ipc_map(cohort_request_t *req, ipc_state_t *s)
 /* The members' @a count elements at byte offset @a off of their inputs, combined (this rank's
  * first, then in ring order from it), into every one of @a ndst outputs at byte offset
  * @a dst_off: one pass of one kernel, each input read once. */
-static cohort_status_t ipc_combine(cohort_request_t *req, ipc_state_t *s, size_t off, size_t count,
-                                   char *const *outs, int ndst, size_t dst_off)
+cohort_status_t cohort_cuda_ipc_coll_combine(cohort_request_t *req, cohort_cuda_ipc_state_t *s,
+                                             size_t off, size_t count, char *const *outs, int ndst,
+                                             size_t dst_off)
 {
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
@@ -311,7 +275,7 @@ static cohort_status_t ipc_work_test(cohort_request_t *req, ipc_state_t *s)
 }
 
 /* The result into the caller's rbuf when it was computed in scratch (enqueued after whatever
- * computed it: @a enqueued, whose enqueueing said @a status), then all of it seen finished. */
+ * computed it: @a enqueued, whose enqueueing said @a status), then all of it found finished. */
 static cohort_status_t ipc_finish(cohort_request_t *req, ipc_state_t *s, cohort_status_t status,
                                   int enqueued)
 {
@@ -328,42 +292,19 @@ static cohort_status_t ipc_finish(cohort_request_t *req, ipc_state_t *s, cohort_
     return status == COHORT_OK ? ipc_work_test(req, s) : status;
 }
 
-/* The fallback's messages with member @a k: where its data lands here (NULL: none comes) and
- * what this rank sends it (NULL: nothing). */
-static void ipc_fallback_peer(const ipc_state_t *s, int me, int k, char **rx, const char **tx)
+cohort_status_t cohort_cuda_ipc_coll_fallback_reduce(cohort_request_t *req,
+                                                     cohort_cuda_ipc_state_t *s, size_t own_off)
 {
     const cohort_coll_args_t *a = &s->base.args;
+    int n = req->comm->size, me = req->comm->rank;
     size_t one = a->count * a->esize;
-    char *slot = s->fb_in != NULL ? s->fb_in + (size_t)k * one : NULL;
+    const void *srcs[COHORT_GPU_MULTI_MAX];
 
-    *rx = NULL;
-    *tx = NULL;
-    switch (a->coll) {
-    case COHORT_COLL_ALLREDUCE:
-        *rx = slot;
-        *tx = s->din;
-        break;
-    case COHORT_COLL_REDUCE_SCATTER:
-        *rx = slot;
-        *tx = s->din + (size_t)k * one;
-        break;
-    case COHORT_COLL_REDUCE:
-        *rx = me == a->root ? slot : NULL;
-        *tx = k == a->root ? s->din : NULL;
-        break;
-    case COHORT_COLL_ALLGATHER:
-        *rx = s->dout + (size_t)k * one;
-        *tx = s->din;
-        break;
-    case COHORT_COLL_ALLTOALL:
-        *rx = s->dout + (size_t)k * one;
-        *tx = s->din + (size_t)k * one;
-        break;
-    default: /* bcast */
-        *rx = k == a->root ? s->dout : NULL;
-        *tx = me == a->root ? s->din : NULL;
-        break;
+    for (int k = 0; k < n; k++) {
+        srcs[k] = k == me ? s->din + own_off : s->fb_in + (size_t)k * one;
     }
+    return cohort_gpu_reduce_multi_start(req->ctx, (void *const *)&s->dout, 1, srcs, n, a->count,
+                                         a->dt, a->op, n, IPC_LANE);
 }
 
 /* A member could not map the others' buffers: every member sends what the others need of its
@@ -371,18 +312,15 @@ static void ipc_fallback_peer(const ipc_state_t *s, int me, int k, char **rx, co
  * member order, so the bits still agree everywhere. */
 static cohort_status_t ipc_fallback(cohort_request_t *req, ipc_state_t *s)
 {
+    const cohort_cuda_ipc_row_t *row = s->base.algo->family;
     const cohort_coll_args_t *a = &s->base.args;
     int n = req->comm->size, me = req->comm->rank;
     size_t one = a->count * a->esize;
-    int rs = a->coll == COHORT_COLL_REDUCE_SCATTER;
-    int reduces =
-        a->coll == COHORT_COLL_ALLREDUCE || rs || (a->coll == COHORT_COLL_REDUCE && me == a->root);
     cohort_xfer_t *x = s->base.xfers + (size_t)IPC_STEP_FALLBACK * 2 * (size_t)n;
-    const void *srcs[COHORT_GPU_MULTI_MAX];
     cohort_status_t status = COHORT_OK;
 
     if (!s->fb_posted) {
-        if (reduces) {
+        if (row->fallback_reduces != NULL && row->fallback_reduces(a, me)) {
             s->fb_in = cohort_gpu_scratch_get(req->ctx, (size_t)n * one);
             if (s->fb_in == NULL) {
                 return COHORT_ERR_NO_MEMORY;
@@ -394,7 +332,7 @@ static cohort_status_t ipc_fallback(cohort_request_t *req, ipc_state_t *s)
             if (k == me) {
                 continue;
             }
-            ipc_fallback_peer(s, me, k, &rx, &tx);
+            row->fallback_peer(s, me, k, &rx, &tx);
             if (rx != NULL) {
                 status = cohort_coll_recv(req, &x[k], k, IPC_STEP_FALLBACK, rx, one);
             }
@@ -411,26 +349,17 @@ static cohort_status_t ipc_fallback(cohort_request_t *req, ipc_state_t *s)
     if (status != COHORT_OK) {
         return status;
     }
-    if (reduces) {
-        for (int k = 0; k < n; k++) {
-            srcs[k] = k == me ? s->din + (rs ? (size_t)me * one : 0) : s->fb_in + (size_t)k * one;
-        }
-        status = cohort_gpu_reduce_multi_start(req->ctx, (void *const *)&s->dout, 1, srcs, n,
-                                               a->count, a->dt, a->op, n, IPC_LANE);
-    } else if (a->coll == COHORT_COLL_ALLGATHER || a->coll == COHORT_COLL_ALLTOALL) {
-        size_t off = a->coll == COHORT_COLL_ALLTOALL ? (size_t)me * one : 0;
-        status = cohort_gpu_copy_start(req->ctx, s->dout + (size_t)me * one, s->din + off, one,
-                                       IPC_LANE, NULL);
+    if (row->fallback_end != NULL) {
+        status = row->fallback_end(req, s);
     }
     return ipc_finish(req, s, status, 1);
 }
 
-static cohort_status_t ipc_progress(cohort_request_t *req)
+cohort_status_t cohort_cuda_ipc_coll_progress(cohort_request_t *req)
 {
     ipc_state_t *s = req->state;
-    const cohort_coll_args_t *a = &s->base.args;
+    const cohort_cuda_ipc_row_t *row = s->base.algo->family;
     int n = req->comm->size, me = req->comm->rank;
-    size_t es = a->esize, one = a->count * es;
     cohort_status_t status;
 
     switch (s->phase) {
@@ -475,29 +404,7 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
         s->phase = IPC_COMBINE;
         /* fall through */
     case IPC_COMBINE:
-        if (a->coll == COHORT_COLL_ALLREDUCE) {
-            /* block me, written straight into every member's output */
-            size_t off = cohort_coll_block_off(a->count, n, me) * es;
-            status = ipc_combine(req, s, off, cohort_coll_block_len(a->count, n, me), s->out_map, n,
-                                 off);
-        } else if (a->coll == COHORT_COLL_REDUCE_SCATTER) {
-            status = ipc_combine(req, s, (size_t)me * one, a->count, &s->dout, 1, 0);
-        } else if (a->coll == COHORT_COLL_REDUCE) {
-            status = me == a->root ? ipc_combine(req, s, 0, a->count, &s->dout, 1, 0) : COHORT_OK;
-        } else if (a->coll == COHORT_COLL_BCAST) {
-            status = me == a->root ? COHORT_OK
-                                   : cohort_gpu_copy_start(req->ctx, s->dout, s->in_map[a->root],
-                                                           one, IPC_LANE, NULL);
-        } else {
-            /* allgather: every member's input into its block; alltoall: block me of every
-             * member's input into its block */
-            size_t off = a->coll == COHORT_COLL_ALLTOALL ? (size_t)me * one : 0;
-            status = COHORT_OK;
-            for (int k = 0; k < n && status == COHORT_OK; k++) {
-                status = cohort_gpu_copy_start(req->ctx, s->dout + (size_t)k * one,
-                                               s->in_map[k] + off, one, IPC_LANE, NULL);
-            }
-        }
+        status = row->combine(req, s);
         status = ipc_work_mark(req, s, status);
         if (status != COHORT_OK) {
             return status;
@@ -528,7 +435,7 @@ static cohort_status_t ipc_progress(cohort_request_t *req)
     return COHORT_ERR_INVALID_ARG; /* not reached */
 }
 
-static void ipc_cleanup(cohort_request_t *req)
+void cohort_cuda_ipc_coll_cleanup(cohort_request_t *req)
 {
     ipc_state_t *s = req->state;
     const cohort_gpu_module_t *mod = ipc_mod(req);
@@ -558,8 +465,8 @@ static void ipc_cleanup(cohort_request_t *req)
  * COHORT_ALGO_* names it) on a node with a CUDA driver: the driver, not a device, so that a rank
  * shown none (CUDA_VISIBLE_DEVICES="") still votes (no), where one that skipped the vote would
  * leave the others waiting for it. Every member on this node is the row's node bit. */
-static int ipc_usable(cohort_context_t *ctx, const cohort_coll_args_t *a, int gsize, int forced,
-                      const char **why)
+int cohort_cuda_ipc_coll_usable(cohort_context_t *ctx, const cohort_coll_args_t *a, int gsize,
+                                int forced, const char **why)
 {
     int auto_mode = ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_AUTO;
 
@@ -581,20 +488,3 @@ static int ipc_usable(cohort_context_t *ctx, const cohort_coll_args_t *a, int gs
     }
     return auto_mode ? COHORT_COLL_VOTE : COHORT_COLL_TAKE;
 }
-
-/* One row of the selection table per collective it serves (every one but barrier). */
-#define IPC_ROW(collective)                                                                        \
-    {                                                                                              \
-        .name = "cuda_ipc",                                                                        \
-        .description = "same node: members read each other's device buffers through CUDA IPC",     \
-        .coll = (collective), .state_size = ipc_state_size, .start = ipc_start,                    \
-        .progress = ipc_progress, .cleanup = ipc_cleanup, .usable = ipc_usable, .device = 1,       \
-        .node = COHORT_NODE_SAME, .ident = 1,                                                      \
-    }
-
-const cohort_coll_algo_t cohort_bcast_cuda_ipc = IPC_ROW(COHORT_COLL_BCAST);
-const cohort_coll_algo_t cohort_reduce_cuda_ipc = IPC_ROW(COHORT_COLL_REDUCE);
-const cohort_coll_algo_t cohort_allreduce_cuda_ipc = IPC_ROW(COHORT_COLL_ALLREDUCE);
-const cohort_coll_algo_t cohort_allgather_cuda_ipc = IPC_ROW(COHORT_COLL_ALLGATHER);
-const cohort_coll_algo_t cohort_reduce_scatter_cuda_ipc = IPC_ROW(COHORT_COLL_REDUCE_SCATTER);
-const cohort_coll_algo_t cohort_alltoall_cuda_ipc = IPC_ROW(COHORT_COLL_ALLTOALL);

@@ -95,7 +95,8 @@ typedef struct {
     cohort_list_t states_lent;
     /* CMA's (cma.c): whether the kernel lets this process read its peers; the same as found
      * at init and never changed since (what the direct collectives go by, so every member of
-     * a node chooses alike); whether pidfd_getfd works (where it does, the arena of coll/shm_seg.c holds the segments). */
+     * a node chooses alike); whether pidfd_getfd works (the same-node collectives need it:
+     * select.c). */
     int cma_usable;
     int cma_direct;
     int fd_share;

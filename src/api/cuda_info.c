@@ -7,7 +7,7 @@
 #include "core/log.h"
 #include "mem/gpu.h"
 
-/* With the context taken: loading the CUDA module changes it (ctx->gpu). */
+/* With the context taken: loading the CUDA module changes it (ctx->mem.gpu). */
 static cohort_status_t cohort_cuda_info_held(cohort_context_t *ctx, cohort_cuda_info_t *info)
 {
     if (info == NULL) {
@@ -19,11 +19,11 @@ static cohort_status_t cohort_cuda_info_held(cohort_context_t *ctx, cohort_cuda_
     info->built = 1;
 #endif
     (void)cohort_gpu_get(ctx);
-    info->devices = ctx->gpu.ndevices;
-    info->ucx_cuda = ctx->ucx_mem_cuda;
+    info->devices = ctx->mem.gpu.ndevices;
+    info->ucx_cuda = ctx->mem.ucx_mem_cuda;
     info->ipc = info->devices > 0 && ctx->cfg.cuda_ipc != COHORT_CUDA_IPC_OFF;
     snprintf(info->reason, sizeof(info->reason), "%s",
-             ctx->gpu.state == COHORT_GPU_READY ? "" : ctx->gpu.why);
+             ctx->mem.gpu.state == COHORT_GPU_READY ? "" : ctx->mem.gpu.why);
     return COHORT_OK;
 }
 

@@ -92,7 +92,7 @@ static int cohort_coll_stage_on_device(cohort_context_t *ctx, const cohort_coll_
     if (!algo->device_ok || (sbytes > 0 && !s_dev) || (rcap > 0 && !r_dev) || (!s_dev && !r_dev)) {
         return 0;
     }
-    return ctx->ucx_mem_cuda || most >= ctx->cfg.cuda_pipeline_min;
+    return ctx->mem.ucx_mem_cuda || most >= ctx->cfg.cuda_pipeline_min;
 }
 
 cohort_status_t cohort_coll_stage_in(cohort_request_t *req, const cohort_coll_algo_t *algo)

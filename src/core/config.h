@@ -35,7 +35,7 @@ typedef enum {
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 
-/* COHORT_CUDA_IPC. auto: large same-node calls vote on it (coll/cuda_ipc.c); on: same-node
+/* COHORT_CUDA_IPC. auto: large same-node calls vote on it (coll/path/cuda_ipc.c); on: same-node
  * collectives through CUDA IPC whatever the buffers; off: never. */
 typedef enum {
     COHORT_CUDA_IPC_AUTO,

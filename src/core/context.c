@@ -1,6 +1,7 @@
 /* A context's life: made (configuration, the exchange plugin, UCX through ucx.c, the engine's
  * tables), checked on every call, and destroyed; the set of live contexts of the process. */
 #include <pthread.h>
+#include <stddef.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,10 @@
 #include "core/ucx.h"
 
 extern char **environ;
+
+/* Memory finds its part of a context at the context's own address (mem/room.h). */
+_Static_assert(offsetof(struct cohort_context, mem) == 0,
+               "the memory room must be the context's first member");
 
 /* A lookup must be bounded even when the user set no COHORT_TIMEOUT. */
 #define COHORT_DEFAULT_PMIX_TIMEOUT_S 300.0
@@ -179,6 +184,7 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     cohort_guard_init(ctx);
     ctx->log.level = COHORT_LOG_WARN;
     ctx->log.rank = -1;
+    ctx->mem.log = &ctx->log;
     cohort_list_init(&ctx->peer_list);
     cohort_list_init(&ctx->looking_up);
     cohort_list_init(&ctx->comm_list);
@@ -209,6 +215,11 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
         goto err_free;
     }
     ctx->log.level = ctx->cfg.log_level;
+    /* What memory reads of the settings (it cannot read ctx->cfg): copied, as nothing changes
+     * them after this; the path is the setting's own string, which lives as long. */
+    ctx->mem.plugin_path = ctx->cfg.plugin_path;
+    ctx->mem.cuda_off = ctx->cfg.cuda_off;
+    ctx->mem.cuda_ipc_cache = ctx->cfg.cuda_ipc_cache;
     if (warn[0] != '\0') {
         cohort_warn(ctx, "ignoring unknown settings: %s", warn);
     }

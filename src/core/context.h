@@ -9,13 +9,12 @@
 #include "core/am_header.h"
 #include "core/config.h"
 #include "mem/arena.h"
-#include "mem/gpu.h"
+#include "mem/room.h"
 #include "base/list.h"
 #include "core/log.h"
 #include "core/proto_ops.h"
 #include "base/map.h"
 #include "base/poison.h"
-#include "mem/scratch.h"
 #include "pmix_plugins/plugin.h"
 
 #define COHORT_CTX_MAGIC 0xc0c0a11eu
@@ -69,6 +68,10 @@ typedef struct {
 #define COHORT_PEER_OBSERVERS 8
 
 struct cohort_context {
+    /* Memory's part (mem/room.h): the CUDA module and pools, the scratch cache, the settings
+     * memory reads. FIRST, always: memory reaches it by converting the context pointer, since it
+     * may not look into the context (context.c asserts the offset is 0). */
+    cohort_mem_room_t mem;
     uint32_t magic;
     cohort_config_t cfg;
     cohort_log_cfg_t log;
@@ -87,8 +90,6 @@ struct cohort_context {
     ucp_address_t *address;
     size_t address_len;
     int event_fd;     /* COHORT_PROGRESS=block only */
-    int ucx_mem_cuda; /* UCX takes CUDA memory (ucp_context_query): no staging needed */
-    cohort_gpu_t gpu; /* the CUDA module, loaded when a call first needs it */
     /* This process's shared arena (mem/arena.h), named in its card: groups' segments live in
      * it when group rank 0 is here. NULL where the others could not take it (COHORT_SHM_ARENA). */
     cohort_arena_t *arena;
@@ -127,7 +128,6 @@ struct cohort_context {
     unsigned watch_tick;
     cohort_list_t requests; /* every request not yet released (live or user-freed) */
     cohort_list_t req_free; /* released request blocks, for reuse */
-    cohort_scratch_cache_t scratch;
 
     /* Lists the layers above keep here (the core never looks inside). */
     cohort_group_t *world;
@@ -149,11 +149,9 @@ struct cohort_context {
     uint64_t stat_cma;      /* single-copy reads (a chunk of a message, or cohort_cma_pull's
                              * whole), and their bytes */
     uint64_t stat_cma_bytes;
-    uint64_t stat_ipc_opens;   /* peers' allocations mapped through CUDA IPC (cohort_ipc_map) */
-    uint64_t stat_ipc_reuses;  /* mappings the IPC cache already held */
     uint64_t stat_stage_calls; /* collectives staged whole (coll/stage.c) */
     uint64_t stat_stage_xfers; /* transfers staged one by one (proto/xfer_stage.c) */
-    uint64_t stat_ipc_calls;   /* collectives run through CUDA IPC (coll/cuda_ipc.c) */
+    uint64_t stat_ipc_calls;   /* collectives run through CUDA IPC (coll/path/cuda_ipc.c) */
     uint64_t stat_ipc_votes;   /* votes held on it (COHORT_CUDA_IPC=auto) */
     int in_progress;           /* guards against re-entering progress from a callback */
     pid_t pid;                 /* the process that made it (core/guard.c) */

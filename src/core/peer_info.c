@@ -194,8 +194,8 @@ static cohort_status_t cohort_stats_held(const cohort_context_t *ctx, cohort_sta
     stats->peers_failed = ctx->stat_failed;
     stats->single_copies = ctx->stat_cma;
     stats->single_copy_bytes = ctx->stat_cma_bytes;
-    stats->cuda_ipc_opens = ctx->stat_ipc_opens;
-    stats->cuda_ipc_reuses = ctx->stat_ipc_reuses;
+    stats->cuda_ipc_opens = ctx->mem.stat_ipc_opens;
+    stats->cuda_ipc_reuses = ctx->mem.stat_ipc_reuses;
     stats->cuda_staged_calls = ctx->stat_stage_calls;
     stats->cuda_staged_xfers = ctx->stat_stage_xfers;
     stats->cuda_ipc_calls = ctx->stat_ipc_calls;

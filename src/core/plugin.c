@@ -1,73 +1,16 @@
-/* Finding and loading the address-exchange plugin named by COHORT_PMIX_PLUGIN, and the search
- * for a module file that the CUDA module's loader (gpu.c) shares. */
-#define _GNU_SOURCE /* dladdr */
+/* Finding and loading the address-exchange plugin named by COHORT_PMIX_PLUGIN. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include "base/module.h"
 #include "core/context.h"
 #include "core/log.h"
 #include "core/plugin.h"
 
-#ifndef COHORT_PLUGIN_DIR
-#define COHORT_PLUGIN_DIR "/usr/local/lib/cohort"
-#endif
-
-static void *cohort_plugin_try(cohort_context_t *ctx, const char *dir, size_t dirlen,
-                               const char *file, char *tried, size_t triedlen)
-{
-    char path[COHORT_CONFIG_PATH_MAX + 64];
-
-    if (dirlen > COHORT_CONFIG_PATH_MAX) {
-        return NULL;
-    }
-    size_t used = strlen(tried);
-    void *dl;
-
-    snprintf(path, sizeof(path), "%.*s/%s", (int)dirlen, dir, file);
-    dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (dl == NULL && used < triedlen) {
-        snprintf(tried + used, triedlen - used, "%s%s", used ? ", " : "", path);
-        cohort_debug(ctx, "plugin %s: %s", path, dlerror());
-    }
-    return dl;
-}
-
-void *cohort_plugin_open(cohort_context_t *ctx, const char *file, char *tried, size_t triedlen)
-{
-    const char *p = ctx->cfg.plugin_path;
-    Dl_info self;
-    void *dl = NULL;
-
-    /* COHORT_PLUGIN_PATH first (colon-separated), then beside the library, then the
-     * configured install directory. */
-    while (dl == NULL && *p != '\0') {
-        const char *colon = strchr(p, ':');
-        size_t len = colon ? (size_t)(colon - p) : strlen(p);
-        if (len > 0) {
-            dl = cohort_plugin_try(ctx, p, len, file, tried, triedlen);
-        }
-        p += len + (colon ? 1 : 0);
-    }
-    /* Beside libcohort itself: <libdir>/cohort in an installation moved after it was built,
-     * and the library's own directory in a build tree (libtool's .libs holds both). */
-    if (dl == NULL && dladdr((void *)cohort_plugin_open, &self) != 0 && self.dli_fname != NULL) {
-        const char *slash = strrchr(self.dli_fname, '/');
-        if (slash != NULL) {
-            size_t len = (size_t)(slash - self.dli_fname);
-            char dir[COHORT_CONFIG_PATH_MAX];
-            snprintf(dir, sizeof(dir), "%.*s/cohort", (int)len, self.dli_fname);
-            dl = cohort_plugin_try(ctx, dir, strlen(dir), file, tried, triedlen);
-            if (dl == NULL) {
-                dl = cohort_plugin_try(ctx, self.dli_fname, len, file, tried, triedlen);
-            }
-        }
-    }
-    if (dl == NULL) {
-        dl = cohort_plugin_try(ctx, COHORT_PLUGIN_DIR, strlen(COHORT_PLUGIN_DIR), file, tried,
-                               triedlen);
-    }
-    return dl;
-}
+/* The search path is the context's setting; the module search itself is base's, shared with
+ * the CUDA module's loader, which may not look into a context. */
+_Static_assert(COHORT_CONFIG_PATH_MAX == COHORT_MODULE_DIR_MAX,
+               "a directory of COHORT_PLUGIN_PATH must fit the module search's buffers");
 
 cohort_status_t cohort_plugin_load(cohort_context_t *ctx)
 {
@@ -78,7 +21,7 @@ cohort_status_t cohort_plugin_load(cohort_context_t *ctx)
     void *dl;
 
     snprintf(file, sizeof(file), "cohort_pmix_%s.so", name);
-    dl = cohort_plugin_open(ctx, file, tried, sizeof(tried));
+    dl = cohort_module_open(ctx->cfg.plugin_path, cohort_ctx_log(ctx), file, tried, sizeof(tried));
     if (dl == NULL) {
         cohort_error(ctx,
                      "exchange plugin '%s' not found (tried %s); set COHORT_PLUGIN_PATH to the "

@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/request.h"
+#include "mem/gpu.h"
 #include "base/time.h"
 
 #define COHORT_REQ_LIVE     0x5e9a11feu
@@ -139,6 +140,22 @@ void cohort_request_poll(cohort_request_t *req)
     }
     req->polling = 1;
     cohort_list_push(&req->ctx->polling, &req->poll_link);
+}
+
+cohort_status_t cohort_gpu_ticket_poll(cohort_request_t *req, uint64_t *ticket)
+{
+    cohort_status_t status;
+
+    if (*ticket == 0) {
+        return COHORT_OK;
+    }
+    status = cohort_gpu_copy_test(req->ctx, *ticket);
+    if (status == COHORT_INPROGRESS) {
+        cohort_request_poll(req);
+        return status;
+    }
+    *ticket = 0;
+    return status;
 }
 
 int cohort_request_poll_all(cohort_context_t *ctx)

@@ -10,13 +10,10 @@
 #include "cohort.h"
 #include "core/am_header.h"
 #include "base/list.h"
+#include "mem/gpu.h" /* cohort_mem_type_t: where a transfer's buffer lives */
 
 typedef struct cohort_comm cohort_comm_t;
 typedef struct cohort_peer cohort_peer_t;
-
-/* Where a transfer's buffer lives: host unless its request may carry device memory (then
- * looked at per transfer, proto/xfer_stage.c). */
-typedef enum { COHORT_MEM_HOST = 0, COHORT_MEM_CUDA = 1 } cohort_mem_type_t;
 
 typedef struct cohort_xfer {
     cohort_list_t link;     /* posted receives; a peer's or comm's waiting sends */
@@ -115,6 +112,11 @@ void cohort_request_wake(cohort_request_t *req);
 void cohort_request_poll(cohort_request_t *req);
 /* Progress, once each, the requests that asked to be polled. @return how many finished. */
 int cohort_request_poll_all(cohort_context_t *ctx);
+/* The device work *@a ticket names (a copy or kernel's mark, mem/gpu.h), polled for @a req:
+ * COHORT_OK once it is over (or with no ticket), COHORT_INPROGRESS (the request is polled
+ * again: no completion announces the end of device work), or the device's error; the ticket is
+ * used up (set to 0) unless in progress. Here, not in memory, because it marks a request. */
+cohort_status_t cohort_gpu_ticket_poll(cohort_request_t *req, uint64_t *ticket);
 /* Stop everything the request still waits for and finish it with @a status. */
 void cohort_request_cancel(cohort_request_t *req, cohort_status_t status);
 /* Give the block back to the pool once UCX no longer points into it and no reader reads it. */

@@ -153,7 +153,7 @@ cohort_status_t cohort_ucx_open(cohort_context_t *ctx)
     {
         ucp_context_attr_t attr = {.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES};
         if (ucp_context_query(ctx->ucp, &attr) == UCS_OK) {
-            ctx->ucx_mem_cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+            ctx->mem.ucx_mem_cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
         }
     }
 

@@ -358,7 +358,7 @@ cohort_status_t cohort_group_set_stream(cohort_group_t *handle, void *stream)
     }
     if (stream != NULL && cohort_gpu_get(g->comm->ctx) == NULL) {
         cohort_error(g->comm->ctx, "cohort_group_set_stream: a CUDA stream, but %s",
-                     g->comm->ctx->gpu.why[0] ? g->comm->ctx->gpu.why : "no CUDA device");
+                     g->comm->ctx->mem.gpu.why[0] ? g->comm->ctx->mem.gpu.why : "no CUDA device");
         status = COHORT_ERR_UNSUPPORTED;
     } else {
         g->comm->stream = stream;

@@ -12,10 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <config.h> /* the build's (top of the tree), not core/config.h */
-#include "core/context.h"
+#include "base/module.h"
 #include "mem/gpu.h"
-#include "core/log.h"
-#include "core/plugin.h"
+#include "mem/room.h"
 
 #ifdef COHORT_HAVE_CUDA
 static void *cohort_gpu_pinned_alloc(void *arg, size_t bytes)
@@ -38,13 +37,14 @@ static void cohort_gpu_pinned_release(void *arg, void *raw)
  * (an old cohort_cuda.so on COHORT_PLUGIN_PATH must not turn up in such a build). */
 static void cohort_gpu_load(cohort_context_t *ctx)
 {
-    cohort_gpu_t *gpu = &ctx->gpu;
-    char tried[COHORT_CONFIG_PATH_MAX] = "";
+    cohort_mem_room_t *room = cohort_mem_room(ctx);
+    cohort_gpu_t *gpu = &room->gpu;
+    char tried[COHORT_MODULE_DIR_MAX] = "";
     const cohort_gpu_module_t *mod;
     void *dl;
 
     gpu->state = COHORT_GPU_NONE;
-    if (ctx->cfg.cuda_off) {
+    if (room->cuda_off) {
         snprintf(gpu->why, sizeof(gpu->why), "CUDA is off (COHORT_CUDA=off)");
         return;
     }
@@ -54,11 +54,12 @@ static void cohort_gpu_load(cohort_context_t *ctx)
     (void)mod;
     (void)tried;
 #else
-    dl = cohort_plugin_open(ctx, COHORT_GPU_MODULE_FILE, tried, sizeof(tried));
+    dl = cohort_module_open(room->plugin_path, room->log, COHORT_GPU_MODULE_FILE, tried,
+                            sizeof(tried));
     if (dl == NULL) {
         snprintf(gpu->why, sizeof(gpu->why), "no CUDA device support (%s not loaded; tried %.96s)",
                  COHORT_GPU_MODULE_FILE, tried);
-        cohort_info(ctx, "%s", gpu->why);
+        cohort_log(room->log, COHORT_LOG_INFO, "%s", gpu->why);
         return;
     }
     mod = dlsym(dl, COHORT_GPU_MODULE_SYMBOL);
@@ -66,7 +67,7 @@ static void cohort_gpu_load(cohort_context_t *ctx)
         snprintf(gpu->why, sizeof(gpu->why), "no CUDA device support (%s is %s)",
                  COHORT_GPU_MODULE_FILE,
                  mod == NULL ? "not a cohort CUDA module" : "from another version of cohort");
-        cohort_warn(ctx, "%s", gpu->why);
+        cohort_log(room->log, COHORT_LOG_WARN, "%s", gpu->why);
         dlclose(dl);
         return;
     }
@@ -74,7 +75,7 @@ static void cohort_gpu_load(cohort_context_t *ctx)
     gpu->ndevices = mod->open(gpu->why, sizeof(gpu->why));
     if (gpu->ndevices <= 0) {
         gpu->ndevices = 0;
-        cohort_info(ctx, "%s", gpu->why);
+        cohort_log(room->log, COHORT_LOG_INFO, "%s", gpu->why);
     } else {
         gpu->mod = mod;
         gpu->state = COHORT_GPU_READY;
@@ -83,8 +84,9 @@ static void cohort_gpu_load(cohort_context_t *ctx)
         gpu->pinned.arg = (void *)mod;
         gpu->scratch = (cohort_gpu_pool_t){gpu->scratch_slots, COHORT_GPU_DEV_SCRATCH, 1};
         gpu->bounce = (cohort_gpu_pool_t){gpu->bounce_slots, COHORT_GPU_BOUNCE, 0};
-        cohort_info(ctx, "CUDA: %d device(s); UCX %s CUDA memory", gpu->ndevices,
-                    ctx->ucx_mem_cuda ? "takes" : "does not take (device data is staged)");
+        cohort_log(room->log, COHORT_LOG_INFO, "CUDA: %d device(s); UCX %s CUDA memory",
+                   gpu->ndevices,
+                   room->ucx_mem_cuda ? "takes" : "does not take (device data is staged)");
     }
     /* Never dlclose'd: the CUDA runtime it pulls in registers exit handlers and keeps driver
      * state that does not survive being unloaded and loaded again. */
@@ -93,16 +95,18 @@ static void cohort_gpu_load(cohort_context_t *ctx)
 
 const cohort_gpu_module_t *cohort_gpu_get(cohort_context_t *ctx)
 {
-    if (ctx->gpu.state == COHORT_GPU_UNTRIED) {
+    cohort_gpu_t *gpu = &cohort_mem_room(ctx)->gpu;
+
+    if (gpu->state == COHORT_GPU_UNTRIED) {
         cohort_gpu_load(ctx);
     }
-    return ctx->gpu.mod;
+    return gpu->mod;
 }
 
 int cohort_gpu_driver(cohort_context_t *ctx)
 {
     (void)cohort_gpu_get(ctx);
-    return ctx->gpu.driver;
+    return cohort_mem_room(ctx)->gpu.driver;
 }
 
 /* What the loader holds: how many objects it loaded so far, and whether one is the CUDA runtime
@@ -153,12 +157,13 @@ static int cohort_gpu_in_process(cohort_gpu_t *gpu)
 
 cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr)
 {
+    cohort_gpu_t *gpu = &cohort_mem_room(ctx)->gpu;
     const cohort_gpu_module_t *mod;
 
-    if (ctx->gpu.state == COHORT_GPU_NONE || ptr == NULL || ptr == COHORT_IN_PLACE) {
+    if (gpu->state == COHORT_GPU_NONE || ptr == NULL || ptr == COHORT_IN_PLACE) {
         return COHORT_MEM_HOST;
     }
-    if (ctx->gpu.state == COHORT_GPU_UNTRIED && !cohort_gpu_in_process(&ctx->gpu)) {
+    if (gpu->state == COHORT_GPU_UNTRIED && !cohort_gpu_in_process(gpu)) {
         return COHORT_MEM_HOST;
     }
     mod = cohort_gpu_get(ctx);
@@ -168,11 +173,18 @@ cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr)
     return mod->ptr_kind(ptr, NULL) == COHORT_GPU_PTR_HOST ? COHORT_MEM_HOST : COHORT_MEM_CUDA;
 }
 
+/* The loaded module, for the calls below: their callers asked cohort_gpu_get first. */
+static const cohort_gpu_module_t *cohort_gpu_mod(cohort_context_t *ctx)
+{
+    return cohort_mem_room(ctx)->gpu.mod;
+}
+
 static cohort_status_t cohort_gpu_check(cohort_context_t *ctx, cohort_status_t status,
                                         const char *what)
 {
     if (status != COHORT_OK) {
-        cohort_error(ctx, "%s: %s", what, ctx->gpu.mod->last_error());
+        cohort_log(cohort_mem_log(ctx), COHORT_LOG_ERROR, "%s: %s", what,
+                   cohort_gpu_mod(ctx)->last_error());
     }
     return status;
 }
@@ -182,65 +194,50 @@ cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *sr
     if (bytes == 0) {
         return COHORT_OK;
     }
-    return cohort_gpu_check(ctx, ctx->gpu.mod->copy(dst, src, bytes), "copy of device data");
+    return cohort_gpu_check(ctx, cohort_gpu_mod(ctx)->copy(dst, src, bytes), "copy of device data");
 }
 
 cohort_status_t cohort_gpu_copy_start(cohort_context_t *ctx, void *dst, const void *src,
                                       size_t bytes, int lane, uint64_t *ticket)
 {
-    return cohort_gpu_check(ctx, ctx->gpu.mod->copy_start(dst, src, bytes, lane, ticket),
+    return cohort_gpu_check(ctx, cohort_gpu_mod(ctx)->copy_start(dst, src, bytes, lane, ticket),
                             "copy of device data");
 }
 
 cohort_status_t cohort_gpu_lane_mark(cohort_context_t *ctx, int lane, uint64_t *ticket)
 {
-    return cohort_gpu_check(ctx, ctx->gpu.mod->lane_mark(lane, ticket), "marking a copy lane");
+    return cohort_gpu_check(ctx, cohort_gpu_mod(ctx)->lane_mark(lane, ticket),
+                            "marking a copy lane");
 }
 
 cohort_status_t cohort_gpu_stream_mark(cohort_context_t *ctx, void *stream, uint64_t *ticket)
 {
-    return cohort_gpu_check(ctx, ctx->gpu.mod->stream_mark(stream, ticket),
+    return cohort_gpu_check(ctx, cohort_gpu_mod(ctx)->stream_mark(stream, ticket),
                             "marking the caller's CUDA stream");
 }
 
 void cohort_gpu_mark_drop(cohort_context_t *ctx, uint64_t ticket)
 {
-    ctx->gpu.mod->mark_drop(ticket);
+    cohort_gpu_mod(ctx)->mark_drop(ticket);
 }
 
 cohort_status_t cohort_gpu_copy_test(cohort_context_t *ctx, uint64_t ticket)
 {
-    cohort_status_t status = ctx->gpu.mod->copy_test(ticket);
+    cohort_status_t status = cohort_gpu_mod(ctx)->copy_test(ticket);
 
     return status == COHORT_INPROGRESS ? status
                                        : cohort_gpu_check(ctx, status, "copy of device data");
 }
 
-cohort_status_t cohort_gpu_ticket_poll(cohort_request_t *req, uint64_t *ticket)
-{
-    cohort_status_t status;
-
-    if (*ticket == 0) {
-        return COHORT_OK;
-    }
-    status = cohort_gpu_copy_test(req->ctx, *ticket);
-    if (status == COHORT_INPROGRESS) {
-        cohort_request_poll(req);
-        return status;
-    }
-    *ticket = 0;
-    return status;
-}
-
 cohort_status_t cohort_gpu_copy_finish(cohort_context_t *ctx, uint64_t ticket)
 {
-    return cohort_gpu_check(ctx, ctx->gpu.mod->copy_finish(ticket), "copy of device data");
+    return cohort_gpu_check(ctx, cohort_gpu_mod(ctx)->copy_finish(ticket), "copy of device data");
 }
 
 cohort_status_t cohort_gpu_reduce(cohort_context_t *ctx, void *dst, const void *a, const void *b,
                                   size_t count, cohort_dtype_t dt, cohort_op_t op)
 {
-    return cohort_gpu_check(ctx, ctx->gpu.mod->reduce(dst, a, b, count, dt, op),
+    return cohort_gpu_check(ctx, cohort_gpu_mod(ctx)->reduce(dst, a, b, count, dt, op),
                             "reduction on the device");
 }
 
@@ -249,7 +246,7 @@ cohort_status_t cohort_gpu_reduce_multi(cohort_context_t *ctx, void *const *dsts
                                         cohort_dtype_t dt, cohort_op_t op, int nranks)
 {
     return cohort_gpu_check(
-        ctx, ctx->gpu.mod->reduce_multi(dsts, ndst, srcs, nsrc, count, dt, op, nranks),
+        ctx, cohort_gpu_mod(ctx)->reduce_multi(dsts, ndst, srcs, nsrc, count, dt, op, nranks),
         "n-way reduction on the device");
 }
 
@@ -258,14 +255,15 @@ cohort_status_t cohort_gpu_reduce_multi_start(cohort_context_t *ctx, void *const
                                               cohort_dtype_t dt, cohort_op_t op, int nranks,
                                               int lane)
 {
-    return cohort_gpu_check(
-        ctx, ctx->gpu.mod->reduce_multi_start(dsts, ndst, srcs, nsrc, count, dt, op, nranks, lane),
-        "n-way reduction on the device");
+    return cohort_gpu_check(ctx,
+                            cohort_gpu_mod(ctx)->reduce_multi_start(dsts, ndst, srcs, nsrc, count,
+                                                                    dt, op, nranks, lane),
+                            "n-way reduction on the device");
 }
 
 cohort_status_t cohort_gpu_finish(cohort_context_t *ctx, void *buf, size_t count, cohort_dtype_t dt,
                                   cohort_op_t op, int nranks)
 {
-    return cohort_gpu_check(ctx, ctx->gpu.mod->finish(buf, count, dt, op, nranks),
+    return cohort_gpu_check(ctx, cohort_gpu_mod(ctx)->finish(buf, count, dt, op, nranks),
                             "average on the device");
 }

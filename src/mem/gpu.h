@@ -8,9 +8,12 @@
 #define COHORT_MEM_GPU_H
 
 #include "mem/ipc_cache.h"
-#include "core/request.h"
 #include "mem/scratch.h"
 #include "reduce/gpu_module.h"
+
+/* Where a buffer lives (cohort_gpu_mem_type). A transfer's is host unless its request may
+ * carry device memory (then looked at per transfer, proto/xfer_stage.c). */
+typedef enum { COHORT_MEM_HOST = 0, COHORT_MEM_CUDA = 1 } cohort_mem_type_t;
 
 #define COHORT_GPU_DEV_SCRATCH 4
 #define COHORT_GPU_BOUNCE      32
@@ -35,8 +38,8 @@ typedef struct {
     cohort_gpu_state_t state;
     const cohort_gpu_module_t *mod; /* READY only */
     int ndevices;
-    int driver;                    /* a CUDA driver is installed (devices shown here or not) */
-    char why[192];                 /* NONE: why (module not built / not found / no device) */
+    int driver;    /* a CUDA driver is installed (devices shown here or not) */
+    char why[192]; /* NONE: why (module not built / not found / no device) */
     /* UNTRIED with no CUDA library in the process yet: the loader's count of objects loaded
      * when that was last seen (cohort_gpu_mem_type looks again only once it grew). */
     unsigned long long dl_adds;
@@ -63,15 +66,12 @@ cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr);
 cohort_status_t cohort_gpu_copy(cohort_context_t *ctx, void *dst, const void *src, size_t bytes);
 /* An asynchronous copy on @a lane (COHORT_GPU_LANE_TO_HOST or _TO_DEVICE): *ticket 0 when it
  * is over already; else poll it with cohort_gpu_copy_test (COHORT_OK once done, or
- * COHORT_INPROGRESS) or wait with cohort_gpu_copy_finish, which spend it. @a ticket NULL:
+ * COHORT_INPROGRESS) or wait with cohort_gpu_copy_finish, which spend it (a request's poll of
+ * one: cohort_gpu_ticket_poll, core/request.h). @a ticket NULL:
  * enqueued only, told by a later cohort_gpu_lane_mark. */
 cohort_status_t cohort_gpu_copy_start(cohort_context_t *ctx, void *dst, const void *src,
                                       size_t bytes, int lane, uint64_t *ticket);
 cohort_status_t cohort_gpu_copy_test(cohort_context_t *ctx, uint64_t ticket);
-/* The work *@a ticket names, polled for @a req: COHORT_OK once it is over (or with no ticket),
- * COHORT_INPROGRESS (the request is polled again: no completion announces the end of device
- * work), or the device's error; the ticket is used up (set to 0) unless in progress. */
-cohort_status_t cohort_gpu_ticket_poll(cohort_request_t *req, uint64_t *ticket);
 /* A ticket as a copy's, for the work enqueued on @a lane so far (copy_start with no ticket,
  * cohort_gpu_reduce_multi_start). */
 cohort_status_t cohort_gpu_lane_mark(cohort_context_t *ctx, int lane, uint64_t *ticket);

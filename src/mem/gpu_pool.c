@@ -5,30 +5,31 @@
  * than the copies they serve, so each is lent and given back.
  */
 #include <stdint.h>
-#include "core/context.h"
-#include "core/log.h"
 #include "mem/gpu.h"
+#include "mem/room.h"
 
 void *cohort_gpu_pinned_get(cohort_context_t *ctx, size_t bytes)
 {
-    void *buf = cohort_scratch_cache_get(&ctx->gpu.pinned, bytes);
+    cohort_gpu_t *gpu = &cohort_mem_room(ctx)->gpu;
+    void *buf = cohort_scratch_cache_get(&gpu->pinned, bytes);
 
     if (buf == NULL) {
-        cohort_error(ctx, "could not allocate %zu bytes of page-locked staging memory: %s", bytes,
-                     ctx->gpu.mod->last_error());
+        cohort_log(cohort_mem_log(ctx), COHORT_LOG_ERROR,
+                   "could not allocate %zu bytes of page-locked staging memory: %s", bytes,
+                   gpu->mod->last_error());
     }
     return buf;
 }
 
 void cohort_gpu_pinned_put(cohort_context_t *ctx, void *buf)
 {
-    cohort_scratch_cache_put(&ctx->gpu.pinned, buf);
+    cohort_scratch_cache_put(&cohort_mem_room(ctx)->gpu.pinned, buf);
 }
 
 static cohort_status_t cohort_gpu_pool_alloc(cohort_context_t *ctx, cohort_gpu_pool_t *p,
                                              void **buf, size_t bytes)
 {
-    const cohort_gpu_module_t *mod = ctx->gpu.mod;
+    const cohort_gpu_module_t *mod = cohort_mem_room(ctx)->gpu.mod;
 
     *buf = NULL;
     return p->device ? mod->device_alloc(buf, bytes) : mod->host_alloc(buf, bytes);
@@ -39,10 +40,12 @@ static void cohort_gpu_pool_free(cohort_context_t *ctx, cohort_gpu_pool_t *p, vo
     if (buf == NULL) {
         return;
     }
+    const cohort_gpu_module_t *mod = cohort_mem_room(ctx)->gpu.mod;
+
     if (p->device) {
-        ctx->gpu.mod->device_free(buf);
+        mod->device_free(buf);
     } else {
-        ctx->gpu.mod->host_free(buf);
+        mod->host_free(buf);
     }
 }
 
@@ -82,8 +85,8 @@ static void *cohort_gpu_pool_get(cohort_context_t *ctx, cohort_gpu_pool_t *p, si
         return buf;
     }
 fail:
-    cohort_error(ctx, "could not allocate %zu bytes of %s: %s", bytes, what,
-                 ctx->gpu.mod->last_error());
+    cohort_log(cohort_mem_log(ctx), COHORT_LOG_ERROR, "could not allocate %zu bytes of %s: %s",
+               bytes, what, cohort_mem_room(ctx)->gpu.mod->last_error());
     return NULL;
 }
 
@@ -111,12 +114,12 @@ static void cohort_gpu_pool_cleanup(cohort_context_t *ctx, cohort_gpu_pool_t *p)
 
 void *cohort_gpu_scratch_get(cohort_context_t *ctx, size_t bytes)
 {
-    return cohort_gpu_pool_get(ctx, &ctx->gpu.scratch, bytes, "device scratch");
+    return cohort_gpu_pool_get(ctx, &cohort_mem_room(ctx)->gpu.scratch, bytes, "device scratch");
 }
 
 void cohort_gpu_scratch_put(cohort_context_t *ctx, void *buf)
 {
-    cohort_gpu_pool_put(ctx, &ctx->gpu.scratch, buf);
+    cohort_gpu_pool_put(ctx, &cohort_mem_room(ctx)->gpu.scratch, buf);
 }
 
 void *cohort_gpu_bounce_get(cohort_context_t *ctx, size_t bytes)
@@ -128,13 +131,13 @@ void *cohort_gpu_bounce_get(cohort_context_t *ctx, size_t bytes)
     while (cap < bytes && cap <= SIZE_MAX / 2) {
         cap *= 2;
     }
-    return cohort_gpu_pool_get(ctx, &ctx->gpu.bounce, cap >= bytes ? cap : bytes,
+    return cohort_gpu_pool_get(ctx, &cohort_mem_room(ctx)->gpu.bounce, cap >= bytes ? cap : bytes,
                                "page-locked bounce memory");
 }
 
 void cohort_gpu_bounce_put(cohort_context_t *ctx, void *buf)
 {
-    cohort_gpu_pool_put(ctx, &ctx->gpu.bounce, buf);
+    cohort_gpu_pool_put(ctx, &cohort_mem_room(ctx)->gpu.bounce, buf);
 }
 
 cohort_status_t cohort_gpu_bounce_fill(cohort_context_t *ctx, const void *src, size_t bytes,
@@ -146,9 +149,9 @@ cohort_status_t cohort_gpu_bounce_fill(cohort_context_t *ctx, const void *src, s
     if (b == NULL) {
         return COHORT_ERR_NO_MEMORY;
     }
-    status = ticket != NULL ? cohort_gpu_copy_start(ctx, b, src, bytes, COHORT_GPU_LANE_TO_HOST,
-                                                    ticket)
-                            : cohort_gpu_copy(ctx, b, src, bytes);
+    status = ticket != NULL
+                 ? cohort_gpu_copy_start(ctx, b, src, bytes, COHORT_GPU_LANE_TO_HOST, ticket)
+                 : cohort_gpu_copy(ctx, b, src, bytes);
     if (status != COHORT_OK) {
         cohort_gpu_bounce_put(ctx, b);
         return status;
@@ -159,7 +162,7 @@ cohort_status_t cohort_gpu_bounce_fill(cohort_context_t *ctx, const void *src, s
 
 void cohort_gpu_cleanup(cohort_context_t *ctx)
 {
-    cohort_gpu_t *gpu = &ctx->gpu;
+    cohort_gpu_t *gpu = &cohort_mem_room(ctx)->gpu;
 
     if (gpu->state == COHORT_GPU_READY) {
         cohort_scratch_cache_cleanup(&gpu->pinned);

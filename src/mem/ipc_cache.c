@@ -1,22 +1,23 @@
 /* The cache of peers' device allocations mapped through CUDA IPC: see ipc_cache.h. */
 #include <stdlib.h>
-#include "core/context.h"
 #include "mem/gpu.h"
 #include "mem/ipc_cache.h"
-#include "core/log.h"
+#include "mem/room.h"
 
 static void cohort_ipc_close(cohort_context_t *ctx, int i)
 {
-    cohort_ipc_cache_t *c = &ctx->gpu.ipc;
+    cohort_gpu_t *gpu = &cohort_mem_room(ctx)->gpu;
+    cohort_ipc_cache_t *c = &gpu->ipc;
 
-    ctx->gpu.mod->ipc_close(c->maps[i].base);
+    gpu->mod->ipc_close(c->maps[i].base);
     c->maps[i] = c->maps[--c->n];
 }
 
 /* Close unused mappings past the limit, the least recently used first, and unused stale ones. */
 static void cohort_ipc_trim(cohort_context_t *ctx)
 {
-    cohort_ipc_cache_t *c = &ctx->gpu.ipc;
+    cohort_mem_room_t *room = cohort_mem_room(ctx);
+    cohort_ipc_cache_t *c = &room->gpu.ipc;
     int idle = 0;
 
     for (int i = c->n - 1; i >= 0; i--) {
@@ -27,7 +28,7 @@ static void cohort_ipc_trim(cohort_context_t *ctx)
     for (int i = 0; i < c->n; i++) {
         idle += c->maps[i].refs == 0;
     }
-    while (idle > ctx->cfg.cuda_ipc_cache) {
+    while (idle > room->cuda_ipc_cache) {
         int lru = -1;
         for (int i = 0; i < c->n; i++) {
             if (c->maps[i].refs == 0 && (lru < 0 || c->maps[i].used < c->maps[lru].used)) {
@@ -42,7 +43,8 @@ static void cohort_ipc_trim(cohort_context_t *ctx)
 cohort_status_t cohort_ipc_map(cohort_context_t *ctx, int peer, const cohort_gpu_ipc_t *ipc,
                                void **base)
 {
-    cohort_ipc_cache_t *c = &ctx->gpu.ipc;
+    cohort_mem_room_t *room = cohort_mem_room(ctx);
+    cohort_ipc_cache_t *c = &room->gpu.ipc;
     uint64_t lo = ipc->alloc_base, hi = ipc->alloc_base + ipc->alloc_size;
     cohort_ipc_map_t *m;
 
@@ -54,7 +56,7 @@ cohort_status_t cohort_ipc_map(cohort_context_t *ctx, int peer, const cohort_gpu
         if (m->buffer_id == ipc->buffer_id) {
             m->refs++;
             m->used = ++c->clock;
-            ctx->stat_ipc_reuses++;
+            room->stat_ipc_reuses++;
             *base = m->base;
             return COHORT_OK;
         }
@@ -72,10 +74,10 @@ cohort_status_t cohort_ipc_map(cohort_context_t *ctx, int peer, const cohort_gpu
         c->maps = maps;
         c->cap = cap;
     }
-    if (ctx->gpu.mod->ipc_open(ipc, base) != COHORT_OK) {
+    if (room->gpu.mod->ipc_open(ipc, base) != COHORT_OK) {
         return COHORT_ERR_CUDA;
     }
-    ctx->stat_ipc_opens++;
+    room->stat_ipc_opens++;
     c->maps[c->n++] = (cohort_ipc_map_t){.peer = peer,
                                          .refs = 1,
                                          .buffer_id = ipc->buffer_id,
@@ -88,7 +90,7 @@ cohort_status_t cohort_ipc_map(cohort_context_t *ctx, int peer, const cohort_gpu
 
 void cohort_ipc_unmap(cohort_context_t *ctx, void *base)
 {
-    cohort_ipc_cache_t *c = &ctx->gpu.ipc;
+    cohort_ipc_cache_t *c = &cohort_mem_room(ctx)->gpu.ipc;
 
     for (int i = 0; i < c->n; i++) {
         if (c->maps[i].base == base && c->maps[i].refs > 0) {
@@ -101,7 +103,7 @@ void cohort_ipc_unmap(cohort_context_t *ctx, void *base)
 
 void cohort_ipc_cache_cleanup(cohort_context_t *ctx)
 {
-    cohort_ipc_cache_t *c = &ctx->gpu.ipc;
+    cohort_ipc_cache_t *c = &cohort_mem_room(ctx)->gpu.ipc;
 
     while (c->n > 0) {
         cohort_ipc_close(ctx, c->n - 1);

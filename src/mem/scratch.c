@@ -5,8 +5,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
-#include "core/context.h"
-#include "core/log.h"
+#include "mem/room.h"
 #include "mem/scratch.h"
 
 /* Each buffer carries its capacity just before the address handed out. */
@@ -63,10 +62,11 @@ void *cohort_scratch_cache_get(cohort_scratch_cache_t *c, size_t bytes)
 
 void *cohort_scratch_get(cohort_context_t *ctx, size_t bytes)
 {
-    void *buf = cohort_scratch_cache_get(&ctx->scratch, bytes);
+    void *buf = cohort_scratch_cache_get(&cohort_mem_room(ctx)->scratch, bytes);
 
     if (buf == NULL) {
-        cohort_error(ctx, "out of memory allocating %zu bytes of collective scratch", bytes);
+        cohort_log(cohort_mem_log(ctx), COHORT_LOG_ERROR,
+                   "out of memory allocating %zu bytes of collective scratch", bytes);
     }
     return buf;
 }
@@ -101,7 +101,7 @@ void cohort_scratch_cache_put(cohort_scratch_cache_t *c, void *buf)
 
 void cohort_scratch_put(cohort_context_t *ctx, void *buf)
 {
-    cohort_scratch_cache_put(&ctx->scratch, buf);
+    cohort_scratch_cache_put(&cohort_mem_room(ctx)->scratch, buf);
 }
 
 void cohort_scratch_cache_cleanup(cohort_scratch_cache_t *c)
@@ -116,5 +116,5 @@ void cohort_scratch_cache_cleanup(cohort_scratch_cache_t *c)
 
 void cohort_scratch_cleanup(cohort_context_t *ctx)
 {
-    cohort_scratch_cache_cleanup(&ctx->scratch);
+    cohort_scratch_cache_cleanup(&cohort_mem_room(ctx)->scratch);
 }

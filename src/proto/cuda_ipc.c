@@ -28,7 +28,7 @@ static int cohort_cuda_ipc_claim(cohort_xfer_t *x)
 
     if (!x->is_send || ctx->cfg.cuda_ipc == COHORT_CUDA_IPC_OFF || x->len < ctx->cfg.cma_min ||
         (x->kind != COHORT_MSG_P2P && x->kind != COHORT_MSG_COLL) ||
-        ctx->gpu.mod->ptr_kind(x->buf, NULL) != COHORT_GPU_PTR_DEVICE) {
+        ctx->mem.gpu.mod->ptr_kind(x->buf, NULL) != COHORT_GPU_PTR_DEVICE) {
         return 0;
     }
     peer = cohort_peer_get(ctx, cohort_sc_world(x));
@@ -54,7 +54,7 @@ static int cohort_cuda_ipc_select(cohort_xfer_t *x, cohort_peer_t *peer)
     memset(&ipc, 0, sizeof(ipc));
     /* Its state is taken here, where its handle is: the offer (start) fills the rest, and
      * gives the state back if it cannot be made. */
-    if (peer->ipc_off || ctx->gpu.mod->ipc_get(x->buf, &ipc) != COHORT_OK ||
+    if (peer->ipc_off || ctx->mem.gpu.mod->ipc_get(x->buf, &ipc) != COHORT_OK ||
         (s = cohort_sc_state_take(x)) == NULL) {
         if (cohort_xfer_stage_now(x) == COHORT_OK) {
             x->proto = NULL;
@@ -97,13 +97,13 @@ static cohort_status_t cohort_cuda_ipc_read_step(cohort_context_t *ctx, cohort_x
     memcpy(&d, s->desc, sizeof(d));
     if (s->mapped == NULL) {
         if (cohort_gpu_get(ctx) == NULL) {
-            *why = ctx->gpu.why;
+            *why = ctx->mem.gpu.why;
             return COHORT_ERR_UNSUPPORTED;
         }
         status = cohort_ipc_map(ctx, s->reader, &d.ipc, &s->mapped);
         if (status != COHORT_OK) {
             s->mapped = NULL;
-            *why = status == COHORT_ERR_CUDA ? ctx->gpu.mod->last_error() : "out of memory";
+            *why = status == COHORT_ERR_CUDA ? ctx->mem.gpu.mod->last_error() : "out of memory";
             return COHORT_ERR_UNSUPPORTED;
         }
         status = cohort_gpu_copy_start(ctx, dst, (char *)s->mapped + d.ipc.offset, d.base.len,
@@ -140,7 +140,7 @@ static void cohort_cuda_ipc_read_stop(cohort_context_t *ctx, cohort_xfer_t *x)
  * offering us device memory. */
 static void cohort_cuda_ipc_refused(cohort_context_t *ctx, int world_rank, const char *why)
 {
-    int first = ctx->gpu.ipc_warned++ == 0;
+    int first = ctx->mem.gpu.ipc_warned++ == 0;
 
     cohort_log(cohort_ctx_log(ctx), first ? COHORT_LOG_WARN : COHORT_LOG_DEBUG,
                "cannot map world rank %d's device memory (CUDA IPC: %s): its messages come "

@@ -99,7 +99,7 @@ static void cohort_proto_msg_init(cohort_context_t *ctx)
  * by a protocol that could not carry it after all). */
 static int cohort_proto_msg_select(cohort_xfer_t *x, cohort_peer_t *peer)
 {
-    return x->mem_type == COHORT_MEM_HOST || x->req->ctx->ucx_mem_cuda;
+    return x->mem_type == COHORT_MEM_HOST || x->req->ctx->mem.ucx_mem_cuda;
 }
 
 static void cohort_proto_msg_start(cohort_xfer_t *x, cohort_peer_t *peer)

@@ -59,7 +59,7 @@ cohort_status_t cohort_xfer_stage_post(cohort_xfer_t *x)
         return COHORT_OK;
     }
     x->mem_type = COHORT_MEM_CUDA;
-    if (ctx->ucx_mem_cuda) {
+    if (ctx->mem.ucx_mem_cuda) {
         return COHORT_OK;
     }
     if (cohort_proto_claim(x)) {

@@ -64,9 +64,9 @@ START_TEST(test_eviction)
     cohort_scratch_put(&ctx, b[0]);                        /* smallest of all: freed */
     cohort_scratch_put(&ctx, b[COHORT_SCRATCH_SLOTS + 1]); /* evicts b[1] */
     for (int i = 0; i < COHORT_SCRATCH_SLOTS; i++) {
-        ck_assert_ptr_ne(ctx.scratch.buf[i], b[0]);
-        ck_assert_ptr_ne(ctx.scratch.buf[i], b[1]);
-        ck_assert_ptr_nonnull(ctx.scratch.buf[i]);
+        ck_assert_ptr_ne(ctx.mem.scratch.buf[i], b[0]);
+        ck_assert_ptr_ne(ctx.mem.scratch.buf[i], b[1]);
+        ck_assert_ptr_nonnull(ctx.mem.scratch.buf[i]);
     }
 }
 END_TEST

@@ -357,9 +357,9 @@ static void fake_gpu(int present)
 {
     static const cohort_gpu_module_t mod;
 
-    ctx.gpu.state = present ? COHORT_GPU_READY : COHORT_GPU_NONE;
-    ctx.gpu.mod = present ? &mod : NULL;
-    ctx.gpu.driver = present;
+    ctx.mem.gpu.state = present ? COHORT_GPU_READY : COHORT_GPU_NONE;
+    ctx.mem.gpu.mod = present ? &mod : NULL;
+    ctx.mem.gpu.driver = present;
 }
 
 #define ALL_HERE (COHORT_NODE_SAME | COHORT_NODE_DIRECT | COHORT_NODE_SHM)

@@ -68,7 +68,7 @@ size_t cohort_cuda_ipc_coll_state_size(const cohort_coll_args_t *args, int n)
 
 static const cohort_gpu_module_t *ipc_mod(cohort_request_t *req)
 {
-    return req->ctx->gpu.mod;
+    return req->ctx->mem.gpu.mod;
 }
 
 /* The call's device work enqueued so far, marked (whatever @a status says: what was enqueued
@@ -205,7 +205,7 @@ static cohort_status_t ipc_map_one(cohort_request_t *req, ipc_state_t *s, int k,
     if (status != COHORT_OK) {
         /* said once per context as a warning: a job whose GPUs cannot reach each other would
          * say it in every call */
-        int first = req->ctx->gpu.ipc_warned++ == 0;
+        int first = req->ctx->mem.gpu.ipc_warned++ == 0;
         cohort_log(cohort_ctx_log(req->ctx), first ? COHORT_LOG_WARN : COHORT_LOG_DEBUG,
                    "CUDA IPC %s: cannot map rank %d's %s (%s): the call goes through staged "
                    "transfers instead%s",

@@ -15,9 +15,11 @@
 
 #define ARENA_MAGIC 0xc0a7e9a5u
 /* Address space, not memory: the file is sparse, a page costs only once written. A block is a
- * group's segment, about 130 KiB per member (coll/shm_seg.h), so this holds some thousands of
- * live groups of 2 and a few hundred of 32. */
-#define ARENA_BYTES ((size_t)1 << 30)
+ * group's segment, about 130 KiB per member (coll/shm_seg.h), so this holds about 1,000 live
+ * groups of 2, 250 of 8 or 60 of 32 (a rank is group rank 0 of at most a few tens in a training
+ * layout). Each process of the node that has a group with this one as rank 0 maps it too, so it
+ * is kept small enough for 32 or more of them under a limit on address space. */
+#define ARENA_BYTES ((size_t)256 << 20)
 #define ARENA_PAGE  4096u
 /* Directory entries: open addressing on the id, a tombstone where a block was retired. */
 #define ARENA_DIR  2048u

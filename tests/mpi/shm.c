@@ -7,7 +7,7 @@
 /* run: 4 COHORT_FAULT=shm_pid:1@0 */
 /* run: 3 COHORT_TIMEOUT=1 SHM_ABSENT=1 */
 /* run: 4 COHORT_SHM_ARENA=off */
-/* run: 4 SHM_REUSE=4500 */
+/* run: 4 SHM_REUSE=2000 */
 /* runs: together */
 /* clang-format on */
 /*
@@ -38,7 +38,7 @@
  * the kernel lets no process take another's descriptor, the arena is off and the test says so.
  * SHM_REUSE=K: K groups of two made, used once and freed one after the other, all on their
  * segments (no message): their blocks are taken again once both members let go; without that,
- * K blocks of 260 KiB outgrow the 1 GiB arena and the last groups fall back to messages.
+ * K blocks of 260 KiB outgrow the 256 MiB arena and the later groups fall back to messages.
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -563,8 +563,13 @@ static void cohort_am_peer_failed(cohort_peer_t *peer, cohort_status_t status, c
     cohort_am_fail_peer(peer->ctx, peer->rank, status, why);
 }
 
-static const cohort_peer_observer_t cohort_am_observer = {.name = "receives",
-                                                          .failed = cohort_am_peer_failed};
+static void cohort_am_peer_left(cohort_peer_t *peer, const char *why)
+{
+    cohort_am_fail_peer(peer->ctx, peer->rank, COHORT_ERR_PEER_FAILED, why);
+}
+
+static const cohort_peer_observer_t cohort_am_observer = {
+    .name = "receives", .failed = cohort_am_peer_failed, .left = cohort_am_peer_left};
 
 void cohort_am_init(cohort_context_t *ctx)
 {

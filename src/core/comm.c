@@ -170,6 +170,23 @@ void cohort_comm_revoke(cohort_comm_t *c, cohort_status_t status, const char *wh
     }
 }
 
+/* The refusal of cohort_guard_take_comm (core/guard.h) is here, not in guard.c: it revokes the
+ * group, and the lock must not call up into the communicators it guards. */
+cohort_status_t cohort_comm_refuse_thread(cohort_comm_t *c, int call, const char *fn)
+{
+    cohort_error(c->ctx,
+                 "%s: another thread is inside a call on group '%s' 0x%016llx; a group is used by "
+                 "one thread at a time (cohort.h)%s",
+                 fn, c->label, (unsigned long long)c->id,
+                 call ? ": the group is revoked with COHORT_ERR_MISMATCH, so that its members do "
+                        "not wait in a call this rank never made"
+                      : "");
+    if (call) {
+        cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a call on it came from a second thread");
+    }
+    return COHORT_ERR_INVALID_ARG;
+}
+
 int cohort_comm_contains(const cohort_comm_t *c, int world_rank)
 {
     if (c->members == NULL) {
@@ -263,8 +280,17 @@ static void cohort_comm_peer_observed(cohort_peer_t *peer, cohort_status_t statu
     }
 }
 
-static const cohort_peer_observer_t cohort_comm_observer = {.name = "communicators",
-                                                            .failed = cohort_comm_peer_observed};
+/* A shared segment's mark says the peer finalized (coll/shm_seg.c): wiring asks when the peer's
+ * endpoint fails, to tell a normal exit from a death. */
+static int cohort_comm_peer_finalized(cohort_peer_t *peer)
+{
+    return cohort_comm_member_left(peer->ctx, peer->rank) == COHORT_COMM_MEMBER_FINALIZED;
+}
+
+static const cohort_peer_observer_t cohort_comm_observer = {
+    .name = "communicators",
+    .failed = cohort_comm_peer_observed,
+    .finalized = cohort_comm_peer_finalized};
 
 void cohort_comm_init(cohort_context_t *ctx)
 {

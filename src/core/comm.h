@@ -86,6 +86,10 @@ void cohort_comm_revoke(cohort_comm_t *comm, cohort_status_t status, const char 
 /* The same, here only (the members were told by whoever started it). @return 1 when it was
  * not revoked before. */
 int cohort_comm_revoke_local(cohort_comm_t *comm, cohort_status_t status, const char *why);
+/* A second thread's call on @a comm, refused (cohort_guard_take_comm, core/guard.h): logged
+ * naming @a fn, and with @a call (a call its members make too) the group revoked with
+ * COHORT_ERR_MISMATCH and its members told. @return COHORT_ERR_INVALID_ARG. */
+cohort_status_t cohort_comm_refuse_thread(cohort_comm_t *comm, int call, const char *fn);
 /* World rank @a world_rank failed: revoke every communicator that contains it
  * (COHORT_ERR_PEER_FAILED), telling their members when @a tell (this rank saw it first-hand);
  * communicators without it are not touched. */

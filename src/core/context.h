@@ -54,7 +54,9 @@ typedef struct {
  * which the fetch consumes (or releases). */
 typedef void (*cohort_am_fetch_t)(cohort_context_t *ctx, cohort_xfer_t *x, void *desc);
 
-/* Who hears that a peer failed or was wired (cohort_peer_observe), in the order registered. */
+/* Who hears that a peer failed, left or was wired (cohort_peer_observe), in the order
+ * registered. Wiring (endpoint.c) reaches the matching and the communicators above it only
+ * through these hooks, never by name, so that it can be read without them. */
 typedef struct {
     const char *name;
     /* @a tell: seen here (its communicators are revoked and their members told), not on
@@ -62,6 +64,12 @@ typedef struct {
     void (*failed)(cohort_peer_t *peer, cohort_status_t status, const char *why, int tell);
     void (*wired)(cohort_peer_t *peer);  /* optional: its endpoint is usable */
     void (*forget)(cohort_peer_t *peer); /* optional: its entry is freed (context destruction) */
+    /* optional: it finalized (its goodbye came): what waits to hear from it fails, since
+     * nothing more comes (@a why says so) */
+    void (*left)(cohort_peer_t *peer, const char *why);
+    /* optional: whether this observer knows, by other means than an endpoint (a mark in a
+     * shared segment), that the peer finalized; asked when its endpoint fails */
+    int (*finalized)(cohort_peer_t *peer);
 } cohort_peer_observer_t;
 
 #define COHORT_AM_KINDS       8

@@ -373,7 +373,7 @@ void cohort_am_orphan_keep_hdr(cohort_context_t *ctx, const cohort_am_hdr_t *h)
     (void)cohort_orphan_keep(ctx, &m, 0);
 }
 
-cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
+static cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
 {
     cohort_context_t *ctx = c->ctx;
     cohort_list_t *pos, *tmp;
@@ -404,6 +404,24 @@ cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
     x->since = cohort_time_now();
     cohort_list_push(&c->posted, &x->link);
     return COHORT_OK;
+}
+
+/* Posting a receive is matching it: the transfer is set up below (xfer.c), then it takes a
+ * message that came first from the communicator's unexpected queue, or waits on the posted
+ * list, both here. */
+cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
+                                 uint32_t seq, int32_t tag, uint32_t fingerprint, void *buf,
+                                 size_t len)
+{
+    cohort_status_t status;
+
+    status = cohort_xfer_recv_start(req, x, peer, kind, seq, tag, fingerprint, buf, len);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    status = cohort_am_match_unexpected(req->comm, x);
+    /* refused (its peer is gone): nothing will finish it, so its bounce goes back now */
+    return status == COHORT_OK ? COHORT_OK : cohort_xfer_recv_refused(x, status);
 }
 
 static void cohort_am_bye(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len,

@@ -113,21 +113,6 @@ void cohort_comm_destroy(cohort_comm_t *c)
     free(c);
 }
 
-cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *c)
-{
-    if (c->send_seq == NULL) {
-        c->send_seq = calloc((size_t)c->size, sizeof(uint32_t));
-        c->recv_seq = calloc((size_t)c->size, sizeof(uint32_t));
-        if (c->send_seq == NULL || c->recv_seq == NULL) {
-            free(c->send_seq);
-            free(c->recv_seq);
-            c->send_seq = c->recv_seq = NULL;
-            return COHORT_ERR_NO_MEMORY;
-        }
-    }
-    return COHORT_OK;
-}
-
 int cohort_comm_revoke_local(cohort_comm_t *c, cohort_status_t status, const char *why)
 {
     cohort_list_t *pos, *tmp;
@@ -292,9 +277,15 @@ static const cohort_peer_observer_t cohort_comm_observer = {
     .failed = cohort_comm_peer_observed,
     .finalized = cohort_comm_peer_finalized};
 
+static cohort_status_t cohort_comm_first_use(cohort_comm_t *c);
+
+static const cohort_comm_hooks_t cohort_comm_hooks = {.first_use = cohort_comm_first_use,
+                                                      .revoke = cohort_comm_revoke};
+
 void cohort_comm_init(cohort_context_t *ctx)
 {
     cohort_peer_observe(ctx, &cohort_comm_observer);
+    ctx->comm_hooks = &cohort_comm_hooks;
 }
 
 /* The first-use step is over: the sends it held go on to their peers. */
@@ -320,7 +311,8 @@ static void cohort_comm_ready(cohort_comm_t *c, cohort_status_t status, int prep
     }
 }
 
-cohort_status_t cohort_comm_use(cohort_comm_t *c)
+/* cohort_comm_use's first call on @a c (comm.h): the exchange plugin's first-use step starts. */
+static cohort_status_t cohort_comm_first_use(cohort_comm_t *c)
 {
     cohort_context_t *ctx = c->ctx;
     cohort_status_t status;

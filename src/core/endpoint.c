@@ -2,7 +2,9 @@
  * The peer table and asynchronous wiring. A peer's address is fetched with the exchange
  * plugin's nonblocking lookup, tested on every progress pass; sends to it wait on its pending
  * list meanwhile. Memory grows with the peers this rank deals with, never with the world.
- * Closing is endpoint_close.c's job, the queries peer_info.c's.
+ * Closing is endpoint_close.c's job (finalize's, endpoint_finalize.c's), the queries
+ * peer_info.c's. Wiring calls nothing above it by name: what waits on a peer hears of it
+ * through the peer observers (context.h) its layers registered.
  */
 #define _GNU_SOURCE /* ppoll */
 #include <assert.h>

@@ -8,6 +8,10 @@
  * Nothing is copied twice: an unexpected eager message keeps UCX's own buffer
  * (UCP_AM_FLAG_PERSISTENT_DATA), and a rendezvous fetch starts inside the callback (the
  * message protocol's, proto/msg.c, through ctx->am_fetch).
+ *
+ * The matching sits below the communicators (comm.c), which own its queues: a message that
+ * leaves a group out of step revokes it through the hook comm.c registered (ctx->comm_hooks,
+ * context.h), never by name.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -164,7 +168,8 @@ static void cohort_msg_lost(cohort_comm_t *c, const cohort_msg_t *m)
                  "out of memory keeping a %zu-byte message from rank %d of group 0x%016llx:"
                  " the group is revoked",
                  len, h->src, (unsigned long long)h->gid);
-    cohort_comm_revoke(c, COHORT_ERR_NO_MEMORY, "a message was dropped for lack of memory");
+    c->ctx->comm_hooks->revoke(c, COHORT_ERR_NO_MEMORY,
+                               "a message was dropped for lack of memory");
 }
 
 /* Whether collective message @a h names a call this member posted with another fingerprint.
@@ -186,7 +191,7 @@ static void cohort_coll_msg_mismatch(cohort_comm_t *c, const cohort_am_hdr_t *h)
                  "or arguments",
                  (unsigned long long)c->id, h->seq, h->tag, h->src, h->fingerprint,
                  c->recent_fingerprint[h->seq % COHORT_COMM_RECENT]);
-    cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a message of another call arrived");
+    c->ctx->comm_hooks->revoke(c, COHORT_ERR_MISMATCH, "a message of another call arrived");
 }
 
 void cohort_am_coll_posted(cohort_comm_t *c, uint32_t seq, uint32_t fingerprint)
@@ -626,7 +631,7 @@ void cohort_am_adopt(cohort_comm_t *c)
                      "group 0x%016llx: messages sent to it before it was created here were "
                      "dropped (COHORT_ORPHAN_LIMIT): it is revoked",
                      (unsigned long long)c->id);
-        cohort_comm_revoke(c, COHORT_ERR_REVOKED, "messages for it were dropped");
+        c->ctx->comm_hooks->revoke(c, COHORT_ERR_REVOKED, "messages for it were dropped");
     }
     if (o == NULL) {
         return;

@@ -168,8 +168,7 @@ static void cohort_msg_lost(cohort_comm_t *c, const cohort_msg_t *m)
                  "out of memory keeping a %zu-byte message from rank %d of group 0x%016llx:"
                  " the group is revoked",
                  len, h->src, (unsigned long long)h->gid);
-    c->ctx->comm_hooks->revoke(c, COHORT_ERR_NO_MEMORY,
-                               "a message was dropped for lack of memory");
+    c->ctx->comm_hooks->revoke(c, COHORT_ERR_NO_MEMORY, "a message was dropped for lack of memory");
 }
 
 /* Whether collective message @a h names a call this member posted with another fingerprint.

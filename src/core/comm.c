@@ -272,10 +272,10 @@ static int cohort_comm_peer_finalized(cohort_peer_t *peer)
     return cohort_comm_member_left(peer->ctx, peer->rank) == COHORT_COMM_MEMBER_FINALIZED;
 }
 
-static const cohort_peer_observer_t cohort_comm_observer = {
-    .name = "communicators",
-    .failed = cohort_comm_peer_observed,
-    .finalized = cohort_comm_peer_finalized};
+static const cohort_peer_observer_t cohort_comm_observer = {.name = "communicators",
+                                                            .failed = cohort_comm_peer_observed,
+                                                            .finalized =
+                                                                cohort_comm_peer_finalized};
 
 static cohort_status_t cohort_comm_first_use(cohort_comm_t *c);
 

@@ -149,8 +149,8 @@ static void cohort_peer_send_bye(cohort_context_t *ctx, cohort_peer_t *peer)
 
 /* How long finalize lets the worker settle before it is destroyed, at most, and how many
  * passes in a row with nothing to do count as settled. */
-#define COHORT_SETTLE_S     0.5
-#define COHORT_SETTLE_IDLE  10
+#define COHORT_SETTLE_S    0.5
+#define COHORT_SETTLE_IDLE 10
 
 /* The last passes before the worker goes: endpoints UCX made itself for peers that wired this
  * rank (over tcp, while this rank did not progress: a member asleep in tests/mpi/absent) may

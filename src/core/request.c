@@ -21,7 +21,6 @@
 #include "mem/gpu.h"
 #include "base/time.h"
 
-
 cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request_ops_t *ops,
                                        size_t extra)
 {

@@ -14,7 +14,14 @@
 # table, an ops struct), so a file that names a table reaches the functions in it. Each set is
 # one line, its size first, largest first; files in no circle are not printed. A header's
 # static inline functions are not seen (they compile into their callers), nor are includes.
+#
+# scripts/src-shape.sh --edges also prints, under each circle, every edge inside it: which file
+# uses which symbols of which other file (one line per pair of files), so that the edges that
+# close a circle can be found and cut. Only the edges between two files of one circle are
+# printed; an edge from a circle to a file outside it is not part of the circle.
 set -eu
+edges=0
+[ "${1:-}" = --edges ] && edges=1
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -31,7 +38,7 @@ while read -r o f; do
     nm -u "$o" | awk -v f="$f" 'NF { print $NF, f }' >>"$tmp/uses"
 done <"$tmp/objs" >"$tmp/defs"
 
-python3 - "$tmp/defs" "$tmp/uses" <<'EOF'
+python3 - "$tmp/defs" "$tmp/uses" "$edges" <<'EOF'
 import sys
 from collections import defaultdict
 
@@ -40,16 +47,19 @@ for line in open(sys.argv[1]):
     sym, kind, f = line.split()
     defs[sym] = (kind, f)
 uses = [line.split() for line in open(sys.argv[2])]
+show_edges = sys.argv[3] == "1"
 
 
 def circles(with_tables):
     graph = defaultdict(set)
+    used = defaultdict(set)  # (user, owner) -> the symbols that make the edge
     for sym, f in uses:
         if sym not in defs:
             continue
         kind, owner = defs[sym]
         if owner != f and (with_tables or kind == "T"):
             graph[f].add(owner)
+            used[(f, owner)].add(sym)
     # Tarjan's strongly connected components, iterative (no recursion limit to meet).
     index, low, on, stack, out, n = {}, {}, set(), [], [], 0
     for root in sorted(set(graph) | {g for s in graph.values() for g in s}):
@@ -85,14 +95,21 @@ def circles(with_tables):
                 work.append((w, iter(sorted(graph[w]))))
             elif w in on:
                 low[v] = min(low[v], index[w])
-    return sorted(out, key=lambda c: (-len(c), c))
+    return sorted(out, key=lambda c: (-len(c), c)), used
 
 
 for title, with_tables in (("calls", False), ("calls and tables", True)):
-    sets = circles(with_tables)
+    sets, used = circles(with_tables)
     print("%s: %d circle(s), largest %d files" % (title, len(sets), len(sets[0]) if sets else 0))
     for c in sets:
         print("  %2d  %s" % (len(c), " ".join(p[len("src/"):] for p in c)))
+        if not show_edges:
+            continue
+        for a in c:
+            for b in c:
+                if (a, b) in used:
+                    print("        %s -> %s: %s" % (a[len("src/"):], b[len("src/"):],
+                                                  " ".join(sorted(used[(a, b)]))))
 EOF
 
 # 2. Sizes, as the compiler lays them out for this tree.

@@ -8,6 +8,10 @@
  * Nothing is copied twice: an unexpected eager message keeps UCX's own buffer
  * (UCP_AM_FLAG_PERSISTENT_DATA), and a rendezvous fetch starts inside the callback (the
  * message protocol's, proto/msg.c, through ctx->am_fetch).
+ *
+ * The matching sits below the communicators (comm.c), which own its queues: a message that
+ * leaves a group out of step revokes it through the hook comm.c registered (ctx->comm_hooks,
+ * context.h), never by name.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -164,7 +168,7 @@ static void cohort_msg_lost(cohort_comm_t *c, const cohort_msg_t *m)
                  "out of memory keeping a %zu-byte message from rank %d of group 0x%016llx:"
                  " the group is revoked",
                  len, h->src, (unsigned long long)h->gid);
-    cohort_comm_revoke(c, COHORT_ERR_NO_MEMORY, "a message was dropped for lack of memory");
+    c->ctx->comm_hooks->revoke(c, COHORT_ERR_NO_MEMORY, "a message was dropped for lack of memory");
 }
 
 /* Whether collective message @a h names a call this member posted with another fingerprint.
@@ -186,7 +190,7 @@ static void cohort_coll_msg_mismatch(cohort_comm_t *c, const cohort_am_hdr_t *h)
                  "or arguments",
                  (unsigned long long)c->id, h->seq, h->tag, h->src, h->fingerprint,
                  c->recent_fingerprint[h->seq % COHORT_COMM_RECENT]);
-    cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a message of another call arrived");
+    c->ctx->comm_hooks->revoke(c, COHORT_ERR_MISMATCH, "a message of another call arrived");
 }
 
 void cohort_am_coll_posted(cohort_comm_t *c, uint32_t seq, uint32_t fingerprint)
@@ -373,7 +377,7 @@ void cohort_am_orphan_keep_hdr(cohort_context_t *ctx, const cohort_am_hdr_t *h)
     (void)cohort_orphan_keep(ctx, &m, 0);
 }
 
-cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
+static cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
 {
     cohort_context_t *ctx = c->ctx;
     cohort_list_t *pos, *tmp;
@@ -404,6 +408,24 @@ cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x)
     x->since = cohort_time_now();
     cohort_list_push(&c->posted, &x->link);
     return COHORT_OK;
+}
+
+/* Posting a receive is matching it: the transfer is set up below (xfer.c), then it takes a
+ * message that came first from the communicator's unexpected queue, or waits on the posted
+ * list, both here. */
+cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
+                                 uint32_t seq, int32_t tag, uint32_t fingerprint, void *buf,
+                                 size_t len)
+{
+    cohort_status_t status;
+
+    status = cohort_xfer_recv_start(req, x, peer, kind, seq, tag, fingerprint, buf, len);
+    if (status != COHORT_OK) {
+        return status;
+    }
+    status = cohort_am_match_unexpected(req->comm, x);
+    /* refused (its peer is gone): nothing will finish it, so its bounce goes back now */
+    return status == COHORT_OK ? COHORT_OK : cohort_xfer_recv_refused(x, status);
 }
 
 static void cohort_am_bye(cohort_context_t *ctx, const cohort_am_hdr_t *h, void *data, size_t len,
@@ -563,8 +585,13 @@ static void cohort_am_peer_failed(cohort_peer_t *peer, cohort_status_t status, c
     cohort_am_fail_peer(peer->ctx, peer->rank, status, why);
 }
 
-static const cohort_peer_observer_t cohort_am_observer = {.name = "receives",
-                                                          .failed = cohort_am_peer_failed};
+static void cohort_am_peer_left(cohort_peer_t *peer, const char *why)
+{
+    cohort_am_fail_peer(peer->ctx, peer->rank, COHORT_ERR_PEER_FAILED, why);
+}
+
+static const cohort_peer_observer_t cohort_am_observer = {
+    .name = "receives", .failed = cohort_am_peer_failed, .left = cohort_am_peer_left};
 
 void cohort_am_init(cohort_context_t *ctx)
 {
@@ -603,7 +630,7 @@ void cohort_am_adopt(cohort_comm_t *c)
                      "group 0x%016llx: messages sent to it before it was created here were "
                      "dropped (COHORT_ORPHAN_LIMIT): it is revoked",
                      (unsigned long long)c->id);
-        cohort_comm_revoke(c, COHORT_ERR_REVOKED, "messages for it were dropped");
+        c->ctx->comm_hooks->revoke(c, COHORT_ERR_REVOKED, "messages for it were dropped");
     }
     if (o == NULL) {
         return;

@@ -36,9 +36,18 @@ void cohort_xfer_init(cohort_context_t *ctx);
 cohort_status_t cohort_xfer_send(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
                                  uint32_t seq, int32_t tag, uint32_t fingerprint, const void *buf,
                                  size_t len);
+/* Post a receive (am.c: it is matched against what came first). */
 cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
                                  uint32_t seq, int32_t tag, uint32_t fingerprint, void *buf,
                                  size_t len);
+/* cohort_xfer_recv's part below the matching (xfer.c): the transfer set up, the communicator's
+ * first use started, the device buffer staged, the transfer on its request's list. On error
+ * nothing is posted. */
+cohort_status_t cohort_xfer_recv_start(cohort_request_t *req, cohort_xfer_t *x, int peer,
+                                       uint8_t kind, uint32_t seq, int32_t tag,
+                                       uint32_t fingerprint, void *buf, size_t len);
+/* A receive the matching refused (its peer is gone): its bounce back. @return @a status. */
+cohort_status_t cohort_xfer_recv_refused(cohort_xfer_t *x, cohort_status_t status);
 /* Hand a send to UCX on @a peer's endpoint (the peer is wired). */
 void cohort_xfer_issue(cohort_xfer_t *x, cohort_peer_t *peer);
 /* A send whose communicator just became ready: on to its peer. */

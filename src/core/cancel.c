@@ -13,6 +13,9 @@
  *   - never sent (the sender gave up before its peer was wired): the cancel stands in for it,
  *     so every later message from that sender still matches in order.
  * The group is not revoked: both sides spent the message's number, and nobody is out of step.
+ *
+ * A cancel is a message kind of the matching (am.c), and reads and edits its queues; a cancel
+ * lost for lack of memory revokes the group through the communicators' hook (ctx->comm_hooks).
  */
 #include <stdlib.h>
 #include "core/am.h"
@@ -82,7 +85,7 @@ static void cohort_cancel_member(cohort_comm_t *c, const cohort_am_hdr_t *h)
                 cohort_error(ctx, "out of memory taking a cancelled message's place: group "
                                   "0x%016llx is revoked",
                              (unsigned long long)c->id);
-                cohort_comm_revoke(c, COHORT_ERR_NO_MEMORY, "a cancel was lost");
+                c->ctx->comm_hooks->revoke(c, COHORT_ERR_NO_MEMORY, "a cancel was lost");
                 return;
             }
             cohort_list_init(&t->link);

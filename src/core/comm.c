@@ -113,21 +113,6 @@ void cohort_comm_destroy(cohort_comm_t *c)
     free(c);
 }
 
-cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *c)
-{
-    if (c->send_seq == NULL) {
-        c->send_seq = calloc((size_t)c->size, sizeof(uint32_t));
-        c->recv_seq = calloc((size_t)c->size, sizeof(uint32_t));
-        if (c->send_seq == NULL || c->recv_seq == NULL) {
-            free(c->send_seq);
-            free(c->recv_seq);
-            c->send_seq = c->recv_seq = NULL;
-            return COHORT_ERR_NO_MEMORY;
-        }
-    }
-    return COHORT_OK;
-}
-
 int cohort_comm_revoke_local(cohort_comm_t *c, cohort_status_t status, const char *why)
 {
     cohort_list_t *pos, *tmp;
@@ -168,6 +153,23 @@ void cohort_comm_revoke(cohort_comm_t *c, cohort_status_t status, const char *wh
     if (cohort_comm_revoke_local(c, status, why)) {
         cohort_notify_revoke(c);
     }
+}
+
+/* The refusal of cohort_guard_take_comm (core/guard.h) is here, not in guard.c: it revokes the
+ * group, and the lock must not call up into the communicators it guards. */
+cohort_status_t cohort_comm_refuse_thread(cohort_comm_t *c, int call, const char *fn)
+{
+    cohort_error(c->ctx,
+                 "%s: another thread is inside a call on group '%s' 0x%016llx; a group is used by "
+                 "one thread at a time (cohort.h)%s",
+                 fn, c->label, (unsigned long long)c->id,
+                 call ? ": the group is revoked with COHORT_ERR_MISMATCH, so that its members do "
+                        "not wait in a call this rank never made"
+                      : "");
+    if (call) {
+        cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a call on it came from a second thread");
+    }
+    return COHORT_ERR_INVALID_ARG;
 }
 
 int cohort_comm_contains(const cohort_comm_t *c, int world_rank)
@@ -263,12 +265,27 @@ static void cohort_comm_peer_observed(cohort_peer_t *peer, cohort_status_t statu
     }
 }
 
+/* A shared segment's mark says the peer finalized (coll/shm_seg.c): wiring asks when the peer's
+ * endpoint fails, to tell a normal exit from a death. */
+static int cohort_comm_peer_finalized(cohort_peer_t *peer)
+{
+    return cohort_comm_member_left(peer->ctx, peer->rank) == COHORT_COMM_MEMBER_FINALIZED;
+}
+
 static const cohort_peer_observer_t cohort_comm_observer = {.name = "communicators",
-                                                            .failed = cohort_comm_peer_observed};
+                                                            .failed = cohort_comm_peer_observed,
+                                                            .finalized =
+                                                                cohort_comm_peer_finalized};
+
+static cohort_status_t cohort_comm_first_use(cohort_comm_t *c);
+
+static const cohort_comm_hooks_t cohort_comm_hooks = {.first_use = cohort_comm_first_use,
+                                                      .revoke = cohort_comm_revoke};
 
 void cohort_comm_init(cohort_context_t *ctx)
 {
     cohort_peer_observe(ctx, &cohort_comm_observer);
+    ctx->comm_hooks = &cohort_comm_hooks;
 }
 
 /* The first-use step is over: the sends it held go on to their peers. */
@@ -294,7 +311,8 @@ static void cohort_comm_ready(cohort_comm_t *c, cohort_status_t status, int prep
     }
 }
 
-cohort_status_t cohort_comm_use(cohort_comm_t *c)
+/* cohort_comm_use's first call on @a c (comm.h): the exchange plugin's first-use step starts. */
+static cohort_status_t cohort_comm_first_use(cohort_comm_t *c)
 {
     cohort_context_t *ctx = c->ctx;
     cohort_status_t status;

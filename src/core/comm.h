@@ -6,6 +6,7 @@
 #define COHORT_COMM_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include "core/context.h"
 #include "core/request.h"
@@ -76,16 +77,44 @@ static inline int cohort_comm_world_rank(const cohort_comm_t *c, int i)
 }
 
 /* An operation is about to be posted: start the first-use step if this is the first one.
- * @return COHORT_OK, or the status the communicator fails everything with. */
-cohort_status_t cohort_comm_use(cohort_comm_t *comm);
-/* The per-member point-to-point numbers, made at the first point-to-point message. */
-cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *comm);
+ * @return COHORT_OK, or the status the communicator fails everything with. Inline, the first
+ * use through the hook comm.c registered (ctx->comm_hooks): every send and receive asks, the
+ * transfers (xfer.c) below the communicators among them, and only the first does more than
+ * read the state. */
+static inline cohort_status_t cohort_comm_use(cohort_comm_t *c)
+{
+    if (__builtin_expect(c->state == COHORT_COMM_NEW, 0)) {
+        return c->ctx->comm_hooks->first_use(c);
+    }
+    return c->error;
+}
+/* The per-member point-to-point numbers, made at the first point-to-point message. Inline:
+ * it only allocates two of the communicator's arrays, and the transfers (below the
+ * communicators) ask on every point-to-point send. */
+static inline cohort_status_t cohort_comm_p2p_seqs(cohort_comm_t *c)
+{
+    if (c->send_seq == NULL) {
+        c->send_seq = calloc((size_t)c->size, sizeof(uint32_t));
+        c->recv_seq = calloc((size_t)c->size, sizeof(uint32_t));
+        if (c->send_seq == NULL || c->recv_seq == NULL) {
+            free(c->send_seq);
+            free(c->recv_seq);
+            c->send_seq = c->recv_seq = NULL;
+            return COHORT_ERR_NO_MEMORY;
+        }
+    }
+    return COHORT_OK;
+}
 /* Fail every pending and later operation with @a status (the first status sticks), and tell
  * the other members (notify.h). */
 void cohort_comm_revoke(cohort_comm_t *comm, cohort_status_t status, const char *why);
 /* The same, here only (the members were told by whoever started it). @return 1 when it was
  * not revoked before. */
 int cohort_comm_revoke_local(cohort_comm_t *comm, cohort_status_t status, const char *why);
+/* A second thread's call on @a comm, refused (cohort_guard_take_comm, core/guard.h): logged
+ * naming @a fn, and with @a call (a call its members make too) the group revoked with
+ * COHORT_ERR_MISMATCH and its members told. @return COHORT_ERR_INVALID_ARG. */
+cohort_status_t cohort_comm_refuse_thread(cohort_comm_t *comm, int call, const char *fn);
 /* World rank @a world_rank failed: revoke every communicator that contains it
  * (COHORT_ERR_PEER_FAILED), telling their members when @a tell (this rank saw it first-hand);
  * communicators without it are not touched. */

@@ -54,7 +54,21 @@ typedef struct {
  * which the fetch consumes (or releases). */
 typedef void (*cohort_am_fetch_t)(cohort_context_t *ctx, cohort_xfer_t *x, void *desc);
 
-/* Who hears that a peer failed or was wired (cohort_peer_observe), in the order registered. */
+/* What the transfers (xfer.c) need of the communicators above them (comm.c registers it at
+ * context creation, cohort_comm_init): the transfers sit below the communicators, which route
+ * and fail them, so they reach these two through a pointer, never by name. Neither is on the
+ * per-message path: the first use runs once per communicator (cohort_comm_use, comm.h, checks
+ * inline), a revocation once per failure. */
+typedef struct {
+    /* the communicator's first operation: start its first-use step (comm.c) */
+    cohort_status_t (*first_use)(cohort_comm_t *c);
+    /* fail every pending and later operation, and tell the members (cohort_comm_revoke) */
+    void (*revoke)(cohort_comm_t *c, cohort_status_t status, const char *why);
+} cohort_comm_hooks_t;
+
+/* Who hears that a peer failed, left or was wired (cohort_peer_observe), in the order
+ * registered. Wiring (endpoint.c) reaches the matching and the communicators above it only
+ * through these hooks, never by name, so that it can be read without them. */
 typedef struct {
     const char *name;
     /* @a tell: seen here (its communicators are revoked and their members told), not on
@@ -62,6 +76,12 @@ typedef struct {
     void (*failed)(cohort_peer_t *peer, cohort_status_t status, const char *why, int tell);
     void (*wired)(cohort_peer_t *peer);  /* optional: its endpoint is usable */
     void (*forget)(cohort_peer_t *peer); /* optional: its entry is freed (context destruction) */
+    /* optional: it finalized (its goodbye came): what waits to hear from it fails, since
+     * nothing more comes (@a why says so) */
+    void (*left)(cohort_peer_t *peer, const char *why);
+    /* optional: whether this observer knows, by other means than an endpoint (a mark in a
+     * shared segment), that the peer finalized; asked when its endpoint fails */
+    int (*finalized)(cohort_peer_t *peer);
 } cohort_peer_observer_t;
 
 #define COHORT_AM_KINDS       8
@@ -121,6 +141,7 @@ struct cohort_context {
     cohort_list_t copying;    /* transfers waiting on their staging copy (proto/xfer_stage.c) */
     cohort_list_t notices;    /* revocations to tell members about (notify.c) */
     const cohort_proto_ops_t *proto_ops; /* the protocol layer api composed in (proto_ops.h) */
+    const cohort_comm_hooks_t *comm_hooks; /* the communicators' part the transfers call (comm.c) */
     void *protos;             /* the protocols' own state (proto/proto.c), opaque here */
     cohort_list_t ctl_inflight;  /* control messages UCX has not completed */
     cohort_list_t ctl_resend;    /* control messages a force-close cancelled, to send again */

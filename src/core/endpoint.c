@@ -2,7 +2,9 @@
  * The peer table and asynchronous wiring. A peer's address is fetched with the exchange
  * plugin's nonblocking lookup, tested on every progress pass; sends to it wait on its pending
  * list meanwhile. Memory grows with the peers this rank deals with, never with the world.
- * Closing is endpoint_close.c's job, the queries peer_info.c's.
+ * Closing is endpoint_close.c's job (finalize's, endpoint_finalize.c's), the queries
+ * peer_info.c's. Wiring calls nothing above it by name: what waits on a peer hears of it
+ * through the peer observers (context.h) its layers registered.
  */
 #define _GNU_SOURCE /* ppoll */
 #include <assert.h>
@@ -14,8 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/address_card.h"
-#include "core/am.h"
-#include "core/comm.h"
 #include "core/endpoint.h"
 #include "core/log.h"
 #include "base/time.h"
@@ -65,6 +65,24 @@ static void cohort_endpoint_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status
     }
 }
 
+/* Asked once per peer and kept: wiring decides by it whether a peer's pid can be checked
+ * (below), the protocols whether a single copy may be tried. It lives here, with the peer's
+ * other states, so that wiring needs nothing of the readers in peer_info.c. */
+int cohort_peer_same_node(cohort_peer_t *peer)
+{
+    cohort_context_t *ctx = peer->ctx;
+    int same = 1;
+
+    if (peer->local == 0) {
+        if (ctx->plugin->node_info != NULL &&
+            ctx->plugin->node_info(ctx->pmix, peer->rank, &same, NULL, NULL, 0) != COHORT_OK) {
+            same = 0;
+        }
+        peer->local = same ? 1 : -1;
+    }
+    return peer->local > 0;
+}
+
 void cohort_peer_left(cohort_peer_t *peer, const char *how)
 {
     cohort_context_t *ctx = peer->ctx;
@@ -76,7 +94,12 @@ void cohort_peer_left(cohort_peer_t *peer, const char *how)
     if (peer->state != COHORT_PEER_FAILED) {
         peer->state = COHORT_PEER_LEFT;
     }
-    cohort_am_fail_peer(ctx, peer->rank, COHORT_ERR_PEER_FAILED, "it finalized first");
+    /* the receives posted from it fail (am.c's observer): nothing more comes */
+    for (int i = 0; i < ctx->npeer_obs; i++) {
+        if (ctx->peer_obs[i]->left != NULL) {
+            ctx->peer_obs[i]->left(peer, "it finalized first");
+        }
+    }
 }
 
 /* A peer that this rank reached only through a group's shared segment gets no goodbye message
@@ -86,8 +109,18 @@ void cohort_peer_left(cohort_peer_t *peer, const char *how)
  * to it: a send to a rank that finalized is that send's failure, as before. */
 static int cohort_peer_finalized(cohort_peer_t *peer)
 {
-    return cohort_list_empty(&peer->pending) &&
-           cohort_comm_member_left(peer->ctx, peer->rank) == COHORT_COMM_MEMBER_FINALIZED;
+    cohort_context_t *ctx = peer->ctx;
+
+    if (!cohort_list_empty(&peer->pending)) {
+        return 0;
+    }
+    /* the communicators' observer reads the segments' marks (comm.c) */
+    for (int i = 0; i < ctx->npeer_obs; i++) {
+        if (ctx->peer_obs[i]->finalized != NULL && ctx->peer_obs[i]->finalized(peer)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* How long a live peer's connections may go on failing before it counts as failed all the

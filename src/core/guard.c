@@ -164,21 +164,6 @@ void cohort_guard_close(cohort_context_t *ctx)
     ctx->guard_closed = 1;
 }
 
-cohort_status_t cohort_guard_comm_refuse(cohort_comm_t *c, int call, const char *fn)
-{
-    cohort_error(c->ctx,
-                 "%s: another thread is inside a call on group '%s' 0x%016llx; a group is used by "
-                 "one thread at a time (cohort.h)%s",
-                 fn, c->label, (unsigned long long)c->id,
-                 call ? ": the group is revoked with COHORT_ERR_MISMATCH, so that its members do "
-                        "not wait in a call this rank never made"
-                      : "");
-    if (call) {
-        cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a call on it came from a second thread");
-    }
-    return COHORT_ERR_INVALID_ARG;
-}
-
 /* Let the lock go and take a new ticket: whoever queued before comes in first. Never inside a
  * progress pass, whose lists are half walked: only between two. */
 static int cohort_guard_release(cohort_context_t *ctx)

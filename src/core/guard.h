@@ -92,15 +92,13 @@ static inline int cohort_guard_comm_busy(const cohort_comm_t *c)
 {
     return c->guard_owner != 0 && c->guard_owner != cohort_guard_holder(c->ctx);
 }
-/* The refusal of cohort_guard_take_comm: logged, and with @a call the group revoked. */
-cohort_status_t cohort_guard_comm_refuse(cohort_comm_t *comm, int call, const char *fn);
 /* With @a comm's context held: record this thread as inside a call on @a comm. Another thread
  * inside already: INVALID_ARG, logged naming @a fn, and with @a call (a call its members make
  * too) the group is revoked with COHORT_ERR_MISMATCH and its members told. */
 static inline cohort_status_t cohort_guard_take_comm(cohort_comm_t *c, int call, const char *fn)
 {
     if (__builtin_expect(cohort_guard_comm_busy(c), 0)) {
-        return cohort_guard_comm_refuse(c, call, fn);
+        return cohort_comm_refuse_thread(c, call, fn); /* core/comm.h */
     }
     c->guard_owner = cohort_guard_holder(c->ctx);
     c->guard_depth++;

@@ -15,6 +15,7 @@
 #define COHORT_NOTIFY_H
 
 #include "core/comm.h"
+#include "core/ctl.h" /* the control messages the notices go out as */
 
 /* REVOKE messages and the control-message queues of peers, at context creation. */
 void cohort_notify_init(cohort_context_t *ctx);
@@ -28,16 +29,6 @@ void cohort_notify_flush(cohort_comm_t *c);
 void cohort_notify_recv(cohort_comm_t *c, const cohort_am_hdr_t *h);
 /* Send what is queued; wire the peers that long waits depend on. @return work done. */
 int cohort_notify_progress(cohort_context_t *ctx);
-/* Send a header-only control message to @a world_rank (from progress, not a callback).
- * @return 0 when sent or queued for the endpoint; -1 when the peer cannot take it. */
-int cohort_ctl_send(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h);
-/* The same, calling @a done exactly once when the message has left (UCX completed it), failed,
- * or was dropped — never at finalize's cleanup. It may run inside a UCX callback. */
-int cohort_ctl_send_then(cohort_context_t *ctx, int world_rank, const cohort_am_hdr_t *h,
-                         void (*done)(void *arg), void *arg);
-/* Control messages waiting for @a peer's endpoint: out now that it exists / dropped. */
-void cohort_ctl_flush(cohort_peer_t *peer);
-void cohort_ctl_drop(cohort_peer_t *peer);
 /* Finalize, after the worker is gone: free what UCX never completed. */
 void cohort_notify_cleanup(cohort_context_t *ctx);
 

@@ -115,21 +115,6 @@ static void cohort_endpoint_transports(ucp_ep_h ep, char *out, size_t outlen)
     free(text);
 }
 
-int cohort_peer_same_node(cohort_peer_t *peer)
-{
-    cohort_context_t *ctx = peer->ctx;
-    int same = 1;
-
-    if (peer->local == 0) {
-        if (ctx->plugin->node_info != NULL &&
-            ctx->plugin->node_info(ctx->pmix, peer->rank, &same, NULL, NULL, 0) != COHORT_OK) {
-            same = 0;
-        }
-        peer->local = same ? 1 : -1;
-    }
-    return peer->local > 0;
-}
-
 static cohort_status_t cohort_node_info_held(const cohort_context_t *ctx, int world_rank,
                                              cohort_node_info_t *info)
 {

@@ -7,6 +7,7 @@
 #define COHORT_REQUEST_H
 
 #include <stdint.h>
+#include <stdalign.h>
 #include "cohort.h"
 #include "core/am_header.h"
 #include "base/list.h"
@@ -98,6 +99,20 @@ struct cohort_request {
     void *state_block;        /* state too large to be inline, allocated apart */
     cohort_xfer_t xfer; /* point-to-point */
 };
+
+/* What a request block says it is (request.c, request_wait.c): a handle is checked by it. */
+#define COHORT_REQ_LIVE     0x5e9a11feu
+#define COHORT_REQ_FREED    0xdeadf5eeu
+#define COHORT_REQ_DETACHED 0xdeadc0c0u
+
+/* Inline state per block: the small-message algorithms' state fits (recursive doubling ~500 B
+ * with its two transfer slots), so a steady stream of small collectives allocates nothing. */
+#define COHORT_REQ_INLINE 1024
+
+typedef struct {
+    cohort_request_t req;
+    alignas(64) unsigned char inline_state[COHORT_REQ_INLINE];
+} cohort_req_block_t;
 
 /* A request on @a comm with @a extra bytes of layer state (zeroed), or NULL (logged). */
 cohort_request_t *cohort_request_alloc(cohort_comm_t *comm, const cohort_request_ops_t *ops,

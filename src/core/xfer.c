@@ -8,7 +8,7 @@
 #include "core/am.h"
 #include "core/endpoint.h"
 #include "core/log.h"
-#include "core/notify.h"
+#include "core/ctl.h"
 
 void cohort_xfer_ucx_param(cohort_xfer_t *x, ucp_request_param_t *param)
 {
@@ -90,7 +90,7 @@ void cohort_xfer_finish(cohort_xfer_t *x, cohort_status_t status)
         status != COHORT_ERR_CANCELED && req->comm != NULL) {
         /* Its sequence number is used up: the receiver would hold every later message from us. A
          * cancelled one's receiver was told (cancel.c), and its numbers stay in step. */
-        cohort_comm_revoke(req->comm, status, "a point-to-point send failed");
+        req->ctx->comm_hooks->revoke(req->comm, status, "a point-to-point send failed");
     }
     if (req->ops->progress == NULL) {
         cohort_request_complete(req, status);
@@ -110,7 +110,7 @@ void cohort_xfer_mismatch(cohort_xfer_t *x)
      * gets. A point-to-point receive too small for its message is its own error, as in MPI:
      * both sides spent their numbers, nobody waits on a step not taken. */
     if (c != NULL && x->kind != COHORT_MSG_P2P) {
-        cohort_comm_revoke(c, COHORT_ERR_MISMATCH, "a transfer found a mismatch");
+        c->ctx->comm_hooks->revoke(c, COHORT_ERR_MISMATCH, "a transfer found a mismatch");
     }
 }
 
@@ -300,17 +300,14 @@ void cohort_xfer_post_send(cohort_xfer_t *x)
     cohort_xfer_route(x);
 }
 
-cohort_status_t cohort_am_match_unexpected(cohort_comm_t *c, cohort_xfer_t *x);
-
-cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int peer, uint8_t kind,
-                                 uint32_t seq, int32_t tag, uint32_t fingerprint, void *buf,
-                                 size_t len)
+cohort_status_t cohort_xfer_recv_start(cohort_request_t *req, cohort_xfer_t *x, int peer,
+                                       uint8_t kind, uint32_t seq, int32_t tag,
+                                       uint32_t fingerprint, void *buf, size_t len)
 {
-    cohort_comm_t *c = req->comm;
     cohort_status_t status;
 
     cohort_xfer_setup(req, x, 0, peer, kind, seq, tag, fingerprint, buf, len);
-    status = cohort_comm_use(c);
+    status = cohort_comm_use(req->comm);
     if (status == COHORT_OK) {
         status = cohort_xfer_stage(x);
     }
@@ -318,9 +315,12 @@ cohort_status_t cohort_xfer_recv(cohort_request_t *req, cohort_xfer_t *x, int pe
         return status;
     }
     cohort_list_push(&req->xfers, &x->req_link);
-    status = cohort_am_match_unexpected(c, x);
-    /* refused (its peer is gone): nothing will finish it, so its bounce goes back now */
-    return status == COHORT_OK ? COHORT_OK : cohort_xfer_unstage(x, status);
+    return COHORT_OK;
+}
+
+cohort_status_t cohort_xfer_recv_refused(cohort_xfer_t *x, cohort_status_t status)
+{
+    return cohort_xfer_unstage(x, status);
 }
 
 int cohort_xfer_cancel_p2p(cohort_xfer_t *x, cohort_status_t status)

@@ -5,7 +5,7 @@
 #include <unistd.h>
 #include "core/comm.h"
 #include "core/log.h"
-#include "core/notify.h"
+#include "core/ctl.h"
 #include "proto/msg.h"
 #include "proto/protos.h"
 #include "proto/single_copy.h"

@@ -216,6 +216,15 @@ void Engine::shutdown()
 
 Engine::Engine(const Bootstrap &how) : how_(how)
 {
+    /* Read here, on the caller's thread, before the progress thread exists: getenv on that
+     * thread raced the program's own changes to the environment (os.environ[...] = ... in
+     * Python, setenv in C), which may move the environment's array while getenv walks it (seen
+     * in CI: SIGSEGV inside getenv on the progress thread, test_torch.py at 4 ranks).
+     * cohort_init reads the environment on the progress thread while this one waits for it. */
+    precise_ = ranks_fit_cores();
+    spin_polls_ = env_int("COHORT_TORCH_SPIN", kSpinPollsDefault, 0, 1 << 30);
+    nap_max_us_ =
+        env_int("COHORT_TORCH_NAP_US", precise_ ? kNapMaxUsPrecise : kNapMaxUsDefault, 1, 100000);
     std::promise<void> started;
     thread_ = std::thread([this, &started] {
         if (how_.store) {
@@ -321,13 +330,11 @@ void Engine::complete(Op &op, cohort_status_t status)
 
 void Engine::loop()
 {
-    const bool precise = ranks_fit_cores();
-    if (precise) {
+    if (precise_) {
         (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
     }
-    const int spin_polls = env_int("COHORT_TORCH_SPIN", kSpinPollsDefault, 0, 1 << 30);
-    const useconds_t nap_max = (useconds_t)env_int(
-        "COHORT_TORCH_NAP_US", precise ? kNapMaxUsPrecise : kNapMaxUsDefault, 1, 100000);
+    const int spin_polls = spin_polls_;
+    const useconds_t nap_max = (useconds_t)nap_max_us_;
     int idle = 0;
     useconds_t nap = 1;
     for (;;) {

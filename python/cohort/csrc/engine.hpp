@@ -129,6 +129,11 @@ class Engine
                                        * and by call_here */
     int rank_ = -1, size_ = 0;
     cohort_status_t init_status_ = COHORT_OK;
+    /* The progress thread's settings, read from the environment by the constructor on the
+     * caller's thread (engine.cpp says why): precise naps, polls before a nap, longest nap. */
+    bool precise_ = false;
+    int spin_polls_ = 0;
+    int nap_max_us_ = 0;
     Bootstrap how_;
     std::thread thread_;
 };

@@ -9,6 +9,7 @@
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=0 */
 /* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_ARENA=off FIRST_CASE=death DEATH_RANK=0 */
 /* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=3 */
+/* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_ARENA=off COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=3 */
 /* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=0 */
 /* run: 4 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=2 FIRST_CASE=defer */
 /* run: 4 COHORT_TIMEOUT=20 COHORT_SHM_DEFER=2 COHORT_FAULT=shm_late:1@3 FIRST_CASE=defer */
@@ -47,7 +48,8 @@
  * endpoint to the dead rank) and no name of the group is left in /dev/shm. Under
  * COHORT_SHM_DEFER=1 the allreduce runs on messages while rank 0 makes the segment beside it and
  * the others attach: the dead rank never does, and the name must go when the call fails, not
- * wait for the group's free.
+ * wait for the group's free (a name exists only under COHORT_SHM_ARENA=off: in the arena
+ * nothing is named, which the arena's line of this case checks as well).
  *
  * FIRST_CASE=defer (COHORT_SHM_DEFER=K): a group of every rank runs K + 3 small allreduces,
  * blocking, then a second group the same number posted together and waited in reverse order.

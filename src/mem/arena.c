@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "base/kernel.h"
 #include "mem/arena.h"
 
 #define ARENA_MAGIC 0xc0a7e9a5u
@@ -65,29 +66,17 @@ struct cohort_arena_view {
     size_t bytes;
 };
 
-/* Whether a process on this node may take our descriptor: pidfd_getfd (Linux 5.6) asked of
- * this process, and Yama's scope, which above 0 lets only a parent take from its children. */
+/* Whether a process on this node may take our descriptor: pidfd_getfd works, and Yama's scope,
+ * which above 0 lets only a parent take from its children, is 0. */
 static int arena_takable(char *why, size_t whylen)
 {
-    int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0), fd = -1, scope = 0;
-    FILE *f;
+    int err = 0, scope;
 
-    if (pfd >= 0) {
-        fd = (int)syscall(SYS_pidfd_getfd, pfd, pfd, 0);
-        close(pfd);
-    }
-    if (fd < 0) {
-        snprintf(why, whylen, "pidfd_getfd: %s", strerror(errno));
+    if (!cohort_kernel_fd_share(&err)) {
+        snprintf(why, whylen, "pidfd_getfd: %s", strerror(err));
         return 0;
     }
-    close(fd);
-    f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-    if (f != NULL) {
-        if (fscanf(f, "%d", &scope) != 1) {
-            scope = 0;
-        }
-        fclose(f);
-    }
+    scope = cohort_kernel_ptrace_scope();
     if (scope > 0) {
         snprintf(why, whylen, "kernel.yama.ptrace_scope is %d", scope);
         return 0;
@@ -178,51 +167,66 @@ static void *arena_at(const cohort_arena_t *a, uint32_t page)
     return (uint8_t *)a->head + (size_t)page * ARENA_PAGE;
 }
 
+/* A retired block nobody reads any more (@a reusable), of exactly @a pages or, with
+ * @a larger, of more; NULL when there is none. */
+static arena_block_t *arena_retired(cohort_arena_t *a, uint32_t pages, int larger,
+                                    int (*reusable)(const void *blk))
+{
+    for (uint32_t i = 0; i < a->nblocks; i++) {
+        arena_block_t *r = &a->blocks[i];
+        if (!r->live && (larger ? r->pages > pages : r->pages == pages) &&
+            reusable(arena_at(a, r->page))) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* A block of never used pages, or NULL when they would not fit or memory ran out. */
+static arena_block_t *arena_fresh(cohort_arena_t *a, uint32_t pages)
+{
+    arena_block_t *b;
+
+    if ((size_t)(a->next_page + pages) * ARENA_PAGE > ARENA_BYTES) {
+        return NULL;
+    }
+    if (a->nblocks == a->cap) {
+        uint32_t cap = a->cap ? 2 * a->cap : 16;
+        arena_block_t *nb = realloc(a->blocks, cap * sizeof(*nb));
+        if (nb == NULL) {
+            return NULL;
+        }
+        a->blocks = nb;
+        a->cap = cap;
+    }
+    b = &a->blocks[a->nblocks++];
+    b->page = a->next_page;
+    b->pages = pages;
+    a->next_page += pages;
+    return b;
+}
+
 void *cohort_arena_take(cohort_arena_t *a, size_t bytes, int (*reusable)(const void *blk),
                         int *fresh)
 {
     uint32_t pages = (uint32_t)((bytes + ARENA_PAGE - 1) / ARENA_PAGE);
-    arena_block_t *b = NULL;
+    arena_block_t *b;
 
     if (a->live >= ARENA_DIR / 2) {
         return NULL;
     }
-
-    /* A retired block of the same size that nobody reads any more; then new pages; then a
-     * larger retired one. */
-    for (int pass = 0; pass < 2 && b == NULL; pass++) {
-        for (uint32_t i = 0; i < a->nblocks && b == NULL; i++) {
-            arena_block_t *r = &a->blocks[i];
-            if (!r->live && (pass == 0 ? r->pages == pages : r->pages > pages) &&
-                reusable(arena_at(a, r->page))) {
-                b = r;
-            }
-        }
-        if (b == NULL && pass == 0 && (size_t)(a->next_page + pages) * ARENA_PAGE <= ARENA_BYTES) {
-            if (a->nblocks == a->cap) {
-                uint32_t cap = a->cap ? 2 * a->cap : 16;
-                arena_block_t *nb = realloc(a->blocks, cap * sizeof(*nb));
-                if (nb == NULL) {
-                    return NULL;
-                }
-                a->blocks = nb;
-                a->cap = cap;
-            }
-            b = &a->blocks[a->nblocks++];
-            b->page = a->next_page;
-            b->pages = pages;
-            a->next_page += pages;
-            *fresh = 1;
-            b->live = 1;
-            b->dir = ARENA_DIR;
-            a->live++;
-            return arena_at(a, b->page);
-        }
+    /* A retired block of the same size; then new pages; then a larger retired one. */
+    *fresh = 0;
+    b = arena_retired(a, pages, 0, reusable);
+    if (b == NULL && (b = arena_fresh(a, pages)) != NULL) {
+        *fresh = 1;
+    }
+    if (b == NULL) {
+        b = arena_retired(a, pages, 1, reusable);
     }
     if (b == NULL) {
         return NULL;
     }
-    *fresh = 0;
     b->live = 1;
     b->dir = ARENA_DIR;
     a->live++;

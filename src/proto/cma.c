@@ -7,11 +7,10 @@
  */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "base/kernel.h"
 #include "core/log.h"
 #include "mem/gpu.h"
 #include "proto/cma.h"
@@ -19,46 +18,28 @@
 #include "proto/protos.h"
 #include "proto/single_copy.h"
 
-/* Whether the kernel has pidfd_getfd (5.6): taking a peer's file descriptor, which the kernel
- * allows where it allows reading the peer. Asked of this process itself. */
-static int cohort_cma_fd_share_probe(void)
-{
-    int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0), fd = -1;
-
-    if (pfd >= 0) {
-        fd = (int)syscall(SYS_pidfd_getfd, pfd, pfd, 0);
-        close(pfd);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return fd >= 0;
-}
-
 /* Whether single copy may be tried here (COHORT_CMA, the kernel's ptrace scope); the
  * handshake's kinds and queues, which CUDA IPC shares. */
 static void cohort_cma_init(cohort_context_t *ctx)
 {
     cohort_sc_room_t *room = cohort_sc_room(ctx);
-    FILE *f;
-    int scope = 0;
+    int scope;
 
     cohort_sc_init(ctx);
     room->cma_usable = ctx->cfg.cma != COHORT_CMA_OFF;
     room->cma_direct = room->cma_usable;
-    room->fd_share = cohort_cma_fd_share_probe();
+    /* Taking a peer's file descriptor, which the kernel allows where it allows reading the
+     * peer. */
+    room->fd_share = cohort_kernel_fd_share(NULL);
     if (ctx->cfg.cma != COHORT_CMA_AUTO) {
         return;
     }
     /* Yama's scope 1 and up lets a process read only its descendants: not its peers. */
-    f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-    if (f != NULL) {
-        if (fscanf(f, "%d", &scope) == 1 && scope > 0) {
-            room->cma_usable = 0;
-            room->cma_direct = 0;
-            cohort_info(ctx, "single copy off: kernel.yama.ptrace_scope is %d", scope);
-        }
-        fclose(f);
+    scope = cohort_kernel_ptrace_scope();
+    if (scope > 0) {
+        room->cma_usable = 0;
+        room->cma_direct = 0;
+        cohort_info(ctx, "single copy off: kernel.yama.ptrace_scope is %d", scope);
     }
 }
 

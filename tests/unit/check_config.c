@@ -35,6 +35,7 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.cuda_pipeline_min, 4u << 20);
     ck_assert_int_eq(cfg.cuda_ipc, COHORT_CUDA_IPC_AUTO);
     ck_assert_uint_eq(cfg.cuda_ipc_min, 1u << 20);
+    ck_assert_int_eq(cfg.shm_arena, 1);
     ck_assert_str_eq(err, "");
     ck_assert_str_eq(warn, "");
 }
@@ -58,11 +59,13 @@ START_TEST(test_values)
                    "COHORT_CUDA_PIPELINE_MIN=1M",
                    "COHORT_CUDA_IPC_MIN=64K",
                    "COHORT_SHM_DEFER=3",
+                   "COHORT_SHM_ARENA=off",
                    NULL};
 
     ck_assert_int_eq(parse(env), COHORT_OK);
     ck_assert_str_eq(cfg.pmix_plugin, "fence");
     ck_assert_int_eq(cfg.shm_defer, 3);
+    ck_assert_int_eq(cfg.shm_arena, 0);
     ck_assert_int_eq(cfg.progress, COHORT_PROGRESS_BLOCK);
     ck_assert(cfg.timeout_s == 2.5);
     ck_assert(cfg.keepalive_s == 0.5);
@@ -154,6 +157,8 @@ START_TEST(test_bad_values_named)
         {"COHORT_CUDA_IPC=1", "COHORT_CUDA_IPC"},
         {"COHORT_SHM_DEFER=-1", "COHORT_SHM_DEFER"},
         {"COHORT_SHM_DEFER=2x", "COHORT_SHM_DEFER"},
+        {"COHORT_SHM_ARENA=1", "COHORT_SHM_ARENA"},
+        {"COHORT_SHM_ARENA=", "COHORT_SHM_ARENA"},
         {"COHORT_CUDA_IPC_CACHE=-1", "COHORT_CUDA_IPC_CACHE"},
         {"COHORT_CUDA_IPC_CACHE=8x", "COHORT_CUDA_IPC_CACHE"},
         {"COHORT_CUDA_IPC_CACHE=", "COHORT_CUDA_IPC_CACHE"},

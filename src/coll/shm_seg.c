@@ -47,18 +47,25 @@
 #include "core/log.h"
 #include "base/time.h"
 
-#define COHORT_SHM_MAGIC 0xc0c05e6eu
+#define COHORT_SHM_MAGIC 0xc0c05e6fu
+#define SHM_PAGE         4096u
 
 /* Per data buffer, what its contents are: which call (number << 32 | fingerprint) and how many
  * bytes; written before SEQ is published, read after it is seen. */
 enum { SHM_TAG_CALL, SHM_TAG_BYTES, SHM_TAGS };
 
+/* A member's slot: its words, its tags and its two small buffers, 384 bytes, all slots side by
+ * side after the header. A small call (a few floats, a descriptor) touches only these and the
+ * header: two or three pages for the whole group, which a member maps in one fault (the
+ * kernel maps a present page's neighbours with it), where a slot of its own pages cost each
+ * process a page fault per member, and again for the second call's buffers. Larger calls use
+ * the members' large buffers, after the slots (shm_big). */
 typedef struct {
     uint64_t word[COHORT_SHM_WORDS];
     uint8_t pad[64 - 8 * COHORT_SHM_WORDS];
     uint64_t tag[2][SHM_TAGS];
     uint8_t pad2[64 - 16 * SHM_TAGS];
-    uint8_t data[2][COHORT_SHM_SLOT];
+    uint8_t small[2][COHORT_SHM_SMALL];
 } shm_slot_t;
 
 /* The header: written by group rank 0 before it publishes ready (release); read by the others
@@ -154,9 +161,37 @@ static int shm_group_left(void *arg, int k)
     return (int)__atomic_load_n(&g->seg->slot[k].word[COHORT_SHM_BYE], __ATOMIC_ACQUIRE);
 }
 
+/* Where the large buffers begin: the first page after the slots. */
+static size_t shm_big_offset(int n)
+{
+    size_t end = sizeof(shm_seg_t) + (size_t)n * sizeof(shm_slot_t);
+
+    return (end + SHM_PAGE - 1) / SHM_PAGE * SHM_PAGE;
+}
+
 static size_t shm_seg_bytes(int n)
 {
-    return sizeof(shm_seg_t) + (size_t)n * sizeof(shm_slot_t);
+    return shm_big_offset(n) + (size_t)n * 2 * COHORT_SHM_SLOT;
+}
+
+/* Member @a k's large buffer @a parity. */
+static uint8_t *shm_big(const shm_group_t *g, int k, int parity)
+{
+    return (uint8_t *)g->seg + shm_big_offset(g->seg->n) +
+           ((size_t)k * 2 + (size_t)parity) * COHORT_SHM_SLOT;
+}
+
+/* The header and the slots in memory at once, in one system call, by group rank 0 on a fresh
+ * block: the members then find the pages there and map them with their first read, instead
+ * of each allocating its slot's page in a fault of its own. Best effort: without it (a
+ * kernel before 5.14) the pages come at first touch, as before. */
+static void shm_populate(shm_group_t *g)
+{
+#ifdef MADV_POPULATE_WRITE
+    (void)madvise(g->seg, shm_big_offset(g->seg->n), MADV_POPULATE_WRITE);
+#else
+    (void)g;
+#endif
 }
 
 size_t cohort_shm_call_extra(int n)
@@ -325,13 +360,16 @@ static int shm_create_in_arena(cohort_context_t *ctx, cohort_comm_t *comm, shm_g
                      comm->label);
         return 0;
     }
+    g->seg = seg;
     if (!fresh) {
         memset(seg, 0, sizeof(*seg));
         for (int k = 0; k < comm->size; k++) {
-            memset(&seg->slot[k], 0, offsetof(shm_slot_t, data));
+            memset(&seg->slot[k], 0, offsetof(shm_slot_t, small));
         }
+    } else {
+        seg->n = comm->size; /* shm_populate's extent */
+        shm_populate(g);
     }
-    g->seg = seg;
     g->in_arena = 1;
     g->named = 1; /* "findable": the setup's failure path waits on it as on a name */
     shm_header_write(ctx, comm, g, settings);
@@ -370,6 +408,8 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
         return 0;
     }
     close(fd);
+    g->seg->n = comm->size; /* shm_populate's extent */
+    shm_populate(g);
     shm_header_write(ctx, comm, g, settings);
     return 1;
 }
@@ -833,7 +873,12 @@ uint8_t *cohort_shm_buf(cohort_request_t *req, const cohort_shm_call_t *c, int k
 {
     shm_group_t *g = req->comm->node_shm;
 
-    return g->seg->slot[k].data[c->s & 1];
+    /* Every member of a call puts as many bytes (the tags say so, checked before anything is
+     * read), so every member picks the same buffer for the same call. */
+    if (c->bytes <= COHORT_SHM_SMALL) {
+        return g->seg->slot[k].small[c->s & 1];
+    }
+    return shm_big(g, k, (int)(c->s & 1));
 }
 
 static uint64_t *shm_word(cohort_request_t *req, int k, int w)
@@ -1041,6 +1086,7 @@ cohort_status_t cohort_shm_put(cohort_request_t *req, cohort_shm_call_t *c, cons
     if (!cohort_shm_buf_free(req, c)) {
         return cohort_shm_wait(req);
     }
+    c->bytes = len;
     if (src != NULL && len > 0) {
         memcpy(cohort_shm_buf(req, c, req->comm->rank), src, len);
     }

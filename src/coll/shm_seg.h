@@ -1,6 +1,8 @@
 /*
  * A group's shared segment, for members of one node (shm_seg.c): one slot per member, each a
- * few words other members wait on and two data buffers, used by call number % 2. Group rank 0
+ * few words other members wait on and two small data buffers, all slots together after the
+ * header, then two large data buffers per member; a call uses its members' small or large
+ * buffers by its size, number % 2 of them. Group rank 0
  * makes it at the group's first call that needs it, under a name every member derives (group
  * rank 0's pid and the group id), and the others open it when it is there: no message and no
  * endpoint when it works (shm_seg.c). Calls on it are numbered when
@@ -14,6 +16,7 @@
 #include "coll/coll.h"
 
 #define COHORT_SHM_SLOT  (64 * 1024) /* bytes of each data buffer */
+#define COHORT_SHM_SMALL 128         /* ... of a small one, beside the member's words */
 #define COHORT_SHM_MAX_N 64          /* members: the segment holds 2 buffers per member */
 
 /* The words of a slot; each holds the last call number its member published for it. */
@@ -32,6 +35,7 @@ enum {
 /* One call's part, in the algorithm's state. */
 typedef struct {
     uint64_t s;          /* the call's number on the group, from 1 */
+    size_t bytes;        /* what each member puts: which of its buffers the call uses */
     int setup;           /* this call makes the segment */
     int sround;          /* the setup's step: 0 post the "no" receives (and make it: group rank 0),
                           * 1 reach it (the others), 2 wait until every member has, 3 say "no",

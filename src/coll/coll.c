@@ -150,6 +150,7 @@ cohort_status_t cohort_coll_post(cohort_comm_t *g, const cohort_coll_args_t *arg
     }
     if ((seg && b->seg_call == 1) || defer) {
         cohort_shm_prefetch(g);
+        cohort_shm_prefetch_due(g->ctx);
     }
     b->seg_defer = defer;
     b->settle = settle;
@@ -179,18 +180,20 @@ cohort_status_t cohort_coll_fall_back(cohort_request_t *req)
      * about to take: every one must be over. They are when every member has answered. */
     for (int i = 0; i < b->nxfers; i++) {
         if (b->xfers[i].req == req && !b->xfers[i].done) {
-            cohort_error(req->ctx, "%s on group '%s': cannot run it on messages, a transfer of "
-                         "its segment's setup is still in flight", cohort_coll_names[b->args.coll],
-                         req->comm->label);
+            cohort_error(req->ctx,
+                         "%s on group '%s': cannot run it on messages, a transfer of "
+                         "its segment's setup is still in flight",
+                         cohort_coll_names[b->args.coll], req->comm->label);
             return COHORT_ERR_UNSUPPORTED;
         }
     }
     if (b->algo->cleanup != NULL) {
         b->algo->cleanup(req);
     }
-    cohort_debug(req->ctx, "%s on group '%s' (collective #%u): its shared segment is not there; "
-                 "it runs on messages (%s)", cohort_coll_names[b->args.coll], req->comm->label,
-                 b->seq, algo->name);
+    cohort_debug(req->ctx,
+                 "%s on group '%s' (collective #%u): its shared segment is not there; "
+                 "it runs on messages (%s)",
+                 cohort_coll_names[b->args.coll], req->comm->label, b->seq, algo->name);
     memset((char *)req->state + sizeof(*b), 0, b->algo_bytes - sizeof(*b));
     b->algo = algo;
     b->fallback = NULL;

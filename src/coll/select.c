@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
+#include "coll/shm_seg.h"
 #include "core/context.h"
 #include "core/endpoint.h"
 #include "proto/cma.h"
@@ -563,6 +564,7 @@ cohort_status_t cohort_coll_config(cohort_context_t *ctx, char *err, size_t errl
     }
     ctx->coll = sel;
     ctx->coll_free = free;
+    ctx->comm_made = cohort_shm_created;
     return COHORT_OK;
 }
 

@@ -97,6 +97,10 @@ typedef struct {
     size_t bytes;
     int named;         /* the name may still be in /dev/shm: unlink it when setup ends here */
     int in_arena;      /* seg is a block of group rank 0's arena (mem/arena.h), not a file */
+    int premade;       /* group rank 0 made and published it when the group was created, and
+                        * is not in it yet (attached[0] is 0): its first call takes it */
+    int due;           /* group rank 0's card is fetched at this rank's next first call on a
+                        * segment, of whichever group (cohort_shm_prefetch_due) */
     char name[64];     /* known once group rank 0's pid is */
     uint64_t calls;    /* calls numbered on the group */
     uint64_t finished; /* the last call that ended here */
@@ -128,6 +132,9 @@ static void shm_group_free(void *arg)
 {
     shm_group_t *g = arg;
 
+    if (g->due) {
+        g->ctx->comm_made_due--;
+    }
     shm_name_drop(g);
     if (g->seg != NULL) {
         /* The members that stay read this before they wire this rank or take its exit for a
@@ -253,6 +260,26 @@ void cohort_shm_prefetch(cohort_comm_t *comm)
     }
 }
 
+void cohort_shm_prefetch_due(cohort_context_t *ctx)
+{
+    cohort_list_t *pos, *tmp;
+
+    if (ctx->comm_made_due == 0) {
+        return;
+    }
+    cohort_list_for_each(pos, tmp, &ctx->comm_list)
+    {
+        cohort_comm_t *comm = cohort_container_of(pos, cohort_comm_t, link);
+        shm_group_t *g = comm->node_shm;
+
+        if (g != NULL && g->due) {
+            g->due = 0;
+            ctx->comm_made_due--;
+            cohort_shm_prefetch(comm);
+        }
+    }
+}
+
 cohort_status_t cohort_shm_call_start(cohort_request_t *req, cohort_shm_call_t *c, char *p)
 {
     cohort_comm_t *comm = req->comm;
@@ -311,9 +338,10 @@ static void shm_settings_put(cohort_request_t *req, shm_group_t *g)
     }
 }
 
-/* The header, identity last (the others read it once they see ready). */
+/* The header, identity last (the others read it once they see ready); @a in: group rank 0 is
+ * in it (attached[0]), else it says so at its first call (shm_claim). */
 static void shm_header_write(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t *g,
-                             const int64_t *settings)
+                             const int64_t *settings, int in)
 {
     g->seg->magic = COHORT_SHM_MAGIC;
     g->seg->n = comm->size;
@@ -324,7 +352,7 @@ static void shm_header_write(cohort_context_t *ctx, cohort_comm_t *comm, shm_gro
     if (settings != NULL) {
         memcpy(g->seg->settings[comm->rank], settings, sizeof(g->seg->settings[0]));
     }
-    g->seg->attached[0] = 1;
+    g->seg->attached[0] = (uint8_t)in;
     __atomic_store_n(&g->seg->ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -348,12 +376,15 @@ static int shm_block_reusable(const void *blk)
  * block used before is cleared where a member looks before it writes (the header, each slot's
  * words and tags); the data buffers are read only as far as their tags say. */
 static int shm_create_in_arena(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t *g,
-                               const int64_t *settings)
+                               const int64_t *settings, int in)
 {
     int fresh = 0;
     shm_seg_t *seg = cohort_arena_take(ctx->arena, g->bytes, shm_block_reusable, &fresh);
 
     if (seg == NULL) {
+        if (!in) {
+            return 0; /* at creation: the first call tries again, and says so if it fails */
+        }
         cohort_error(ctx,
                      "%s: shared segment: this process's arena is full (too many live groups "
                      "on this node); the group runs on messages",
@@ -372,9 +403,21 @@ static int shm_create_in_arena(cohort_context_t *ctx, cohort_comm_t *comm, shm_g
     }
     g->in_arena = 1;
     g->named = 1; /* "findable": the setup's failure path waits on it as on a name */
-    shm_header_write(ctx, comm, g, settings);
+    shm_header_write(ctx, comm, g, settings, in);
     cohort_arena_publish(ctx->arena, seg, comm->id);
     return 1;
+}
+
+/* Group rank 0 at its first call on a segment it made at the group's creation: in, with its
+ * settings (NULL: none ride it), written before it says so (the others compare them once
+ * every member is in). */
+static void shm_claim(cohort_comm_t *comm, shm_group_t *g, const int64_t *settings)
+{
+    if (settings != NULL) {
+        memcpy(g->seg->settings[comm->rank], settings, sizeof(g->seg->settings[0]));
+    }
+    g->premade = 0;
+    __atomic_store_n(&g->seg->attached[0], 1, __ATOMIC_RELEASE);
 }
 
 /* Group rank 0: make it, exclusively, and publish its identity, with this rank's settings
@@ -384,10 +427,14 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
 {
     int fd;
 
+    if (g->premade) {
+        shm_claim(comm, g, settings);
+        return 1;
+    }
     g->bytes = shm_seg_bytes(comm->size);
     shm_name(comm, g, (int32_t)getpid());
     if (ctx->arena != NULL) {
-        return shm_create_in_arena(ctx, comm, g, settings);
+        return shm_create_in_arena(ctx, comm, g, settings, 1);
     }
     fd = shm_open(g->name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
@@ -410,8 +457,40 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
     close(fd);
     g->seg->n = comm->size; /* shm_populate's extent */
     shm_populate(g);
-    shm_header_write(ctx, comm, g, settings);
+    shm_header_write(ctx, comm, g, settings, 1);
     return 1;
+}
+
+void cohort_shm_created(cohort_comm_t *comm)
+{
+    cohort_context_t *ctx = comm->ctx;
+    shm_group_t *g;
+
+    /* Not the world group, made at init before any other (ctx->world is not set yet): its
+     * first call does it all, as before, and init asks nothing of every rank's peers. */
+    if (ctx->world == NULL || comm->size < 2 || comm->size > COHORT_SHM_MAX_N ||
+        !(cohort_coll_node_local(comm) & COHORT_NODE_SHM)) {
+        return;
+    }
+    if (comm->rank != 0) {
+        if (cohort_shm_group_make(comm) == COHORT_OK) {
+            ((shm_group_t *)comm->node_shm)->due = 1;
+            ctx->comm_made_due++;
+        }
+        return;
+    }
+    /* Only a block of the arena: a file per group made at creation would be a name in
+     * /dev/shm for every group, used or not, left behind by a process that dies. */
+    if (ctx->arena == NULL || cohort_shm_group_make(comm) != COHORT_OK) {
+        return;
+    }
+    g = comm->node_shm;
+    if (g->seg != NULL) {
+        return;
+    }
+    g->bytes = shm_seg_bytes(comm->size);
+    shm_name(comm, g, (int32_t)getpid());
+    g->premade = shm_create_in_arena(ctx, comm, g, NULL, 0);
 }
 
 static int shm_create(cohort_request_t *req, shm_group_t *g)

@@ -54,6 +54,18 @@ typedef struct {
                           * COHORT_WATCH_S) */
 } cohort_shm_call_t;
 
+/* At the creation of a group on this node (ctx->comm_made), with no message: group rank 0
+ * makes its segment in its arena and publishes it, so that a member finds it at its own first
+ * call instead of waiting for group rank 0's (group rank 0 says it is in at its first call on
+ * it; nothing when it cannot be made: that call tries again, and says why it fails). The
+ * others mark the group due: group rank 0's card, which their first call on it needs, is
+ * fetched at their first call on any group's segment (cohort_shm_prefetch_due), not here:
+ * creating a group asks PMIx nothing. */
+void cohort_shm_created(cohort_comm_t *comm);
+/* At a group's first call on its segment: the cards of group rank 0 of every group marked due,
+ * all at once, so that they are there when this rank reaches those groups' first calls; each
+ * group once. */
+void cohort_shm_prefetch_due(cohort_context_t *ctx);
 /* The group's segment as cohort_group_info tells it (a cohort_segment_state_t). */
 int cohort_shm_group_state(const cohort_comm_t *comm);
 /* At post, for a call that runs on the segment: the group's record (COHORT_ERR_NO_MEMORY),

@@ -142,6 +142,10 @@ struct cohort_context {
     cohort_list_t notices;    /* revocations to tell members about (notify.c) */
     const cohort_proto_ops_t *proto_ops; /* the protocol layer api composed in (proto_ops.h) */
     const cohort_comm_hooks_t *comm_hooks; /* the communicators' part the transfers call (comm.c) */
+    /* The collective layer's step at a group's creation (set by cohort_coll_config; NULL: none):
+     * a same-node group's segment is made, or group rank 0's card fetched (coll/shm_seg.h). */
+    void (*comm_made)(cohort_comm_t *comm);
+    int comm_made_due; /* groups that step left something to do at a first call (shm_seg.h) */
     void *protos;             /* the protocols' own state (proto/proto.c), opaque here */
     cohort_list_t ctl_inflight;  /* control messages UCX has not completed */
     cohort_list_t ctl_resend;    /* control messages a force-close cancelled, to send again */

@@ -207,6 +207,9 @@ static cohort_status_t cohort_group_make(cohort_context_t *ctx, const char *tag,
     if (status != COHORT_OK) {
         goto err_undo;
     }
+    if (ctx->comm_made != NULL) {
+        ctx->comm_made(g->comm);
+    }
     g->magic = COHORT_GROUP_LIVE;
     cohort_list_push(&ctx->group_list, &g->link);
     ctx->stat_groups++;

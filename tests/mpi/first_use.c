@@ -7,6 +7,7 @@
 /* run: 4 COHORT_SHM_ARENA=off FIRST_CASE=race */
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=3 */
 /* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=0 */
+/* run: 4 --enable-recovery --expect-passed=3 FIRST_CASE=death DEATH_RANK=0 DEATH_SUB=1 */
 /* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_ARENA=off FIRST_CASE=death DEATH_RANK=0 */
 /* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=3 */
 /* run: 4 --enable-recovery --expect-passed=3 COHORT_SHM_ARENA=off COHORT_SHM_DEFER=1 FIRST_CASE=death DEATH_RANK=3 */
@@ -39,6 +40,11 @@
  * Both in group rank 0's arena (the default: two blocks, found by id) and as files of /dev/shm
  * (COHORT_SHM_ARENA=off, the way where the kernel lets no process take another's descriptor).
  *
+ * Group rank 0 of each same-node group made its segment when it created the group (no message,
+ * no lookup: creation asks PMIx nothing), and the others fetch group rank 0's card of every
+ * such group at their first call on a segment, all at once: after the first allreduce of the
+ * first group, a rank has looked up group rank 0 of each of its groups.
+ *
  * FIRST_CASE=death: the world runs a barrier by messages (the group's first collective, its
  * agreement done), then DEATH_RANK dies (SIGKILL) instead of the first allreduce, which sets up
  * the segment: rank 3 dies before it attaches (the segment exists, the others attached and wait
@@ -49,7 +55,10 @@
  * COHORT_SHM_DEFER=1 the allreduce runs on messages while rank 0 makes the segment beside it and
  * the others attach: the dead rank never does, and the name must go when the call fails, not
  * wait for the group's free (a name exists only under COHORT_SHM_ARENA=off: in the arena
- * nothing is named, which the arena's line of this case checks as well).
+ * nothing is named, which the arena's line of this case checks as well). DEATH_SUB=1: the group
+ * is a subgroup of every rank, made after init, with no call before the allreduce: group rank 0
+ * made its block at the group's creation and dies before it says it is in; the others, who find
+ * the block (or cannot take rank 0's arena any more), get COHORT_ERR_PEER_FAILED too.
  *
  * FIRST_CASE=defer (COHORT_SHM_DEFER=K): a group of every rank runs K + 3 small allreduces,
  * blocking, then a second group the same number posted together and waited in reverse order.
@@ -187,12 +196,34 @@ static void layout_case(cohort_context_t *ctx)
             }
         }
     }
+    CHECK_OK(cohort_stats(ctx, &st0));
+    CHECK(st0.pmix_lookups == 0); /* creating asks PMIx nothing */
     for (int i = 0; i < ng; i++) {
         first_sum(gs[i]);
+        /* After the first call on a segment: group rank 0 of every group with a segment. */
+        if (i == 0 && quiet && cohort_group_size(gs[0]) > 1) {
+            int rank0s[MAX_KINDS], n0 = 0;
+            for (int j = 0; j < ng; j++) {
+                int w0 = cohort_group_world_rank(gs[j], 0);
+                if (cohort_group_size(gs[j]) > 1 && w0 != me && !in_list(rank0s, n0, w0)) {
+                    rank0s[n0++] = w0;
+                }
+            }
+            CHECK_OK(cohort_stats(ctx, &st1));
+            if (st1.pmix_lookups < (uint64_t)n0) {
+                fprintf(stderr,
+                        "rank %d: %llu lookups after the first group's first call, %d groups' "
+                        "rank 0 to look up\n",
+                        me, (unsigned long long)st1.pmix_lookups, n0);
+                exit(1);
+            }
+        }
     }
     if (cuda_mapped()) {
-        fprintf(stderr, "rank %d: a CUDA library is mapped after the first calls of a program "
-                        "that never loaded CUDA\n", me);
+        fprintf(stderr,
+                "rank %d: a CUDA library is mapped after the first calls of a program "
+                "that never loaded CUDA\n",
+                me);
         exit(1);
     }
     nwired = cohort_wired_peers(ctx, wired, 64);
@@ -279,14 +310,25 @@ static void race_case(cohort_context_t *ctx)
 static void death_case(cohort_context_t *ctx)
 {
     int me = cohort_world_rank(ctx), victim = atoi(getenv("DEATH_RANK"));
+    int sub = getenv("DEATH_SUB") != NULL, all[64];
     cohort_group_t *w = cohort_world(ctx);
     float v = 1, sum = 0;
     double t0;
     cohort_status_t st;
-    int pid0 = pid_of_rank0(ctx, w);
+    int pid0;
 
+    if (sub) {
+        CHECK(cohort_world_size(ctx) <= 64);
+        for (int k = 0; k < cohort_world_size(ctx); k++) {
+            all[k] = k;
+        }
+        CHECK_OK(cohort_group_create(ctx, "death-sub", all, cohort_world_size(ctx), &w));
+    }
+    pid0 = pid_of_rank0(ctx, w);
     /* The world's first collective, by messages: its agreement is behind it. */
-    CHECK_OK(cohort_barrier(w));
+    if (!sub) {
+        CHECK_OK(cohort_barrier(w));
+    }
     if (me == victim) {
         kill(getpid(), SIGKILL);
     }

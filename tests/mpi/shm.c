@@ -8,6 +8,7 @@
 /* run: 3 COHORT_TIMEOUT=1 SHM_ABSENT=1 */
 /* run: 4 COHORT_SHM_ARENA=off */
 /* run: 4 SHM_REUSE=2000 */
+/* run: 4 SHM_REUSE=2000 SHM_UNUSED=1 */
 /* runs: together */
 /* clang-format on */
 /*
@@ -24,9 +25,9 @@
  * keeps to the message algorithms and gets the right results. COHORT_FAULT=shm_pid:1@0: world
  * rank 0 offers the world's segment in a descriptor naming its parent process: the others
  * refuse it before they take a file descriptor from that process (the pid checked against
- * rank 0's card, and their log says so), and the call runs on messages alike on every member. Without the check they
- * take whatever file the parent holds at that number, and only the segment's magic, if the
- * mapping works at all, stands between them and another process's memory.
+ * rank 0's card, and their log says so), and the call runs on messages alike on every member.
+ * Without the check they take whatever file the parent holds at that number, and only the segment's
+ * magic, if the mapping works at all, stands between them and another process's memory.
  *
  * SHM_ABSENT=1 (under COHORT_TIMEOUT=1): once the segment exists, the last rank stays away from
  * an allreduce; the others time out and their message names it as the member not heard from
@@ -39,6 +40,9 @@
  * SHM_REUSE=K: K groups of two made, used once and freed one after the other, all on their
  * segments (no message): their blocks are taken again once both members let go; without that,
  * K blocks of 260 KiB outgrow the 256 MiB arena and the later groups fall back to messages.
+ * SHM_UNUSED=1: the same, but only the last group is used: group rank 0 makes each group's
+ * block when it creates the group, and a group freed without any call must give its block back
+ * as well, or the last one finds the arena full and runs on messages.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -173,8 +177,9 @@ static void check_where(int me)
     if (v != NULL && strcmp(v, "off") == 0) {
         CHECK(arenas == 0 && named == 1);
     } else if (arenas == 0) {
-        fprintf(stderr, "rank %d: NOTE: no arena here (no pidfd_getfd, or kernel.yama."
-                        "ptrace_scope above 0): the segments are files of /dev/shm\n",
+        fprintf(stderr,
+                "rank %d: NOTE: no arena here (no pidfd_getfd, or kernel.yama."
+                "ptrace_scope above 0): the segments are files of /dev/shm\n",
                 me);
         CHECK(named == 1);
     } else {
@@ -183,7 +188,7 @@ static void check_where(int me)
 }
 
 /* K groups of two, one after the other, each used once on its segment and freed. */
-static void reuse(cohort_context_t *ctx, long k)
+static void reuse(cohort_context_t *ctx, long k, int unused)
 {
     int me = cohort_world_rank(ctx), n = cohort_world_size(ctx);
     int pair[2] = {me - me % 2, me - me % 2 + 1};
@@ -196,8 +201,10 @@ static void reuse(cohort_context_t *ctx, long k)
         cohort_group_t *g;
         int v = me + 1, sum = 0;
         CHECK_OK(cohort_group_create(ctx, "pair", pair, 2, &g));
-        CHECK_OK(cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM));
-        CHECK(sum == pair[0] + pair[1] + 2);
+        if (!unused || i == k - 1) {
+            CHECK_OK(cohort_allreduce(g, &v, &sum, 1, COHORT_INT32, COHORT_SUM));
+            CHECK(sum == pair[0] + pair[1] + 2);
+        }
         CHECK_OK(cohort_group_free(g));
     }
     CHECK(sent(ctx) == before);
@@ -259,7 +266,7 @@ static int one_configuration(void)
         return 0;
     }
     if (getenv("SHM_REUSE") != NULL) {
-        reuse(ctx, strtol(getenv("SHM_REUSE"), NULL, 10));
+        reuse(ctx, strtol(getenv("SHM_REUSE"), NULL, 10), getenv("SHM_UNUSED") != NULL);
         test_finish(ctx, "shm");
         return 0;
     }

@@ -582,12 +582,12 @@ static const cohort_am_kind_t cohort_am_bye_kind = {.header_only = 0, .ctl = coh
 static void cohort_am_peer_failed(cohort_peer_t *peer, cohort_status_t status, const char *why,
                                   int tell)
 {
-    cohort_am_fail_peer(peer->ctx, peer->rank, status, why);
+    cohort_am_fail_peer(peer->ctx, peer->rank, status, why, 0);
 }
 
 static void cohort_am_peer_left(cohort_peer_t *peer, const char *why)
 {
-    cohort_am_fail_peer(peer->ctx, peer->rank, COHORT_ERR_PEER_FAILED, why);
+    cohort_am_fail_peer(peer->ctx, peer->rank, COHORT_ERR_PEER_FAILED, why, 1);
 }
 
 static const cohort_peer_observer_t cohort_am_observer = {
@@ -690,7 +690,7 @@ void cohort_am_orphans_cleanup(cohort_context_t *ctx)
 }
 
 void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t status,
-                         const char *why)
+                         const char *why, int left)
 {
     cohort_list_t *cpos, *ctmp, *pos, *tmp;
 
@@ -701,8 +701,16 @@ void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t 
         {
             cohort_xfer_t *x = cohort_container_of(pos, cohort_xfer_t, link);
             if (x->peer != COHORT_ANY_SOURCE && cohort_comm_world_rank(c, x->peer) == world_rank) {
-                cohort_error(ctx, "group 0x%016llx: receive from rank %d (world %d) failed: %s",
-                             (unsigned long long)c->id, x->peer, world_rank, why);
+                /* A peer that finalized ended in order. A receive from it that the program
+                 * still waits on says so when the wait takes its status; one nobody waits on
+                 * (left posted, cancelled at this rank's own finalize) says nothing, and a
+                 * collective's says what its group's failure says. */
+                if (left && x->req != NULL && x == &x->req->xfer) {
+                    x->req->peer_left = 1;
+                }
+                cohort_log(cohort_ctx_log(ctx), left ? COHORT_LOG_DEBUG : COHORT_LOG_ERROR,
+                           "group 0x%016llx: receive from rank %d (world %d) failed: %s",
+                           (unsigned long long)c->id, x->peer, world_rank, why);
                 cohort_list_del(&x->link);
                 x->posted = 0;
                 cohort_xfer_finish(x, status);

@@ -112,8 +112,10 @@ void cohort_cancel_cleanup(cohort_comm_t *c);
  * once nobody reads its buffer any more. @return 0 when this is not such a send. */
 int cohort_xfer_cancel_p2p(cohort_xfer_t *x, cohort_status_t status);
 
-/* A peer failed or left: fail the receives that wait on it and can no longer match. */
+/* A peer failed or left: fail the receives that wait on it and can no longer match. @a left:
+ * it finalized (an orderly end), which a point-to-point receive says when a wait takes its
+ * status (cohort_request_say_left), not before. */
 void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t status,
-                         const char *why);
+                         const char *why, int left);
 
 #endif

@@ -80,6 +80,8 @@ struct cohort_request {
     uint8_t device;    /* its transfers' buffers may be device memory: each is looked at */
     uint8_t held;      /* finished (held_status) but a reader still reads one of its sends */
     uint8_t dead_let_go; /* let go of with fetches from dead senders still in UCX (request.c) */
+    uint8_t peer_left;   /* point-to-point receive failed because its peer finalized (am.c):
+                          * said when a wait takes the status */
     cohort_status_t status;
     cohort_status_t held_status;
     cohort_context_t *ctx;

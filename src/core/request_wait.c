@@ -27,6 +27,22 @@
  * progress, and finalize must end even when one does not. */
 #define COHORT_FINALIZE_LET_GO_S 5.0
 
+/* A point-to-point receive that failed because its peer finalized (am.c): said now, once, as
+ * the program takes its status. */
+static void cohort_request_say_left(cohort_request_t *req)
+{
+    const cohort_xfer_t *x = &req->xfer;
+
+    if (!req->peer_left || !req->done) {
+        return;
+    }
+    req->peer_left = 0;
+    cohort_error(req->ctx,
+                 "group 0x%016llx: receive from rank %d (world %d) failed: it finalized first",
+                 (unsigned long long)req->comm->id, x->peer,
+                 cohort_comm_world_rank(req->comm, x->peer));
+}
+
 cohort_status_t cohort_request_wait_internal(cohort_request_t *req)
 {
     cohort_context_t *ctx = req->ctx;
@@ -55,6 +71,7 @@ cohort_status_t cohort_request_wait_internal(cohort_request_t *req)
         }
         cohort_progress_idle(ctx, t - idle_since, timeout > 0 ? timeout - (t - start) : 1.0);
     }
+    cohort_request_say_left(req);
     return req->status;
 }
 
@@ -129,6 +146,9 @@ cohort_status_t cohort_test(cohort_request_t *handle, int *done)
         }
         *done = req->done;
         status = req->done ? req->status : COHORT_OK;
+        if (req->done && !req->detached) {
+            cohort_request_say_left(req);
+        }
     }
     cohort_request_leave(ctx);
     return status;

@@ -518,11 +518,30 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
         }
         if (peer0->arena.fd >= 0) {
             size_t len = 0;
-            /* Its arena is mapped once, by the first of its groups that needs it. */
-            if (peer0->view == NULL && cohort_arena_view_open(pid0, &peer0->arena, &peer0->view,
-                                                              what, sizeof(what)) != COHORT_OK) {
-                why = what;
-                goto refused;
+            /* Its arena is mapped once, by the first of its groups that needs it; where that
+             * failed, its later groups do not try again (the same answer, at a system call's
+             * cost each) and say so at debug level: the first one's error line said why. */
+            if (peer0->view == NULL && peer0->view_refused) {
+                cohort_debug(ctx,
+                             "%s %s: group rank 0's arena could not be mapped before; this call "
+                             "runs on messages on every member, and so do the group's later "
+                             "calls",
+                             comm->label, what_call);
+                return -1;
+            }
+            if (peer0->view == NULL) {
+                cohort_status_t st = COHORT_ERR_UNSUPPORTED;
+                if (cohort_fault(ctx, COHORT_FAULT_SHM_VIEW)) {
+                    snprintf(what, sizeof(what), "COHORT_FAULT=shm_view");
+                } else {
+                    st = cohort_arena_view_open(pid0, &peer0->arena, &peer0->view, what,
+                                                sizeof(what));
+                }
+                if (st != COHORT_OK) {
+                    peer0->view_refused = 1;
+                    why = what;
+                    goto refused;
+                }
             }
             g->seg = cohort_arena_view_find(peer0->view, comm->id, &len);
             if (g->seg == NULL) {

@@ -52,7 +52,7 @@ static const cohort_setting_t cohort_settings[] = {
      "messages kept for groups not created yet; past it they are dropped and counted"},
     {"COHORT_FAULT",
      "<point>:<n>[@<rank>], point group_create | send | msg_keep | cma | shm | stall | write_gap "
-     "| post | pid | shm_pid | ep_drop | shm_late",
+     "| post | pid | shm_pid | ep_drop | shm_late | shm_view",
      "",
      "testing: the n-th pass through the point fails as if memory ran out (stall: a same-node "
      "collective's n-th write into another member waits 2 s first; write_gap: it is announced, "
@@ -61,7 +61,7 @@ static const cohort_setting_t cohort_settings[] = {
      "the n-th shared segment's setup descriptor; ep_drop: the n-th send to a wired peer "
      "first closes its endpoint by force, as UCX does when it loses a connection; shm_late: at "
      "the n-th pass, the group's calls deferred by COHORT_SHM_DEFER stop setting its segment up "
-     "here, its setup call does it)"},
+     "here, its setup call does it; shm_view: the n-th mapping of a peer's arena fails)"},
     {"COHORT_CUDA", "auto | off", "auto",
      "auto: device buffers are detected per call (the CUDA module is loaded the first time a "
      "call needs it); off: every buffer is taken for host memory and CUDA is never loaded"},
@@ -302,9 +302,10 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
     } else if (strcmp(name, "COHORT_ORPHAN_LIMIT") == 0) {
         return cohort_config_bytes(name, value, &cfg->orphan_bytes, err, errlen);
     } else if (strcmp(name, "COHORT_FAULT") == 0) {
-        static const char *const points[] = {
-            "none",      "group_create", "send", "msg_keep", "cma",     "shm",      "stall",
-            "write_gap", "post",         "pid",  "shm_pid",  "ep_drop", "shm_late", NULL};
+        static const char *const points[] = {"none",     "group_create", "send",    "msg_keep",
+                                             "cma",      "shm",          "stall",   "write_gap",
+                                             "post",     "pid",          "shm_pid", "ep_drop",
+                                             "shm_late", "shm_view",     NULL};
         const char *colon = strchr(value, ':'), *at = strchr(value, '@');
         char point[32];
         long n = 0, rank = -1;
@@ -326,7 +327,7 @@ static cohort_status_t cohort_config_one(cohort_config_t *cfg, const char *name,
             snprintf(err, errlen,
                      "COHORT_FAULT=%s: expected <point>:<n>[@<rank>] (1 <= n <= %d, 0 <= rank <= "
                      "%d), point one of group_create, send, msg_keep, cma, shm, stall, write_gap, "
-                     "post, pid, shm_pid, ep_drop, shm_late",
+                     "post, pid, shm_pid, ep_drop, shm_late, shm_view",
                      value, INT_MAX, INT_MAX);
             return COHORT_ERR_INVALID_ARG;
         }

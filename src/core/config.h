@@ -32,6 +32,8 @@ typedef enum {
     COHORT_FAULT_SHM_LATE,     /* a deferred call's setup of the segment (COHORT_SHM_DEFER) is
                                 * skipped here: this rank makes or reaches it only in the setup
                                 * call, as a slow member would */
+    COHORT_FAULT_SHM_VIEW,     /* mapping group rank 0's arena (a member's first group with it as
+                                * group rank 0) fails, as if pidfd_getfd were refused */
     COHORT_FAULT_LAST
 } cohort_fault_point_t;
 

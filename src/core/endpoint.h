@@ -74,6 +74,7 @@ struct cohort_peer {
      * mapped here once a group of ours needs it (coll/shm_seg.c); NULL until then. */
     cohort_arena_ref_t arena;
     cohort_arena_view_t *view;
+    uint8_t view_refused; /* mapping it failed once (logged then): not tried again */
 };
 
 /* @a obs hears of every peer failure (and wiring) from now on, after those registered

@@ -5,6 +5,7 @@
 /* run: 3 COHORT_CMA=off */
 /* run: 4 COHORT_FAULT=shm:1@2 */
 /* run: 4 COHORT_FAULT=shm_pid:1@0 */
+/* run: 2 COHORT_FAULT=shm_view:1@1 */
 /* run: 3 COHORT_TIMEOUT=1 SHM_ABSENT=1 */
 /* run: 4 COHORT_SHM_ARENA=off */
 /* run: 4 SHM_REUSE=2000 */
@@ -40,6 +41,11 @@
  * SHM_REUSE=K: K groups of two made, used once and freed one after the other, all on their
  * segments (no message): their blocks are taken again once both members let go; without that,
  * K blocks of 260 KiB outgrow the 256 MiB arena and the later groups fall back to messages.
+ * COHORT_FAULT=shm_view:1@1: rank 1 cannot map rank 0's arena (as if pidfd_getfd were refused)
+ * at the world's first call: that call and the world's later ones run on messages, and rank 1
+ * says why once. A second group with rank 0 as its group rank 0 is not tried again (the answer
+ * would be the same, at a system call's cost): it runs on messages too, and its first call logs
+ * no second error line.
  * SHM_UNUSED=1: the same, but only the last group is used: group rank 0 makes each group's
  * block when it creates the group, and a group freed without any call must give its block back
  * as well, or the last one finds the arena full and runs on messages.
@@ -221,6 +227,31 @@ static int one_configuration(void)
     uint64_t before;
 
     CHECK(n <= 64);
+    if (getenv("COHORT_FAULT") != NULL && strncmp(getenv("COHORT_FAULT"), "shm_view", 8) == 0) {
+        int pair[2] = {0, 1};
+        cohort_group_info_t info;
+        cohort_group_t *again;
+        cohort_status_t st;
+        const char *log;
+
+        CHECK(n == 2);
+        log = test_captured(test_one_allreduce, w, &st);
+        CHECK_STATUS(st, COHORT_OK);
+        CHECK(me == 0 || strstr(log, "cannot reach group rank 0's shared segment") != NULL);
+        CHECK_OK(cohort_group_info(w, &info));
+        CHECK(info.segment == COHORT_SEGMENT_FAILED);
+        CHECK_OK(cohort_group_create(ctx, "again", pair, 2, &again));
+        before = sent(ctx);
+        log = test_captured(test_one_allreduce, again, &st);
+        CHECK_STATUS(st, COHORT_OK);
+        CHECK(strstr(log, "cannot reach") == NULL);
+        CHECK(sent(ctx) > before);
+        CHECK_OK(cohort_group_info(again, &info));
+        CHECK(info.segment == COHORT_SEGMENT_FAILED);
+        CHECK_OK(cohort_group_free(again));
+        test_finish(ctx, "shm");
+        return 0;
+    }
     if (getenv("COHORT_FAULT") != NULL) {
         cohort_status_t st;
         cohort_group_info_t info;

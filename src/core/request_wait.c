@@ -37,6 +37,9 @@ static void cohort_request_say_left(cohort_request_t *req)
         return;
     }
     req->peer_left = 0;
+    if (req->comm == NULL) {
+        return; /* its group was freed since: the wait says REVOKED's story, not this one */
+    }
     cohort_error(req->ctx,
                  "group 0x%016llx: receive from rank %d (world %d) failed: it finalized first",
                  (unsigned long long)req->comm->id, x->peer,

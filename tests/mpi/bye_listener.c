@@ -13,7 +13,10 @@
  * when the goodbye comes, but a peer that finalized ended in order, so only the receive a wait
  * takes says so ('it finalized first', once, in the wait's log); the other, freed unwaited,
  * says nothing. Before, every receive failing so logged an error at once, and a program that
- * left one posted printed an error line at its normal exit.
+ * left one posted printed an error line at its normal exit. A third receive, on a group of
+ * {0, this rank} made without rank 0 (creation is local), fails the same way; the group is
+ * freed before that receive is waited on: the wait returns its status and says nothing (the
+ * request no longer has a group to name).
  */
 #include <string.h>
 #include "harness.h"
@@ -35,7 +38,9 @@ int main(void)
     cohort_group_t *w = cohort_world(ctx);
     int me = cohort_world_rank(ctx), n = cohort_world_size(ctx), v = 0, failed[1];
     cohort_stats_t st;
-    cohort_request_t *r, *unwaited;
+    cohort_request_t *r, *unwaited, *on_freed;
+    cohort_group_t *with0;
+    int pair[2] = {0, 0}, with0_v = 0;
     cohort_status_t st_wait;
     const char *log;
     int unwaited_v = 0;
@@ -56,6 +61,9 @@ int main(void)
     CHECK_OK(cohort_send(w, &v, 1, COHORT_INT32, 0, 1));
     CHECK_OK(cohort_irecv(w, &v, 1, COHORT_INT32, 0, 2, &r));
     CHECK_OK(cohort_irecv(w, &unwaited_v, 1, COHORT_INT32, 0, 3, &unwaited));
+    pair[1] = me;
+    CHECK_OK(cohort_group_create(ctx, "with-0", pair, 2, &with0));
+    CHECK_OK(cohort_irecv(with0, &with0_v, 1, COHORT_INT32, 0, 4, &on_freed));
     test_capture_begin();
     st_wait = cohort_wait(r);
     log = test_capture_end();
@@ -70,6 +78,13 @@ int main(void)
     cohort_request_free(unwaited);
     log = test_capture_end();
     CHECK(strstr(log, "finalized first") == NULL);
+    CHECK_OK(cohort_group_free(with0));
+    test_capture_begin();
+    st_wait = cohort_wait(on_freed);
+    log = test_capture_end();
+    CHECK(st_wait == COHORT_ERR_PEER_FAILED);
+    CHECK(strstr(log, "finalized first") == NULL);
+    cohort_request_free(on_freed);
     CHECK_OK(cohort_stats(ctx, &st));
     if (st.peers_failed != 0 || cohort_failed_ranks(ctx, failed, 1) != 0) {
         fprintf(stderr, "rank %d: rank 0's finalize was taken for a failure\n", me);

@@ -95,13 +95,15 @@ typedef struct {
     int me; /* this rank's group rank: its slot */
     shm_seg_t *seg;
     size_t bytes;
-    int named;         /* the name may still be in /dev/shm: unlink it when setup ends here */
-    int in_arena;      /* seg is a block of group rank 0's arena (mem/arena.h), not a file */
-    int premade;       /* group rank 0 made and published it when the group was created, and
-                        * is not in it yet (attached[0] is 0): its first call takes it */
-    int due;           /* group rank 0's card is fetched at this rank's next first call on a
-                        * segment, of whichever group (cohort_shm_prefetch_due) */
-    char name[64];     /* known once group rank 0's pid is */
+    int named;     /* the name may still be in /dev/shm: unlink it when setup ends here */
+    int in_arena;  /* seg is a block of group rank 0's arena (mem/arena.h), not a file */
+    int premade;   /* group rank 0 made and published it when the group was created, and
+                    * is not in it yet (attached[0] is 0): its first call takes it */
+    int due;       /* group rank 0's card is fetched at this rank's next first call on a
+                    * segment, of whichever group (cohort_shm_prefetch_due) */
+    char name[64]; /* known once group rank 0's pid is: a /dev/shm name, or (label_only)
+                    * what the logs call a block of an arena */
+    int label_only;
     uint64_t calls;    /* calls numbered on the group */
     uint64_t finished; /* the last call that ended here */
     uint32_t deferred; /* calls that ran on messages instead (COHORT_SHM_DEFER) */
@@ -121,7 +123,7 @@ enum { SHM_STEP_FAIL = -64 };
 static void shm_name_drop(shm_group_t *g)
 {
     if (g->named) {
-        if (!g->in_arena) {
+        if (!g->in_arena && !g->label_only) {
             shm_unlink(g->name);
         }
         g->named = 0;
@@ -313,8 +315,15 @@ static uint64_t shm_members_hash(const cohort_comm_t *comm)
     return h;
 }
 
-static void shm_name(const cohort_comm_t *comm, shm_group_t *g, int32_t pid)
+static void shm_name(const cohort_comm_t *comm, shm_group_t *g, int32_t pid, int arena)
 {
+    /* In an arena nothing is named: what the logs call it. */
+    g->label_only = arena;
+    if (arena) {
+        snprintf(g->name, sizeof(g->name), "block %016llx of process %d's arena",
+                 (unsigned long long)comm->id, (int)pid);
+        return;
+    }
     /* The context's instance as the PMIx key has it: two contexts of one process make groups
      * of the same id, which must not meet in one segment. */
     snprintf(g->name, sizeof(g->name), "/cohort-%d-%d-%016llx", (int)pid, comm->ctx->instance,
@@ -432,7 +441,7 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
         return 1;
     }
     g->bytes = shm_seg_bytes(comm->size);
-    shm_name(comm, g, (int32_t)getpid());
+    shm_name(comm, g, (int32_t)getpid(), ctx->arena != NULL);
     if (ctx->arena != NULL) {
         return shm_create_in_arena(ctx, comm, g, settings, 1);
     }
@@ -489,7 +498,7 @@ void cohort_shm_created(cohort_comm_t *comm)
         return;
     }
     g->bytes = shm_seg_bytes(comm->size);
-    shm_name(comm, g, (int32_t)getpid());
+    shm_name(comm, g, (int32_t)getpid(), 1);
     g->premade = shm_create_in_arena(ctx, comm, g, NULL, 0);
 }
 
@@ -511,7 +520,7 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
 
     if (g->seg == NULL) {
         g->bytes = shm_seg_bytes(comm->size);
-        shm_name(comm, g, pid0);
+        shm_name(comm, g, pid0, peer0->arena.fd >= 0);
         if (cohort_fault(ctx, COHORT_FAULT_SHM)) {
             why = "COHORT_FAULT";
             goto refused;

@@ -43,7 +43,7 @@
  * K blocks of 260 KiB outgrow the 256 MiB arena and the later groups fall back to messages.
  * COHORT_FAULT=shm_view:1@1: rank 1 cannot map rank 0's arena (as if pidfd_getfd were refused)
  * at the world's first call: that call and the world's later ones run on messages, and rank 1
- * says why once. A second group with rank 0 as its group rank 0 is not tried again (the answer
+ * says why once, naming the block of rank 0's arena (no /dev/shm name: nothing is named). A second group with rank 0 as its group rank 0 is not tried again (the answer
  * would be the same, at a system call's cost): it runs on messages too, and its first call logs
  * no second error line.
  * SHM_UNUSED=1: the same, but only the last group is used: group rank 0 makes each group's
@@ -238,6 +238,8 @@ static int one_configuration(void)
         log = test_captured(test_one_allreduce, w, &st);
         CHECK_STATUS(st, COHORT_OK);
         CHECK(me == 0 || strstr(log, "cannot reach group rank 0's shared segment") != NULL);
+        /* named as what it is, a block of rank 0's arena, not a /dev/shm name it never had */
+        CHECK(me == 0 || (strstr(log, "'s arena") != NULL && strstr(log, "/cohort-") == NULL));
         CHECK_OK(cohort_group_info(w, &info));
         CHECK(info.segment == COHORT_SEGMENT_FAILED);
         CHECK_OK(cohort_group_create(ctx, "again", pair, 2, &again));

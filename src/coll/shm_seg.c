@@ -95,15 +95,14 @@ typedef struct {
     int me; /* this rank's group rank: its slot */
     shm_seg_t *seg;
     size_t bytes;
-    int named;     /* the name may still be in /dev/shm: unlink it when setup ends here */
-    int in_arena;  /* seg is a block of group rank 0's arena (mem/arena.h), not a file */
-    int premade;   /* group rank 0 made and published it when the group was created, and
-                    * is not in it yet (attached[0] is 0): its first call takes it */
-    int due;       /* group rank 0's card is fetched at this rank's next first call on a
-                    * segment, of whichever group (cohort_shm_prefetch_due) */
-    char name[64]; /* known once group rank 0's pid is: a /dev/shm name, or (label_only)
-                    * what the logs call a block of an arena */
-    int label_only;
+    int named;         /* the name may still be in /dev/shm: unlink it when setup ends here */
+    int in_arena;      /* seg is a block of group rank 0's arena (mem/arena.h), not a file */
+    int premade;       /* group rank 0 made and published it when the group was created, and
+                        * is not in it yet (attached[0] is 0): its first call takes it */
+    int due;           /* group rank 0's card is fetched at this rank's next first call on a
+                        * segment, of whichever group (cohort_shm_prefetch_due) */
+    char name[64];     /* known once group rank 0's pid is: a /dev/shm name ('/' first), or
+                        * what the logs call a block of an arena */
     uint64_t calls;    /* calls numbered on the group */
     uint64_t finished; /* the last call that ended here */
     uint32_t deferred; /* calls that ran on messages instead (COHORT_SHM_DEFER) */
@@ -123,7 +122,7 @@ enum { SHM_STEP_FAIL = -64 };
 static void shm_name_drop(shm_group_t *g)
 {
     if (g->named) {
-        if (!g->in_arena && !g->label_only) {
+        if (!g->in_arena && g->name[0] == '/') {
             shm_unlink(g->name);
         }
         g->named = 0;
@@ -194,12 +193,13 @@ static uint8_t *shm_big(const shm_group_t *g, int k, int parity)
  * block: the members then find the pages there and map them with their first read, instead
  * of each allocating its slot's page in a fault of its own. Best effort: without it (a
  * kernel before 5.14) the pages come at first touch, as before. */
-static void shm_populate(shm_group_t *g)
+static void shm_populate(void *seg, int n)
 {
 #ifdef MADV_POPULATE_WRITE
-    (void)madvise(g->seg, shm_big_offset(g->seg->n), MADV_POPULATE_WRITE);
+    (void)madvise(seg, shm_big_offset(n), MADV_POPULATE_WRITE);
 #else
-    (void)g;
+    (void)seg;
+    (void)n;
 #endif
 }
 
@@ -318,7 +318,6 @@ static uint64_t shm_members_hash(const cohort_comm_t *comm)
 static void shm_name(const cohort_comm_t *comm, shm_group_t *g, int32_t pid, int arena)
 {
     /* In an arena nothing is named: what the logs call it. */
-    g->label_only = arena;
     if (arena) {
         snprintf(g->name, sizeof(g->name), "block %016llx of process %d's arena",
                  (unsigned long long)comm->id, (int)pid);
@@ -338,12 +337,11 @@ static const int64_t *shm_settings(cohort_request_t *req)
     return b->settle ? b->check->mine + COHORT_CHECK_SETTINGS : NULL;
 }
 
-static void shm_settings_put(cohort_request_t *req, shm_group_t *g)
+/* Member @a rank's settings into its row of the header (NULL: none ride the setup). */
+static void shm_settings_put(shm_group_t *g, int rank, const int64_t *settings)
 {
-    const int64_t *mine = shm_settings(req);
-
-    if (mine != NULL) {
-        memcpy(g->seg->settings[req->comm->rank], mine, sizeof(g->seg->settings[0]));
+    if (settings != NULL) {
+        memcpy(g->seg->settings[rank], settings, sizeof(g->seg->settings[0]));
     }
 }
 
@@ -358,9 +356,7 @@ static void shm_header_write(cohort_context_t *ctx, cohort_comm_t *comm, shm_gro
     g->seg->pid = (int32_t)(cohort_fault(ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
     g->seg->gid = comm->id;
     g->seg->members = shm_members_hash(comm);
-    if (settings != NULL) {
-        memcpy(g->seg->settings[comm->rank], settings, sizeof(g->seg->settings[0]));
-    }
+    shm_settings_put(g, comm->rank, settings);
     g->seg->attached[0] = (uint8_t)in;
     __atomic_store_n(&g->seg->ready, 1, __ATOMIC_RELEASE);
 }
@@ -407,8 +403,7 @@ static int shm_create_in_arena(cohort_context_t *ctx, cohort_comm_t *comm, shm_g
             memset(&seg->slot[k], 0, offsetof(shm_slot_t, small));
         }
     } else {
-        seg->n = comm->size; /* shm_populate's extent */
-        shm_populate(g);
+        shm_populate(seg, comm->size);
     }
     g->in_arena = 1;
     g->named = 1; /* "findable": the setup's failure path waits on it as on a name */
@@ -422,9 +417,7 @@ static int shm_create_in_arena(cohort_context_t *ctx, cohort_comm_t *comm, shm_g
  * every member is in). */
 static void shm_claim(cohort_comm_t *comm, shm_group_t *g, const int64_t *settings)
 {
-    if (settings != NULL) {
-        memcpy(g->seg->settings[comm->rank], settings, sizeof(g->seg->settings[0]));
-    }
+    shm_settings_put(g, comm->rank, settings);
     g->premade = 0;
     __atomic_store_n(&g->seg->attached[0], 1, __ATOMIC_RELEASE);
 }
@@ -464,8 +457,7 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
         return 0;
     }
     close(fd);
-    g->seg->n = comm->size; /* shm_populate's extent */
-    shm_populate(g);
+    shm_populate(g->seg, comm->size);
     shm_header_write(ctx, comm, g, settings, 1);
     return 1;
 }
@@ -494,9 +486,6 @@ void cohort_shm_created(cohort_comm_t *comm)
         return;
     }
     g = comm->node_shm;
-    if (g->seg != NULL) {
-        return;
-    }
     g->bytes = shm_seg_bytes(comm->size);
     shm_name(comm, g, (int32_t)getpid(), 1);
     g->premade = shm_create_in_arena(ctx, comm, g, NULL, 0);
@@ -530,16 +519,16 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
             /* Its arena is mapped once, by the first of its groups that needs it; where that
              * failed, its later groups do not try again (the same answer, at a system call's
              * cost each) and say so at debug level: the first one's error line said why. */
-            if (peer0->view == NULL && peer0->view_refused) {
-                cohort_debug(ctx,
-                             "%s %s: group rank 0's arena could not be mapped before; this call "
-                             "runs on messages on every member, and so do the group's later "
-                             "calls",
-                             comm->label, what_call);
-                return -1;
-            }
             if (peer0->view == NULL) {
                 cohort_status_t st = COHORT_ERR_UNSUPPORTED;
+                if (peer0->view_refused) {
+                    cohort_debug(ctx,
+                                 "%s %s: group rank 0's arena could not be mapped before; this "
+                                 "call runs on messages on every member, and so do the group's "
+                                 "later calls",
+                                 comm->label, what_call);
+                    return -1;
+                }
                 if (cohort_fault(ctx, COHORT_FAULT_SHM_VIEW)) {
                     snprintf(what, sizeof(what), "COHORT_FAULT=shm_view");
                 } else {
@@ -874,7 +863,7 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
         }
         c->ok = got > 0 ? 1 : 2;
         if (got > 0) {
-            shm_settings_put(req, g);
+            shm_settings_put(g, req->comm->rank, shm_settings(req));
             shm_attached(req->comm, g);
         }
     }

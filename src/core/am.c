@@ -689,6 +689,14 @@ void cohort_am_orphans_cleanup(cohort_context_t *ctx)
     ctx->orphan_bytes = 0;
 }
 
+void cohort_am_say_recv_failed(cohort_context_t *ctx, int level, const cohort_comm_t *c, int peer,
+                               const char *why)
+{
+    cohort_log(cohort_ctx_log(ctx), level,
+               "group 0x%016llx: receive from rank %d (world %d) failed: %s",
+               (unsigned long long)c->id, peer, cohort_comm_world_rank(c, peer), why);
+}
+
 void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t status,
                          const char *why, int left)
 {
@@ -708,9 +716,8 @@ void cohort_am_fail_peer(cohort_context_t *ctx, int world_rank, cohort_status_t 
                 if (left && x->req != NULL && x == &x->req->xfer) {
                     x->req->peer_left = 1;
                 }
-                cohort_log(cohort_ctx_log(ctx), left ? COHORT_LOG_DEBUG : COHORT_LOG_ERROR,
-                           "group 0x%016llx: receive from rank %d (world %d) failed: %s",
-                           (unsigned long long)c->id, x->peer, world_rank, why);
+                cohort_am_say_recv_failed(ctx, left ? COHORT_LOG_DEBUG : COHORT_LOG_ERROR, c,
+                                          x->peer, why);
                 cohort_list_del(&x->link);
                 x->posted = 0;
                 cohort_xfer_finish(x, status);

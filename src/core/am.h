@@ -112,6 +112,10 @@ void cohort_cancel_cleanup(cohort_comm_t *c);
  * once nobody reads its buffer any more. @return 0 when this is not such a send. */
 int cohort_xfer_cancel_p2p(cohort_xfer_t *x, cohort_status_t status);
 
+/* The line that says a receive from group rank @a peer of @a c failed, and why, at @a level
+ * (base/log.h): at its failure, or (a peer that left) when a wait takes its status. */
+void cohort_am_say_recv_failed(cohort_context_t *ctx, int level, const cohort_comm_t *c, int peer,
+                               const char *why);
 /* A peer failed or left: fail the receives that wait on it and can no longer match. @a left:
  * it finalized (an orderly end), which a point-to-point receive says when a wait takes its
  * status (cohort_request_say_left), not before. */

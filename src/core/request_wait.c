@@ -31,8 +31,6 @@
  * the program takes its status. */
 static void cohort_request_say_left(cohort_request_t *req)
 {
-    const cohort_xfer_t *x = &req->xfer;
-
     if (!req->peer_left || !req->done) {
         return;
     }
@@ -40,10 +38,8 @@ static void cohort_request_say_left(cohort_request_t *req)
     if (req->comm == NULL) {
         return; /* its group was freed since: the wait says REVOKED's story, not this one */
     }
-    cohort_error(req->ctx,
-                 "group 0x%016llx: receive from rank %d (world %d) failed: it finalized first",
-                 (unsigned long long)req->comm->id, x->peer,
-                 cohort_comm_world_rank(req->comm, x->peer));
+    cohort_am_say_recv_failed(req->ctx, COHORT_LOG_ERROR, req->comm, req->xfer.peer,
+                              "it finalized first");
 }
 
 cohort_status_t cohort_request_wait_internal(cohort_request_t *req)

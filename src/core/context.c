@@ -297,6 +297,8 @@ cohort_status_t cohort_context_create(cohort_context_t **ctx_p,
     if (status != COHORT_OK) {
         goto err_ucx;
     }
+    /* Last: UCX and the exchange plugin have loaded what they load. */
+    cohort_gpu_scan_loaded(ctx);
     *ctx_p = ctx;
     return COHORT_OK;
 

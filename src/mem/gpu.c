@@ -150,9 +150,22 @@ static int cohort_gpu_in_process(cohort_gpu_t *gpu)
 {
     cohort_gpu_scan_t s = {.seen = gpu->dl_adds, .first = 1};
 
+    if (gpu->dl_cuda) {
+        return 1;
+    }
     dl_iterate_phdr(cohort_gpu_scan_one, &s);
     gpu->dl_adds = s.adds;
+    gpu->dl_cuda = s.cuda;
     return s.cuda;
+}
+
+void cohort_gpu_scan_loaded(cohort_context_t *ctx)
+{
+    cohort_mem_room_t *room = cohort_mem_room(ctx);
+
+    if (room->gpu.state == COHORT_GPU_UNTRIED && !room->cuda_off) {
+        (void)cohort_gpu_in_process(&room->gpu);
+    }
 }
 
 cohort_mem_type_t cohort_gpu_mem_type(cohort_context_t *ctx, const void *ptr)

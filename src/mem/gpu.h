@@ -40,9 +40,11 @@ typedef struct {
     int ndevices;
     int driver;    /* a CUDA driver is installed (devices shown here or not) */
     char why[192]; /* NONE: why (module not built / not found / no device) */
-    /* UNTRIED with no CUDA library in the process yet: the loader's count of objects loaded
-     * when that was last seen (cohort_gpu_mem_type looks again only once it grew). */
+    /* UNTRIED: the loader's count of objects loaded when that was last seen (taken at init,
+     * cohort_gpu_mem_type looks again only once it grew), and whether one of them was CUDA's
+     * (the module is then loaded by the first call that asks where a buffer lives). */
     unsigned long long dl_adds;
+    int dl_cuda;
     cohort_scratch_cache_t pinned; /* page-locked staging buffers */
     cohort_ipc_cache_t ipc;        /* peers' allocations mapped through CUDA IPC */
     int ipc_warned;                /* mappings that failed (the first one is a warning) */
@@ -55,6 +57,11 @@ typedef struct {
 
 /* The module when a device is there (loads it on first use), else NULL. */
 const cohort_gpu_module_t *cohort_gpu_get(cohort_context_t *ctx);
+/* At init: the loader's objects looked at once, by name, so that the first call that asks
+ * where a buffer lives (cohort_gpu_mem_type) reads only the count of them: a training job's
+ * process holds 80 or more (MPI's components among them), whose names cost each rank about
+ * 20 us of its first collective (cohort_bench setup at 16 ranks). Loads nothing. */
+void cohort_gpu_scan_loaded(cohort_context_t *ctx);
 /* Whether this node has a CUDA driver (the module loaded and cudaDriverGetVersion said so),
  * whether or not this process is shown a device: the same answer on every rank of a node. */
 int cohort_gpu_driver(cohort_context_t *ctx);

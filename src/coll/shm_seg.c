@@ -47,7 +47,7 @@
 #include "core/log.h"
 #include "base/time.h"
 
-#define COHORT_SHM_MAGIC 0xc0c05e6fu
+#define COHORT_SHM_MAGIC 0xc0c05e70u
 #define SHM_PAGE         4096u
 
 /* Per data buffer, what its contents are: which call (number << 32 | fingerprint) and how many
@@ -55,11 +55,12 @@
 enum { SHM_TAG_CALL, SHM_TAG_BYTES, SHM_TAGS };
 
 /* A member's slot: its words, its tags and its two small buffers, 384 bytes, all slots side by
- * side after the header. A small call (a few floats, a descriptor) touches only these and the
- * header: two or three pages for the whole group, which a member maps in one fault (the
- * kernel maps a present page's neighbours with it), where a slot of its own pages cost each
- * process a page fault per member, and again for the second call's buffers. Larger calls use
- * the members' large buffers, after the slots (shm_big). */
+ * side after the header, the members' settings rows after them. A small call (a few floats, a
+ * descriptor) touches only these and the header: about 1 KiB for a group of 2, 3.6 KiB for 8,
+ * which a member maps in one fault (the kernel maps a present page's neighbours with it; in an
+ * arena the heads of other groups share the page), where a slot of its own pages cost each
+ * process a page fault per member. Larger calls use the members' large buffers (shm_big): in
+ * an arena the block's body, elsewhere the pages after the head. */
 typedef struct {
     uint64_t word[COHORT_SHM_WORDS];
     uint8_t pad[64 - 8 * COHORT_SHM_WORDS];
@@ -80,9 +81,9 @@ typedef struct {
     uint32_t nattached; /* attachers so far: the one that makes it n - 1 unlinks the name */
     uint8_t pad[28];
     uint8_t attached[COHORT_SHM_MAX_N]; /* member k mapped it and checked it */
-    /* Member k's must-match settings (settings.c), written before attached[k]: the group's
-     * first collective agrees on them here when it runs on the segment. */
-    int64_t settings[COHORT_SHM_MAX_N][COHORT_SETTINGS_FIELDS];
+    /* n slots, then member k's must-match settings (settings.c, COHORT_SETTINGS_FIELDS each),
+     * written before attached[k]: the group's first collective agrees on them here when it
+     * runs on the segment (shm_settings_row). */
     shm_slot_t slot[];
 } shm_seg_t;
 
@@ -94,7 +95,8 @@ typedef struct {
     cohort_context_t *ctx;
     int me; /* this rank's group rank: its slot */
     shm_seg_t *seg;
-    size_t bytes;
+    uint8_t *big;      /* the members' large buffers (shm_big) */
+    size_t bytes;      /* the file mapped, where the segment is one (not in an arena) */
     int named;         /* the name may still be in /dev/shm: unlink it when setup ends here */
     int in_arena;      /* seg is a block of group rank 0's arena (mem/arena.h), not a file */
     int premade;       /* group rank 0 made and published it when the group was created, and
@@ -169,38 +171,41 @@ static int shm_group_left(void *arg, int k)
     return (int)__atomic_load_n(&g->seg->slot[k].word[COHORT_SHM_BYE], __ATOMIC_ACQUIRE);
 }
 
-/* Where the large buffers begin: the first page after the slots. */
+/* The head: the header, the slots, the settings rows. */
+static size_t shm_head_bytes(int n)
+{
+    return sizeof(shm_seg_t) + (size_t)n * sizeof(shm_slot_t) +
+           (size_t)n * COHORT_SETTINGS_FIELDS * sizeof(int64_t);
+}
+
+/* The large buffers, two per member. */
+static size_t shm_body_bytes(int n)
+{
+    return (size_t)n * 2 * COHORT_SHM_SLOT;
+}
+
+/* A segment that is a file of its own: the large buffers begin on the first page after the
+ * head. */
 static size_t shm_big_offset(int n)
 {
-    size_t end = sizeof(shm_seg_t) + (size_t)n * sizeof(shm_slot_t);
-
-    return (end + SHM_PAGE - 1) / SHM_PAGE * SHM_PAGE;
+    return (shm_head_bytes(n) + SHM_PAGE - 1) / SHM_PAGE * SHM_PAGE;
 }
 
 static size_t shm_seg_bytes(int n)
 {
-    return shm_big_offset(n) + (size_t)n * 2 * COHORT_SHM_SLOT;
+    return shm_big_offset(n) + shm_body_bytes(n);
 }
 
 /* Member @a k's large buffer @a parity. */
 static uint8_t *shm_big(const shm_group_t *g, int k, int parity)
 {
-    return (uint8_t *)g->seg + shm_big_offset(g->seg->n) +
-           ((size_t)k * 2 + (size_t)parity) * COHORT_SHM_SLOT;
+    return g->big + ((size_t)k * 2 + (size_t)parity) * COHORT_SHM_SLOT;
 }
 
-/* The header and the slots in memory at once, in one system call, by group rank 0 on a fresh
- * block: the members then find the pages there and map them with their first read, instead
- * of each allocating its slot's page in a fault of its own. Best effort: without it (a
- * kernel before 5.14) the pages come at first touch, as before. */
-static void shm_populate(void *seg, int n)
+/* Member @a k's settings row, after the @a n slots. */
+static int64_t *shm_settings_row(shm_seg_t *seg, int n, int k)
 {
-#ifdef MADV_POPULATE_WRITE
-    (void)madvise(seg, shm_big_offset(n), MADV_POPULATE_WRITE);
-#else
-    (void)seg;
-    (void)n;
-#endif
+    return (int64_t *)&seg->slot[n] + (size_t)k * COHORT_SETTINGS_FIELDS;
 }
 
 size_t cohort_shm_call_extra(int n)
@@ -337,11 +342,13 @@ static const int64_t *shm_settings(cohort_request_t *req)
     return b->settle ? b->check->mine + COHORT_CHECK_SETTINGS : NULL;
 }
 
-/* Member @a rank's settings into its row of the header (NULL: none ride the setup). */
-static void shm_settings_put(shm_group_t *g, int rank, const int64_t *settings)
+/* Member @a rank's settings into its row of the head (NULL: none ride the setup). */
+static void shm_settings_put(const cohort_comm_t *comm, shm_group_t *g, int rank,
+                             const int64_t *settings)
 {
     if (settings != NULL) {
-        memcpy(g->seg->settings[rank], settings, sizeof(g->seg->settings[0]));
+        memcpy(shm_settings_row(g->seg, comm->size, rank), settings,
+               COHORT_SETTINGS_FIELDS * sizeof(int64_t));
     }
 }
 
@@ -356,7 +363,7 @@ static void shm_header_write(cohort_context_t *ctx, cohort_comm_t *comm, shm_gro
     g->seg->pid = (int32_t)(cohort_fault(ctx, COHORT_FAULT_SHM_PID) ? getppid() : getpid());
     g->seg->gid = comm->id;
     g->seg->members = shm_members_hash(comm);
-    shm_settings_put(g, comm->rank, settings);
+    shm_settings_put(comm, g, comm->rank, settings);
     g->seg->attached[0] = (uint8_t)in;
     __atomic_store_n(&g->seg->ready, 1, __ATOMIC_RELEASE);
 }
@@ -384,7 +391,10 @@ static int shm_create_in_arena(cohort_context_t *ctx, cohort_comm_t *comm, shm_g
                                const int64_t *settings, int in)
 {
     int fresh = 0;
-    shm_seg_t *seg = cohort_arena_take(ctx->arena, g->bytes, shm_block_reusable, &fresh);
+    void *body = NULL;
+    shm_seg_t *seg = cohort_arena_take(ctx->arena, shm_head_bytes(comm->size),
+                                       shm_body_bytes(comm->size), shm_block_reusable, &fresh,
+                                       &body);
 
     if (seg == NULL) {
         if (!in) {
@@ -397,13 +407,14 @@ static int shm_create_in_arena(cohort_context_t *ctx, cohort_comm_t *comm, shm_g
         return 0;
     }
     g->seg = seg;
+    g->big = body;
+    /* A fresh head is all zero, and in memory already (the arena puts its heads' pages there
+     * as it grows); a used one is cleared where a member looks before it writes. */
     if (!fresh) {
         memset(seg, 0, sizeof(*seg));
         for (int k = 0; k < comm->size; k++) {
             memset(&seg->slot[k], 0, offsetof(shm_slot_t, small));
         }
-    } else {
-        shm_populate(seg, comm->size);
     }
     g->in_arena = 1;
     g->named = 1; /* "findable": the setup's failure path waits on it as on a name */
@@ -417,7 +428,7 @@ static int shm_create_in_arena(cohort_context_t *ctx, cohort_comm_t *comm, shm_g
  * every member is in). */
 static void shm_claim(cohort_comm_t *comm, shm_group_t *g, const int64_t *settings)
 {
-    shm_settings_put(g, comm->rank, settings);
+    shm_settings_put(comm, g, comm->rank, settings);
     g->premade = 0;
     __atomic_store_n(&g->seg->attached[0], 1, __ATOMIC_RELEASE);
 }
@@ -457,7 +468,11 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
         return 0;
     }
     close(fd);
-    shm_populate(g->seg, comm->size);
+    g->big = (uint8_t *)g->seg + shm_big_offset(comm->size);
+    /* The head in memory at once, in one system call: the members then find its pages there
+     * and map them with their first read, instead of each allocating its slot's page in a
+     * fault of its own. */
+    cohort_arena_populate(g->seg, shm_head_bytes(comm->size));
     shm_header_write(ctx, comm, g, settings, 1);
     return 1;
 }
@@ -486,7 +501,6 @@ void cohort_shm_created(cohort_comm_t *comm)
         return;
     }
     g = comm->node_shm;
-    g->bytes = shm_seg_bytes(comm->size);
     shm_name(comm, g, (int32_t)getpid(), 1);
     g->premade = shm_create_in_arena(ctx, comm, g, NULL, 0);
 }
@@ -515,7 +529,8 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
             goto refused;
         }
         if (peer0->arena.fd >= 0) {
-            size_t len = 0;
+            size_t len = 0, body_len = 0;
+            void *body = NULL;
             /* Its arena is mapped once, by the first of its groups that needs it; where that
              * failed, its later groups do not try again (the same answer, at a system call's
              * cost each) and say so at debug level: the first one's error line said why. */
@@ -541,15 +556,16 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
                     goto refused;
                 }
             }
-            g->seg = cohort_arena_view_find(peer0->view, comm->id, &len);
+            g->seg = cohort_arena_view_find(peer0->view, comm->id, &len, &body, &body_len);
             if (g->seg == NULL) {
                 return 0; /* group rank 0 has not published it yet */
             }
-            if (len < g->bytes) {
+            if (len < shm_head_bytes(comm->size) || body_len < shm_body_bytes(comm->size)) {
                 g->seg = NULL;
                 why = "its block is smaller than the group needs";
                 goto refused;
             }
+            g->big = body;
             g->in_arena = 1;
             goto mapped;
         }
@@ -578,6 +594,7 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
             why = strerror(errno);
             goto refused;
         }
+        g->big = (uint8_t *)g->seg + shm_big_offset(comm->size);
     }
 mapped:
     if (__atomic_load_n(&g->seg->ready, __ATOMIC_ACQUIRE) == 0) {
@@ -863,7 +880,7 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
         }
         c->ok = got > 0 ? 1 : 2;
         if (got > 0) {
-            shm_settings_put(g, req->comm->rank, shm_settings(req));
+            shm_settings_put(req->comm, g, req->comm->rank, shm_settings(req));
             shm_attached(req->comm, g);
         }
     }
@@ -900,7 +917,8 @@ static cohort_status_t shm_setup(cohort_request_t *req, cohort_shm_call_t *c, sh
     }
     /* Every member took this path: the settings are compared here, alike on every member. */
     if (b->settle && !c->settled) {
-        status = cohort_coll_check_settle(req, b->check, &g->seg->settings[0][0]);
+        status = cohort_coll_check_settle(req, b->check,
+                                          shm_settings_row(g->seg, req->comm->size, 0));
         c->settled = 1;
         if (status != COHORT_OK) {
             return shm_setup_failed(req, c, g, status);

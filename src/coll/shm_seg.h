@@ -1,7 +1,8 @@
 /*
  * A group's shared segment, for members of one node (shm_seg.c): one slot per member, each a
  * few words other members wait on and two small data buffers, all slots together after the
- * header, then two large data buffers per member; a call uses its members' small or large
+ * header (the head), and two large data buffers per member (the body: in an arena a block of
+ * its own, elsewhere the pages after the head); a call uses its members' small or large
  * buffers by its size, number % 2 of them. Group rank 0
  * makes it at the group's first call that needs it, under a name every member derives (group
  * rank 0's pid and the group id), and the others open it when it is there: no message and no

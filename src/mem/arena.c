@@ -14,21 +14,29 @@
 #include "base/kernel.h"
 #include "mem/arena.h"
 
-#define ARENA_MAGIC 0xc0a7e9a5u
-/* Address space, not memory: the file is sparse, a page costs only once written. A block is a
- * group's segment, about 130 KiB per member (coll/shm_seg.h), so this holds about 1,000 live
- * groups of 2, 250 of 8 or 60 of 32 (a rank is group rank 0 of at most a few tens in a training
- * layout). Each process of the node that has a group with this one as rank 0 maps it too, so it
- * is kept small enough for 32 or more of them under a limit on address space. */
+#define ARENA_MAGIC 0xc0a7e9a6u
+/* Address space, not memory: the file is sparse, a page costs only once written. A block's
+ * body is a group's large buffers, 128 KiB per member (coll/shm_seg.h), so this holds about
+ * 1,000 live groups of 2, 250 of 8 or 60 of 32 (a rank is group rank 0 of at most a few tens
+ * in a training layout). Each process of the node that has a group with this one as rank 0
+ * maps it too, so it is kept small enough for 32 or more of them under a limit on address
+ * space. */
 #define ARENA_BYTES ((size_t)256 << 20)
 #define ARENA_PAGE  4096u
+/* Heads are placed on cache lines, one after another, in the heads' part (after the
+ * directory): 8 MiB, room for the heads of more live blocks than the directory allows. */
+#define ARENA_LINE        64u
+#define ARENA_HEADS_BYTES ((size_t)8 << 20)
+#define ARENA_HEADS_STEP  (16u << 10) /* put in memory this much at a time */
 /* Directory entries: open addressing on the id, a tombstone where a block was retired. */
 #define ARENA_DIR  2048u
 #define ARENA_TOMB UINT64_MAX
 
 typedef struct {
-    uint64_t id; /* written last (release), read first (acquire); 0 never used, TOMB retired */
-    uint32_t page;
+    uint64_t id;       /* written last (release), read first (acquire); 0 never used, TOMB retired */
+    uint32_t head;     /* the head: its byte offset in the arena, and its length */
+    uint32_t head_len;
+    uint32_t page;     /* the body: its first page and its pages (0: none) */
     uint32_t pages;
 } arena_entry_t;
 
@@ -43,9 +51,12 @@ typedef struct {
 } arena_head_t;
 
 #define ARENA_FIRST_PAGE ((uint32_t)((sizeof(arena_head_t) + ARENA_PAGE - 1) / ARENA_PAGE))
+#define ARENA_HEADS_AT   ((size_t)ARENA_FIRST_PAGE * ARENA_PAGE)
+#define ARENA_BODY_PAGE  ((uint32_t)((ARENA_HEADS_AT + ARENA_HEADS_BYTES) / ARENA_PAGE))
 
 /* The owner's own record of a block (not shared). */
 typedef struct {
+    uint32_t head, head_len; /* as in its directory entry */
     uint32_t page, pages;
     int live;     /* taken and not retired */
     uint32_t dir; /* its entry, once published (else ARENA_DIR) */
@@ -54,7 +65,9 @@ typedef struct {
 struct cohort_arena {
     int fd;
     arena_head_t *head;
-    uint32_t next_page; /* never taken from here on */
+    uint32_t next_head; /* the heads' part is never used from here on (a byte offset) */
+    uint32_t populated; /* ... and its pages are in memory up to here */
+    uint32_t next_page; /* nor the bodies' from this page */
     uint32_t nblocks, cap;
     uint32_t live; /* blocks taken and not retired: at most half the directory, so that a
                     * lookup's probe stays short and every published block has an entry */
@@ -126,7 +139,9 @@ void cohort_arena_open(cohort_arena_t **a_p, cohort_arena_ref_t *ref, char *why,
     a->head->token = arena_token();
     a->head->bytes = ARENA_BYTES;
     __atomic_store_n(&a->head->magic, ARENA_MAGIC, __ATOMIC_RELEASE);
-    a->next_page = ARENA_FIRST_PAGE;
+    a->next_head = (uint32_t)ARENA_HEADS_AT;
+    a->populated = (uint32_t)ARENA_HEADS_AT;
+    a->next_page = ARENA_BODY_PAGE;
     ref->fd = a->fd;
     ref->token = a->head->token;
     *a_p = a;
@@ -150,44 +165,47 @@ void cohort_arena_close(cohort_arena_t *a)
     free(a);
 }
 
-static arena_block_t *arena_block_of(cohort_arena_t *a, const void *blk)
+static arena_block_t *arena_block_of(cohort_arena_t *a, const void *head)
 {
-    uint32_t page = (uint32_t)(((const uint8_t *)blk - (const uint8_t *)a->head) / ARENA_PAGE);
+    size_t off = (size_t)((const uint8_t *)head - (const uint8_t *)a->head);
 
     for (uint32_t i = 0; i < a->nblocks; i++) {
-        if (a->blocks[i].page == page) {
+        if (a->blocks[i].head == off) {
             return &a->blocks[i];
         }
     }
     return NULL;
 }
 
-static void *arena_at(const cohort_arena_t *a, uint32_t page)
+static void *arena_at(const cohort_arena_t *a, size_t off)
 {
-    return (uint8_t *)a->head + (size_t)page * ARENA_PAGE;
+    return (uint8_t *)a->head + off;
 }
 
-/* A retired block nobody reads any more (@a reusable), of exactly @a pages or, with
- * @a larger, of more; NULL when there is none. */
-static arena_block_t *arena_retired(cohort_arena_t *a, uint32_t pages, int larger,
-                                    int (*reusable)(const void *blk))
+/* A retired block nobody reads any more (@a reusable), of exactly the @a head_len and @a pages
+ * asked or, with @a larger, of at least both and more of one; NULL when there is none. */
+static arena_block_t *arena_retired(cohort_arena_t *a, uint32_t head_len, uint32_t pages,
+                                    int larger, int (*reusable)(const void *head))
 {
     for (uint32_t i = 0; i < a->nblocks; i++) {
         arena_block_t *r = &a->blocks[i];
-        if (!r->live && (larger ? r->pages > pages : r->pages == pages) &&
-            reusable(arena_at(a, r->page))) {
+        int exact = r->head_len == head_len && r->pages == pages;
+        if (!r->live &&
+            (larger ? !exact && r->head_len >= head_len && r->pages >= pages : exact) &&
+            reusable(arena_at(a, r->head))) {
             return r;
         }
     }
     return NULL;
 }
 
-/* A block of never used pages, or NULL when they would not fit or memory ran out. */
-static arena_block_t *arena_fresh(cohort_arena_t *a, uint32_t pages)
+/* A block of never used memory, or NULL when it would not fit or memory ran out. */
+static arena_block_t *arena_fresh(cohort_arena_t *a, uint32_t head_len, uint32_t pages)
 {
     arena_block_t *b;
 
-    if ((size_t)(a->next_page + pages) * ARENA_PAGE > ARENA_BYTES) {
+    if ((size_t)a->next_head + head_len > ARENA_HEADS_AT + ARENA_HEADS_BYTES ||
+        (size_t)(a->next_page + pages) * ARENA_PAGE > ARENA_BYTES) {
         return NULL;
     }
     if (a->nblocks == a->cap) {
@@ -200,29 +218,46 @@ static arena_block_t *arena_fresh(cohort_arena_t *a, uint32_t pages)
         a->cap = cap;
     }
     b = &a->blocks[a->nblocks++];
+    b->head = a->next_head;
+    b->head_len = head_len;
     b->page = a->next_page;
     b->pages = pages;
+    a->next_head += head_len;
     a->next_page += pages;
+    /* The heads' pages in memory a few at a time, ahead of the heads that will use them: the
+     * owner allocates them in one system call for several groups, and a process that maps the
+     * arena then finds them there and maps them all in its first fault on one of them. */
+    if (a->next_head > a->populated) {
+        uint32_t to = (a->next_head + ARENA_HEADS_STEP - 1) / ARENA_HEADS_STEP * ARENA_HEADS_STEP;
+        if (to > ARENA_HEADS_AT + ARENA_HEADS_BYTES) {
+            to = (uint32_t)(ARENA_HEADS_AT + ARENA_HEADS_BYTES);
+        }
+        cohort_arena_populate(arena_at(a, a->populated), to - a->populated);
+        a->populated = to;
+    }
     return b;
 }
 
-void *cohort_arena_take(cohort_arena_t *a, size_t bytes, int (*reusable)(const void *blk),
-                        int *fresh)
+void *cohort_arena_take(cohort_arena_t *a, size_t head_bytes, size_t body_bytes,
+                        int (*reusable)(const void *head), int *fresh, void **body)
 {
-    uint32_t pages = (uint32_t)((bytes + ARENA_PAGE - 1) / ARENA_PAGE);
+    uint32_t head_len = (uint32_t)((head_bytes + ARENA_LINE - 1) / ARENA_LINE * ARENA_LINE);
+    uint32_t pages = (uint32_t)((body_bytes + ARENA_PAGE - 1) / ARENA_PAGE);
     arena_block_t *b;
 
-    if (a->live >= ARENA_DIR / 2) {
+    *body = NULL;
+    if (a->live >= ARENA_DIR / 2 || head_bytes == 0 || head_bytes > ARENA_HEADS_BYTES ||
+        body_bytes > ARENA_BYTES) {
         return NULL;
     }
-    /* A retired block of the same size; then new pages; then a larger retired one. */
+    /* A retired block of the same sizes; then new memory; then a larger retired one. */
     *fresh = 0;
-    b = arena_retired(a, pages, 0, reusable);
-    if (b == NULL && (b = arena_fresh(a, pages)) != NULL) {
+    b = arena_retired(a, head_len, pages, 0, reusable);
+    if (b == NULL && (b = arena_fresh(a, head_len, pages)) != NULL) {
         *fresh = 1;
     }
     if (b == NULL) {
-        b = arena_retired(a, pages, 1, reusable);
+        b = arena_retired(a, head_len, pages, 1, reusable);
     }
     if (b == NULL) {
         return NULL;
@@ -230,12 +265,28 @@ void *cohort_arena_take(cohort_arena_t *a, size_t bytes, int (*reusable)(const v
     b->live = 1;
     b->dir = ARENA_DIR;
     a->live++;
-    return arena_at(a, b->page);
+    if (b->pages > 0) {
+        *body = arena_at(a, (size_t)b->page * ARENA_PAGE);
+    }
+    return arena_at(a, b->head);
 }
 
-void cohort_arena_publish(cohort_arena_t *a, void *blk, uint64_t id)
+void cohort_arena_populate(void *p, size_t bytes)
 {
-    arena_block_t *b = arena_block_of(a, blk);
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t from = (uintptr_t)p / ARENA_PAGE * ARENA_PAGE;
+    uintptr_t to = ((uintptr_t)p + bytes + ARENA_PAGE - 1) / ARENA_PAGE * ARENA_PAGE;
+
+    (void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+void cohort_arena_publish(cohort_arena_t *a, void *head, uint64_t id)
+{
+    arena_block_t *b = arena_block_of(a, head);
     uint32_t h = (uint32_t)(id % ARENA_DIR);
 
     if (b == NULL || id == 0 || id == ARENA_TOMB) {
@@ -245,6 +296,8 @@ void cohort_arena_publish(cohort_arena_t *a, void *blk, uint64_t id)
         arena_entry_t *e = &a->head->dir[(h + i) % ARENA_DIR];
         uint64_t cur = __atomic_load_n(&e->id, __ATOMIC_RELAXED);
         if (cur == 0 || cur == ARENA_TOMB) {
+            e->head = b->head;
+            e->head_len = b->head_len;
             e->page = b->page;
             e->pages = b->pages;
             __atomic_store_n(&e->id, id, __ATOMIC_RELEASE);
@@ -255,9 +308,9 @@ void cohort_arena_publish(cohort_arena_t *a, void *blk, uint64_t id)
     /* Not reached: take() keeps live blocks at half the directory. */
 }
 
-void cohort_arena_retire(cohort_arena_t *a, void *blk)
+void cohort_arena_retire(cohort_arena_t *a, void *head)
 {
-    arena_block_t *b = arena_block_of(a, blk);
+    arena_block_t *b = arena_block_of(a, head);
 
     if (b == NULL || !b->live) {
         return;
@@ -329,7 +382,8 @@ cohort_status_t cohort_arena_view_open(int32_t pid, const cohort_arena_ref_t *re
     return COHORT_OK;
 }
 
-void *cohort_arena_view_find(const cohort_arena_view_t *v, uint64_t id, size_t *bytes)
+void *cohort_arena_view_find(const cohort_arena_view_t *v, uint64_t id, size_t *head_bytes,
+                             void **body, size_t *body_bytes)
 {
     uint32_t h = (uint32_t)(id % ARENA_DIR);
 
@@ -340,13 +394,20 @@ void *cohort_arena_view_find(const cohort_arena_view_t *v, uint64_t id, size_t *
             return NULL;
         }
         if (cur == id) {
+            size_t head = e->head, head_len = e->head_len;
             uint32_t page = e->page, pages = e->pages;
-            /* The owner's word for where it is, checked against what we mapped. */
-            if (page < ARENA_FIRST_PAGE || (size_t)(page + pages) * ARENA_PAGE > v->bytes) {
+            /* The owner's word for where it is, checked against what we mapped: the head in
+             * the heads' part, on a line of its own; the body (if any) among the bodies. */
+            if (head < ARENA_HEADS_AT || head % ARENA_LINE != 0 || head_len == 0 ||
+                head + head_len > ARENA_HEADS_AT + ARENA_HEADS_BYTES || head + head_len > v->bytes ||
+                (pages > 0 && (page < ARENA_BODY_PAGE ||
+                               (size_t)page + pages > v->bytes / ARENA_PAGE))) {
                 return NULL;
             }
-            *bytes = (size_t)pages * ARENA_PAGE;
-            return (uint8_t *)v->head + (size_t)page * ARENA_PAGE;
+            *head_bytes = head_len;
+            *body = pages > 0 ? (uint8_t *)v->head + (size_t)page * ARENA_PAGE : NULL;
+            *body_bytes = (size_t)pages * ARENA_PAGE;
+            return (uint8_t *)v->head + head;
         }
     }
     return NULL;

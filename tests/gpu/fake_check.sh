@@ -46,6 +46,7 @@ if [ "${FAKE_CHECK_PART:-staging}" = staging ]; then
 4 COHORT_CUDA_IPC=off
 3 COHORT_CUDA_IPC=off COHORT_ALGO_ALLREDUCE=ring COHORT_ALGO_REDUCE_SCATTER=recursive_halving COHORT_ALGO_ALLGATHER=bruck
 singleton
+2 CUDA_COLL_DEVICE_FIRST=1 COHORT_CUDA_IPC=off
 3 CUDA_COLL_KERNEL_FAIL=1 COHORT_CUDA_IPC=off COHORT_CUDA_PIPELINE_MIN=0 COHORT_ALGO_ALLREDUCE=ring"
     exec "$top/tests/mpi/launch.sh" "$build/tests/mpi/cuda_coll"
 fi

@@ -756,6 +756,27 @@ static void test_kernel_fail(cohort_context_t *ctx, cohort_group_t *w)
 /* One configuration (test_configs): every setting the test reads, COHORT_*, CUDA_COLL_* and the
  * fake runtime's FAKE_CUDA_*, is read here or below, after the configuration's environment is
  * set; nothing of a configuration outlives it but the runtime's table (cu, loaded again). */
+/* CUDA_COLL_DEVICE_FIRST: the process loaded CUDA before cohort_init and its first collective
+ * is on device buffers, before anything asked cohort about CUDA. The loader's answer taken at
+ * init (src/mem/gpu.c, cohort_gpu_scan_loaded) must be kept: forgotten, the buffer is taken for
+ * host memory and read as such (the fake runtime's device memory faults on any host access). */
+static void test_device_first(cohort_group_t *w)
+{
+    int x = me + 1, got = 0, *in = NULL, *out = NULL;
+
+    CHECK(cu.malloc_device((void **)&in, sizeof(int)) == 0);
+    CHECK(cu.malloc_device((void **)&out, sizeof(int)) == 0);
+    CHECK(cu.memcpy_any(in, &x, sizeof(int), BENCH_CUDA_MEMCPY_DEFAULT) == 0);
+    CHECK_OK(cohort_allreduce(w, in, out, 1, COHORT_INT32, COHORT_SUM));
+    CHECK(cu.memcpy_any(&got, out, sizeof(int), BENCH_CUDA_MEMCPY_DEFAULT) == 0);
+    CHECK(got == nranks * (nranks + 1) / 2);
+    CHECK(cu.free_device(in) == 0 && cu.free_device(out) == 0);
+    if (me == 0) {
+        printf("cuda_coll: the first collective on device buffers, CUDA loaded before init: "
+               "right sum\n");
+    }
+}
+
 static int one_configuration(void)
 {
     static const coll_t colls[] = {
@@ -763,16 +784,23 @@ static int one_configuration(void)
         {"allreduce", 1, 0, 1, 1, 1},      {"allgather", 0, 0, 1, 1, 0},
         {"reduce_scatter", 1, 0, 1, 0, 1}, {"alltoall", 0, 0, 0, 0, 0},
     };
+    char why[256];
+    int first =
+        getenv("CUDA_COLL_DEVICE_FIRST") != NULL && bench_cudart_load(&cu, why, sizeof(why)) == 0;
     cohort_context_t *ctx = test_init();
     cohort_group_t *w = cohort_world(ctx);
     cohort_cuda_info_t info;
-    char why[256];
     int x, sum = 0, ndev = 0, cases = 0;
     const size_t ncounts = sizeof(counts) / sizeof(counts[0]);
 
     nranks = cohort_world_size(ctx);
     me = cohort_world_rank(ctx);
     x = me + 1;
+    if (first) {
+        test_device_first(w);
+        test_finish(ctx, "cuda_coll");
+        return 0;
+    }
     CHECK_OK(cohort_cuda_info(ctx, &info));
     CHECK_STATUS(cohort_cuda_info(ctx, NULL), COHORT_ERR_INVALID_ARG);
     /* Whatever CUDA says, host buffers work (an allgather: a reduction would need kernels if

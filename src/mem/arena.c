@@ -140,7 +140,7 @@ void cohort_arena_open(cohort_arena_t **a_p, cohort_arena_ref_t *ref, char *why,
     a->head->bytes = ARENA_BYTES;
     __atomic_store_n(&a->head->magic, ARENA_MAGIC, __ATOMIC_RELEASE);
     a->next_head = (uint32_t)ARENA_HEADS_AT;
-    /* The directory and the first heads in memory now, at init (64 KiB, 12-36 us measured
+    /* The directory and the first heads in memory now, at init (68 KiB; 12-36 us measured
      * here), not page by page in the first groups' creation and first calls: a publish wrote
      * each into a page of its own (the directory is hashed by id), which the owner allocated
      * and each member mapped in a fault of its own (issue 37: 5% of the ranks' CPU over

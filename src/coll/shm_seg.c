@@ -444,11 +444,11 @@ static int shm_create_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
         shm_claim(comm, g, settings);
         return 1;
     }
-    g->bytes = shm_seg_bytes(comm->size);
     shm_name(comm, g, (int32_t)getpid(), ctx->arena != NULL);
     if (ctx->arena != NULL) {
         return shm_create_in_arena(ctx, comm, g, settings, 1);
     }
+    g->bytes = shm_seg_bytes(comm->size);
     fd = shm_open(g->name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
         cohort_error(ctx, "%s: shared segment %s: %s%s", comm->label, g->name, strerror(errno),
@@ -522,7 +522,6 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
     int fd;
 
     if (g->seg == NULL) {
-        g->bytes = shm_seg_bytes(comm->size);
         shm_name(comm, g, pid0, peer0->arena.fd >= 0);
         if (cohort_fault(ctx, COHORT_FAULT_SHM)) {
             why = "COHORT_FAULT";
@@ -569,6 +568,7 @@ static int shm_attach_as(cohort_context_t *ctx, cohort_comm_t *comm, shm_group_t
             g->in_arena = 1;
             goto mapped;
         }
+        g->bytes = shm_seg_bytes(comm->size);
         fd = shm_open(g->name, O_RDWR, 0);
         if (fd < 0) {
             if (errno == ENOENT) {
